@@ -1,0 +1,64 @@
+/* Tally: shared basics for every module.
+ *
+ * Conventions (libuv style):
+ *  - every public name starts with tl_ / TL_;
+ *  - functions that can fail return 0 or a negative TL_E* code, and fill a
+ *    caller-owned tl_err with a one-line message that names the file and the
+ *    field at fault ("resnet.json.gz: event 1234: kernel 'foo': grid is 0");
+ *  - structures are caller-owned with *_init / *_close pairs;
+ *  - time is integer nanoseconds (tl_ns) everywhere inside the project.
+ */
+#ifndef TALLY_COMMON_H
+#define TALLY_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TL_VERSION "0.1.0"
+
+typedef int64_t tl_ns; /* nanoseconds; simulated or measured time */
+
+#define TL_NS_PER_US 1000LL
+#define TL_NS_PER_MS 1000000LL
+#define TL_NS_PER_S 1000000000LL
+
+/* Error codes: negative, so that "r < 0" means failure. */
+enum {
+    TL_OK = 0,
+    TL_EIO = -1,       /* cannot open, read or write a file */
+    TL_EFORMAT = -2,   /* malformed input (JSON, gzip, SQLite schema) */
+    TL_EMISSING = -3,  /* a required field is absent */
+    TL_ERANGE = -4,    /* a value is out of its allowed range (zero grid, ...) */
+    TL_EUNKNOWN = -5,  /* unknown name (GPU, policy, parameter, option) */
+    TL_ENOMEM = -6,    /* allocation failed */
+    TL_EDB = -7,       /* SQLite error */
+    TL_ENODEV = -8,    /* no GPU / no MPS / feature not available here */
+    TL_EINVAL = -9,    /* invalid argument or state (programming error) */
+    TL_ETYPE = -10,    /* a value has the wrong type */
+};
+
+const char *tl_strerror(int code);
+
+/* Caller-owned error detail: the code and a human message. */
+typedef struct tl_err {
+    int code;
+    char msg[512];
+} tl_err;
+
+/* Set err (if not NULL) and return code, so that "return tl_errf(...)" works. */
+int tl_errf(tl_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tl_err_clear(tl_err *err);
+
+/* Map a TL_E* code to a sysexits.h exit status (EX_DATAERR, EX_NOINPUT, ...). */
+int tl_exit_code(int code);
+
+/* Allocation that aborts the process with a message on failure (used for small
+ * bookkeeping allocations where recovery is pointless). */
+void *tl_xmalloc(size_t n);
+void *tl_xcalloc(size_t n, size_t size);
+void *tl_xrealloc(void *p, size_t n);
+char *tl_xstrdup(const char *s);
+
+#endif

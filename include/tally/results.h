@@ -1,0 +1,69 @@
+/* The results database (SQLite). One schema for simulated and hardware runs,
+ * so one query compares them. Every run is written inside one transaction:
+ * a run is either all there (runs.status = 'done') or absent, even after kill -9.
+ *
+ * Schema (version 1):
+ *
+ *   meta(key TEXT PRIMARY KEY, value TEXT)              -- schema_version, tool versions
+ *   runs(run_id INTEGER PRIMARY KEY,
+ *        run_key TEXT UNIQUE NOT NULL,   -- hash of the canonical run config: resume key
+ *        experiment TEXT,                -- spec name
+ *        kind TEXT NOT NULL,             -- 'sim' or 'hw'
+ *        policy TEXT NOT NULL,           -- policy name, or 'alone' for solo baselines
+ *        policy_params TEXT,             -- JSON
+ *        gpu TEXT, driver TEXT, clocks TEXT,
+ *        seed INTEGER, repetition INTEGER, load REAL,
+ *        duration_ns INTEGER, warmup_ns INTEGER,
+ *        config TEXT,                    -- the full run config as JSON
+ *        status TEXT,                    -- 'done'
+ *        wall_s REAL, events INTEGER, created TEXT)
+ *   jobs(run_id, job_id, name, trace, role TEXT ('inference'|'training'),
+ *        priority, arrival TEXT, rate REAL, slo_ns INTEGER,
+ *        alone_run_id INTEGER,           -- the 'alone' run of this job (NULL for alone runs)
+ *        PRIMARY KEY(run_id, job_id))
+ *   requests(run_id, job_id, req_id, arrival_ns, start_ns, end_ns,
+ *            latency_ns,                 -- end - arrival (queueing included)
+ *            service_ns,                 -- end - start (start = first op issued)
+ *            PRIMARY KEY(run_id, job_id, req_id))   -- inference jobs, after warm-up
+ *   iterations(run_id, job_id, iter_idx, start_ns, end_ns,
+ *            PRIMARY KEY(run_id, job_id, iter_idx)) -- every job, after warm-up
+ *   metrics(run_id, job_id, name, value,            -- job_id -1: whole system
+ *            PRIMARY KEY(run_id, job_id, name))
+ *      names: p50_ns p90_ns p95_ns p99_ns p999_ns mean_latency_ns slo_attainment
+ *             mean_service_ns requests throughput (iterations or requests per s)
+ *             throughput_rel (vs alone) p99_overhead (p99 / alone p99 - 1)
+ *             util (SM-time occupied / (sms x time)) turnaround_var_ns2
+ *             system: system_throughput util
+ *   kernels(run_id, job_id, seq, name, stream, start_ns, end_ns, blocks,
+ *           avg_sms REAL, ptb INTEGER, retreated INTEGER)  -- only with --kernels
+ */
+#ifndef TALLY_RESULTS_H
+#define TALLY_RESULTS_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+
+#include "tally/common.h"
+
+#define TL_RESULTS_SCHEMA_VERSION 1
+
+typedef struct tl_results {
+    sqlite3 *db;
+    char *path;
+} tl_results;
+
+/* Open (creating the schema if needed). Fails with a message naming the path if
+ * it cannot be written or holds a foreign schema. Sets a busy timeout so that
+ * several worker processes can write one database. */
+int tl_results_open(tl_results *r, const char *path, tl_err *err);
+void tl_results_close(tl_results *r);
+/* Is a finished run with this key already in the database? (sweep resume) */
+int tl_results_has_run(tl_results *r, const char *run_key, long long *run_id, tl_err *err);
+int tl_results_begin(tl_results *r, tl_err *err);
+int tl_results_commit(tl_results *r, tl_err *err);
+void tl_results_rollback(tl_results *r);
+/* Execute SQL with printf-style arguments bound as text/ints is the caller's
+ * business; writers live in core/results.c beside the runner. */
+const char *tl_results_schema_sql(void);
+
+#endif

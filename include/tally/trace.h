@@ -1,0 +1,134 @@
+/* Traces: what one job does, iteration by iteration, on the host and the GPU.
+ *
+ * A trace is a list of iterations (one inference request or one training step).
+ * Each iteration is the host thread's ordered list of operations. Host time
+ * between operations (Python, framework work) is kept as host_gap_ns: it does
+ * not depend on the GPU, so a replay waits it out before issuing the next op.
+ *
+ * Readers: the project's own versioned JSON (tl_trace_write_json writes it),
+ * PyTorch profiler / Kineto Chrome-trace JSON (plain or .gz), Nsight Systems
+ * SQLite exports. tl_trace_load picks the reader from the content.
+ */
+#ifndef TALLY_TRACE_H
+#define TALLY_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/common.h"
+#include "tally/gpu.h"
+
+#define TL_TRACE_FORMAT_VERSION 1
+
+typedef enum tl_op_kind {
+    TL_OP_KERNEL = 0,      /* kernel launch */
+    TL_OP_MEMCPY = 1,      /* copy; 'blocking' says whether the host waits for it */
+    TL_OP_MEMSET = 2,      /* memset on the device */
+    TL_OP_SYNC = 3,        /* host waits (stream/device/event synchronize) */
+    TL_OP_EVENT_RECORD = 4,/* cudaEventRecord on a stream: no GPU time */
+    TL_OP_STREAM_WAIT = 5, /* cudaStreamWaitEvent: later work on 'stream' waits for 'event' */
+} tl_op_kind;
+
+typedef enum tl_sync_kind {
+    TL_SYNC_STREAM = 0, /* waits for all work issued so far on op.stream */
+    TL_SYNC_DEVICE = 1, /* waits for all work issued so far by this job */
+    TL_SYNC_EVENT = 2,  /* waits for the work before the matching EVENT_RECORD */
+} tl_sync_kind;
+
+typedef enum tl_copy_kind {
+    TL_COPY_H2D = 0,
+    TL_COPY_D2H = 1,
+    TL_COPY_D2D = 2,
+    TL_COPY_OTHER = 3,
+} tl_copy_kind;
+
+/* One host-issued operation. Fields not used by a kind are 0. */
+typedef struct tl_op {
+    uint8_t kind;          /* tl_op_kind */
+    uint8_t sync_kind;     /* tl_sync_kind, for TL_OP_SYNC */
+    uint8_t copy_kind;     /* tl_copy_kind, for TL_OP_MEMCPY */
+    uint8_t blocking;      /* MEMCPY/MEMSET: host waits for completion (sync copy) */
+    int32_t stream;        /* index into tl_trace.streams (not the raw CUDA id) */
+    int32_t event;         /* event id for EVENT_RECORD / STREAM_WAIT / SYNC(EVENT); -1 none */
+    uint32_t name;         /* index into tl_trace.strings (kernel name); 0 = "" */
+    tl_ns host_gap_ns;     /* host time from the previous op's API return (or the
+                              iteration start) to this op's API call */
+    tl_ns host_call_ns;    /* duration of the API call itself when it did not wait
+                              (launch overhead); for syncs, the non-waiting part */
+    tl_ns dur_ns;          /* measured GPU duration (kernel/copy/memset), > 0 */
+    tl_ns gpu_start_ns;    /* traced GPU start, relative to the iteration start; -1 if none */
+    uint32_t grid[3];      /* kernel grid, every component >= 1 */
+    uint32_t block[3];     /* kernel block, every component >= 1 */
+    uint32_t regs;         /* registers per thread */
+    uint32_t static_smem;  /* static shared memory per block, bytes */
+    uint32_t dynamic_smem; /* dynamic shared memory per block, bytes */
+    uint64_t bytes;        /* MEMCPY/MEMSET size */
+} tl_op;
+
+typedef struct tl_iteration {
+    tl_op *ops;
+    uint32_t n_ops;
+    tl_ns start_ns;        /* host start, relative to the trace start */
+    tl_ns tail_host_ns;    /* host time after the last op until the iteration ends */
+    tl_ns traced_ns;       /* traced iteration time: start to max(host end, GPU end) */
+    tl_ns traced_busy_ns;  /* traced GPU busy time (union of kernel/copy intervals) */
+} tl_iteration;
+
+
+typedef enum tl_split_method {
+    TL_SPLIT_MARKERS = 0,  /* ProfilerStep#N, NVTX ranges, our own format's iterations */
+    TL_SPLIT_PERIOD = 1,   /* period of the kernel-name sequence */
+    TL_SPLIT_USER = 2,     /* user gave the kernel name that starts an iteration */
+    TL_SPLIT_WHOLE = 3,    /* no structure found: the whole trace is one iteration */
+} tl_split_method;
+
+typedef struct tl_trace {
+    char *path;              /* file it came from */
+    char *format;            /* "tally", "kineto", "nsys" */
+    bool has_gpu_props;      /* gpu was read from the trace */
+    tl_gpu_props gpu;
+    char **strings;          /* string table; strings[0] = "" */
+    uint32_t n_strings;
+    int64_t *streams;        /* raw CUDA stream ids, indexed by tl_op.stream */
+    int32_t n_streams;
+    tl_iteration *iters;
+    uint32_t n_iters;
+    tl_split_method split;
+    bool truncated;          /* the capture ended early (set by the tracer) */
+} tl_trace;
+
+/* How to split a trace without markers. */
+typedef struct tl_trace_options {
+    const char *iteration_start_kernel; /* TL_SPLIT_USER: substring of the first kernel's name */
+    const char *marker_prefix;          /* default "ProfilerStep#" */
+    int skip_iterations;                /* drop the first N (warm-up) */
+} tl_trace_options;
+
+void tl_trace_init(tl_trace *t);
+void tl_trace_close(tl_trace *t);
+
+/* Load any supported format (detected from content; .gz handled). opts may be NULL. */
+int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err);
+int tl_trace_load_kineto(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err);
+int tl_trace_load_nsys(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err);
+int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err);
+int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err);
+
+/* Read a whole file, gunzipping if it starts with the gzip magic. Caller frees *out. */
+int tl_read_file(const char *path, char **out, size_t *len, tl_err *err);
+
+const char *tl_trace_op_name(const tl_trace *t, const tl_op *op);
+const char *tl_split_method_name(tl_split_method m);
+uint64_t tl_op_blocks(const tl_op *op);  /* grid x*y*z */
+uint32_t tl_op_threads(const tl_op *op); /* block x*y*z */
+
+/* Per-iteration summary numbers (for `tally-sim info` and fidelity checks). */
+typedef struct tl_iter_stats {
+    uint32_t kernels, copies, memsets, syncs;
+    tl_ns gpu_busy_ns;   /* == traced_busy_ns */
+    tl_ns host_ns;       /* sum of host gaps and calls (host-side work) */
+    tl_ns traced_ns;
+} tl_iter_stats;
+void tl_iteration_stats(const tl_iteration *it, tl_iter_stats *st);
+
+#endif
