@@ -1,0 +1,99 @@
+/* Error codes, error messages, exit statuses and aborting allocators. */
+#include "tally/common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+const char *tl_strerror(int code)
+{
+    switch (code) {
+    case TL_OK: return "success";
+    case TL_EIO: return "input/output error";
+    case TL_EFORMAT: return "malformed input";
+    case TL_EMISSING: return "missing field";
+    case TL_ERANGE: return "value out of range";
+    case TL_EUNKNOWN: return "unknown name";
+    case TL_ENOMEM: return "out of memory";
+    case TL_EDB: return "database error";
+    case TL_ENODEV: return "device or feature not available";
+    case TL_EINVAL: return "invalid argument";
+    case TL_ETYPE: return "wrong type";
+    default: return "unknown error";
+    }
+}
+
+int tl_errf(tl_err *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->code = code;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        /* Messages are one line by contract: fold stray newlines. */
+        for (char *p = err->msg; *p; p++)
+            if (*p == '\n' || *p == '\r')
+                *p = ' ';
+    }
+    return code;
+}
+
+void tl_err_clear(tl_err *err)
+{
+    if (err) {
+        err->code = TL_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+int tl_exit_code(int code)
+{
+    switch (code) {
+    case TL_OK: return EX_OK;
+    case TL_EIO: return EX_NOINPUT; /* a file we were asked to read is missing/unreadable */
+    case TL_EFORMAT:
+    case TL_EMISSING:
+    case TL_ERANGE:
+    case TL_ETYPE: return EX_DATAERR;
+    case TL_EUNKNOWN: return EX_USAGE; /* unknown option, GPU or policy name given by the user */
+    case TL_ENOMEM: return EX_OSERR;
+    case TL_EDB: return EX_CANTCREAT;
+    case TL_ENODEV: return EX_UNAVAILABLE;
+    case TL_EINVAL: return EX_SOFTWARE;
+    default: return EX_SOFTWARE;
+    }
+}
+
+static void *oom(size_t n)
+{
+    fprintf(stderr, "tally: out of memory (allocating %zu bytes)\n", n);
+    abort();
+}
+
+void *tl_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom(n);
+}
+
+void *tl_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    return p ? p : oom(n * size);
+}
+
+void *tl_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : oom(n);
+}
+
+char *tl_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = tl_xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}
