@@ -51,8 +51,14 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_COMMON := $(wildcard tests/support/*.c)
 TEST_COMMON_OBJ := $(TEST_COMMON:%.c=$(BUILD)/%.o)
 
-# CUDA parts (tracer, backend) are built when nvcc is present; see cuda.mk.
+# CUDA parts are built when nvcc is present: the tracer (cuda.mk) and the
+# hardware backend (backend/backend.mk). Each appends to CUDA_TARGETS,
+# CUDA_INSTALL_BIN and CUDA_INSTALL_EXTRA and to TEST_EXTRA_LIBS if needed.
+CUDA_TARGETS :=
+CUDA_INSTALL_BIN :=
+CUDA_INSTALL_EXTRA :=
 -include cuda.mk
+-include backend/backend.mk
 
 .PHONY: all deps test check asan bench demo install uninstall clean
 all: deps $(LIB) $(CMD_BIN) $(CUDA_TARGETS)
