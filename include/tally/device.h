@@ -84,7 +84,7 @@ typedef struct tl_dev_job_stats {
                                summed over SMs (divide by sms * elapsed for utilization) */
     uint64_t kernels;       /* launches completed */
     uint64_t blocks;        /* logical blocks completed */
-} tl_dev_job_stats;
+} tl_job_stats;
 
 typedef struct tl_device_ops {
     const char *name; /* "sim", "cuda" */
@@ -109,7 +109,7 @@ typedef struct tl_device_ops {
     /* Solo time of a launch configuration on an idle device (simulated or timed).
      * Optional; used by policies that choose kernel configurations (tally). */
     int (*measure)(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err *err);
-    void (*job_stats)(tl_device *d, int job, tl_dev_job_stats *out);
+    void (*job_stats)(tl_device *d, int job, tl_job_stats *out);
     void (*close)(tl_device *d);
 } tl_device_ops;
 
@@ -139,7 +139,7 @@ static inline tl_ns tl_dev_now(tl_device *d) { return d->ops->now(d); }
 static inline int tl_dev_run(tl_device *d, tl_ns until, tl_err *e) { return d->ops->run(d, until, e); }
 static inline int tl_dev_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *o, tl_err *e)
 { return d->ops->measure ? d->ops->measure(d, k, o, e) : TL_ENODEV; }
-static inline void tl_dev_job_stats(tl_device *d, int job, tl_dev_job_stats *o)
+static inline void tl_dev_job_stats(tl_device *d, int job, tl_job_stats *o)
 { d->ops->job_stats(d, job, o); }
 static inline void tl_dev_close(tl_device *d) { if (d && d->ops) d->ops->close(d); }
 
