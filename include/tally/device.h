@@ -79,7 +79,7 @@ typedef struct tl_kernel_record {
 typedef void (*tl_kernel_observer)(void *arg, const tl_kernel_record *rec);
 
 /* Per-job accounting kept by the device. */
-typedef struct tl_dev_job_stats {
+typedef struct tl_job_stats {
     tl_ns sm_busy_ns;       /* SM-time with at least one of the job's blocks resident,
                                summed over SMs (divide by sms * elapsed for utilization) */
     uint64_t kernels;       /* launches completed */

@@ -1,0 +1,779 @@
+/* The runner: replays each job's host timeline on a device under a policy.
+ * See include/tally/runner.h for the contract. Everything is driven by device
+ * timers and completion callbacks, so the same code runs on the simulator and
+ * on real hardware. */
+#include "tally/runner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/rng.h"
+
+/* Why a job's host is not issuing ops right now. */
+typedef enum host_state {
+    HOST_IDLE = 0,    /* between requests: waiting for an arrival */
+    HOST_SCHEDULED,   /* a timer will issue the next op */
+    HOST_BLOCKED,     /* waiting on a sync / blocking copy */
+    HOST_DONE,        /* window over: issues nothing more */
+} host_state;
+
+/* A request (inference) or iteration (training) in flight. */
+typedef struct req_slot {
+    uint32_t id;
+    tl_ns arrival, start, host_end, gpu_end;
+    uint32_t outstanding;  /* its tasks not yet complete */
+    bool host_finished;
+    bool in_use;
+} req_slot;
+
+#define MAX_INFLIGHT 64    /* training iterations overlap on the GPU; bounded */
+/* Pending launches a CUDA context accepts before the launch call blocks. */
+#define TL_LAUNCH_QUEUE_DEPTH 1024
+
+/* A held op: issued by the host on a stream gated by a cross-stream wait. */
+typedef struct held_op {
+    const tl_op *op;
+    uint32_t iter, index, slot;
+    tl_ns issued;
+} held_op;
+
+typedef struct stream_state {
+    uint64_t issued;      /* tasks issued on this trace stream */
+    uint64_t completed;   /* tasks completed */
+    int gate_event;       /* -1: open; else ops wait for this event's work */
+    held_op *held;
+    size_t n_held, cap_held, head_held;
+} stream_state;
+
+typedef struct event_state {
+    int32_t stream;
+    uint64_t count;       /* stream's issued count at record time */
+    bool recorded;
+} event_state;
+
+typedef struct job_rt {
+    tl_runtime *rt;
+    int id;
+    const tl_job_spec *spec;
+    tl_job *job;
+    tl_rng rng;
+    host_state host;
+    tl_ns host_free;      /* when the host finished its last step */
+    tl_ns next_at;        /* when the host takes its next step (op or iteration end) */
+    uint32_t iter;        /* trace iteration being played */
+    uint32_t op_index;    /* next op to issue */
+    uint32_t cur_slot;    /* request slot being played by the host */
+    uint32_t next_req_id;
+    uint64_t seq;
+    uint64_t outstanding; /* tasks issued, not complete */
+    /* blocking condition */
+    int block_stream;     /* -2 none, -1 all streams, else stream index */
+    uint64_t block_count[TL_MAX_JOB_STREAMS];
+    tl_ns block_since;
+    const tl_op *block_op;
+    stream_state streams[TL_MAX_JOB_STREAMS];
+    event_state *events;
+    int n_events;
+    /* arrivals */
+    tl_ns *queue;         /* arrival times waiting for the host */
+    size_t q_head, q_len, q_cap;
+    size_t file_pos;
+    double rate_per_ns;
+    req_slot slots[MAX_INFLIGHT];
+} job_rt;
+
+struct tl_runtime {
+    const tl_run_config *cfg;
+    tl_device *dev;
+    tl_policy policy;
+    tl_job *jobs;
+    job_rt *jrt;
+    int n_jobs;
+    tl_run_result *out;
+    tl_ns window_start, window_end;
+    tl_job_stats *stats_at_start;
+    bool window_over;
+    tl_task *free_tasks;  /* recycled task structs (chained through runner_data) */
+    int error;
+};
+
+static void host_continue(job_rt *j);
+static void start_iteration(job_rt *j, uint32_t slot, tl_ns now);
+
+/* ---------- small helpers ---------- */
+
+static void push_rec(tl_run_result *out, const tl_request_rec *r)
+{
+    if (out->n_recs == out->cap_recs) {
+        out->cap_recs = out->cap_recs ? out->cap_recs * 2 : 1024;
+        out->recs = tl_xrealloc(out->recs, out->cap_recs * sizeof *out->recs);
+    }
+    out->recs[out->n_recs++] = *r;
+}
+
+static tl_task *task_alloc(tl_runtime *rt)
+{
+    tl_task *t = rt->free_tasks;
+    if (t) {
+        rt->free_tasks = t->runner_data;
+        memset(t, 0, sizeof *t);
+        return t;
+    }
+    return tl_xcalloc(1, sizeof *t);
+}
+
+static void task_free(tl_runtime *rt, tl_task *t)
+{
+    t->runner_data = rt->free_tasks;
+    rt->free_tasks = t;
+}
+
+static const tl_iteration *cur_iter(const job_rt *j)
+{
+    return &j->spec->trace->iters[j->iter];
+}
+
+tl_ns tl_trace_mean_iteration(const tl_trace *t)
+{
+    if (!t || t->n_iters == 0)
+        return 0;
+    long double sum = 0;
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        sum += t->iters[i].traced_ns;
+    return (tl_ns)(sum / t->n_iters);
+}
+
+static bool is_gpu_work(const tl_op *op)
+{
+    return op->kind == TL_OP_KERNEL || op->kind == TL_OP_MEMCPY || op->kind == TL_OP_MEMSET;
+}
+
+/* ---------- request slots ---------- */
+
+static uint32_t slot_open(job_rt *j, tl_ns arrival, tl_ns start)
+{
+    for (uint32_t s = 0; s < MAX_INFLIGHT; s++) {
+        if (!j->slots[s].in_use) {
+            req_slot *r = &j->slots[s];
+            memset(r, 0, sizeof *r);
+            r->in_use = true;
+            r->id = j->next_req_id++;
+            r->arrival = arrival;
+            r->start = start;
+            return s;
+        }
+    }
+    return UINT32_MAX;
+}
+
+static void try_start_request(job_rt *j);
+
+/* The host is idle and a slot freed: start the next request or step. */
+static void kick_timer(void *arg, tl_ns now)
+{
+    job_rt *j = arg;
+    if (j->host != HOST_IDLE)
+        return;
+    if (j->spec->role == TL_ROLE_INFERENCE) {
+        try_start_request(j);
+    } else if (!j->rt->window_over) {
+        uint32_t s = slot_open(j, now, now);
+        if (s != UINT32_MAX)
+            start_iteration(j, s, now);
+    }
+}
+
+static void slot_maybe_finish(job_rt *j, uint32_t s)
+{
+    req_slot *r = &j->slots[s];
+    if (!r->in_use || !r->host_finished || r->outstanding)
+        return;
+    tl_runtime *rt = j->rt;
+    tl_ns end = r->host_end > r->gpu_end ? r->host_end : r->gpu_end;
+    bool inference = j->spec->role == TL_ROLE_INFERENCE;
+    /* Inference requests count by arrival inside the window (all are drained);
+     * training iterations count by completion inside the window. */
+    bool counted = inference ? (r->arrival >= rt->window_start && r->arrival < rt->window_end)
+                             : (end >= rt->window_start && end < rt->window_end);
+    if (counted) {
+        tl_request_rec rec = { .job = j->id, .id = r->id, .arrival_ns = r->arrival,
+                               .start_ns = r->start, .end_ns = end };
+        push_rec(rt->out, &rec);
+    }
+    r->in_use = false;
+    if (j->host == HOST_IDLE) /* start the next one from a timer, not from here */
+        tl_dev_timer(rt->dev, tl_dev_now(rt->dev), kick_timer, j);
+}
+
+/* ---------- task completion (called by policies) ---------- */
+
+static bool host_condition_met(const job_rt *j)
+{
+    if (j->block_stream == -2)
+        return true;
+    if (j->block_stream == -3)
+        return j->outstanding < TL_LAUNCH_QUEUE_DEPTH;
+    const tl_trace *t = j->spec->trace;
+    for (int s = 0; s < t->n_streams; s++) {
+        if (j->block_stream >= 0 && s != j->block_stream)
+            continue;
+        if (j->streams[s].completed < j->block_count[s])
+            return false;
+    }
+    return true;
+}
+
+static void release_held(job_rt *j, int s);
+static void start_iteration(job_rt *j, uint32_t slot, tl_ns now);
+static void host_timer(void *arg, tl_ns now);
+
+/* After a step ended at host_free: when does the next one happen? */
+static void set_next_step(job_rt *j)
+{
+    const tl_iteration *it = &j->spec->trace->iters[j->iter];
+    j->next_at = j->host_free + (j->op_index < it->n_ops ? it->ops[j->op_index].host_gap_ns
+                                                         : it->tail_host_ns);
+}
+
+static void check_gates(job_rt *j)
+{
+    const tl_trace *t = j->spec->trace;
+    for (int s = 0; s < t->n_streams; s++) {
+        stream_state *ss = &j->streams[s];
+        if (ss->gate_event < 0)
+            continue;
+        const event_state *ev = &j->events[ss->gate_event];
+        if (!ev->recorded || j->streams[ev->stream].completed >= ev->count) {
+            ss->gate_event = -1;
+            release_held(j, s);
+        }
+    }
+}
+
+void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
+{
+    job_rt *j = &rt->jrt[t->job->id];
+    uintptr_t slot = (uintptr_t)t->runner_data;
+    const tl_op *op = t->op;
+    j->streams[op->stream].completed++;
+    j->outstanding--;
+    rt->out->tasks++;
+    req_slot *r = &j->slots[slot];
+    if (r->gpu_end < end_ns)
+        r->gpu_end = end_ns;
+    r->outstanding--;
+    task_free(rt, t);
+    check_gates(j);
+    slot_maybe_finish(j, (uint32_t)slot);
+    if (j->host == HOST_BLOCKED && j->block_stream != -2 && host_condition_met(j)) {
+        /* The wait is over: the call returns after its own overhead. Resume on
+         * a timer so policy callbacks never nest host work. */
+        tl_ns now = tl_dev_now(rt->dev);
+        if (j->block_stream == -3) { /* launch queue had room again: retry the op */
+            j->host_free = now;
+            j->next_at = now;
+        } else {
+            j->host_free = now + j->block_op->host_call_ns;
+            set_next_step(j);
+        }
+        j->block_stream = -2;
+        j->host = HOST_SCHEDULED;
+        tl_dev_timer(rt->dev, j->next_at, host_timer, j);
+    }
+    if (j->outstanding == 0)
+        tl_policy_job_idle(&rt->policy, j->job);
+}
+
+/* ---------- issuing ops ---------- */
+
+static void submit_task(job_rt *j, const tl_op *op, uint32_t iter, uint32_t index,
+                        uint32_t slot, tl_ns issued)
+{
+    tl_runtime *rt = j->rt;
+    tl_task *t = task_alloc(rt);
+    t->job = j->job;
+    t->op = op;
+    t->iter = iter;
+    t->index = index;
+    t->seq = j->seq++;
+    t->issued_ns = issued;
+    t->runner_data = (void *)(uintptr_t)slot;
+    tl_policy_submit(&rt->policy, t);
+}
+
+static void hold(stream_state *ss, const held_op *h)
+{
+    if (ss->n_held == ss->cap_held) {
+        /* compact before growing */
+        if (ss->head_held) {
+            memmove(ss->held, ss->held + ss->head_held, (ss->n_held - ss->head_held) * sizeof *ss->held);
+            ss->n_held -= ss->head_held;
+            ss->head_held = 0;
+        }
+        if (ss->n_held == ss->cap_held) {
+            ss->cap_held = ss->cap_held ? ss->cap_held * 2 : 16;
+            ss->held = tl_xrealloc(ss->held, ss->cap_held * sizeof *ss->held);
+        }
+    }
+    ss->held[ss->n_held++] = *h;
+}
+
+/* Apply a stream wait: ops after it on the stream wait for the event's work. */
+static void apply_stream_wait(job_rt *j, const tl_op *op)
+{
+    if (op->event < 0 || op->event >= j->n_events)
+        return;
+    const event_state *ev = &j->events[op->event];
+    if (ev->recorded && j->streams[ev->stream].completed < ev->count)
+        j->streams[op->stream].gate_event = op->event;
+}
+
+static void release_held(job_rt *j, int s)
+{
+    stream_state *ss = &j->streams[s];
+    while (ss->head_held < ss->n_held && ss->gate_event < 0) {
+        held_op h = ss->held[ss->head_held++];
+        if (h.op->kind == TL_OP_STREAM_WAIT)
+            apply_stream_wait(j, h.op);
+        else
+            submit_task(j, h.op, h.iter, h.index, h.slot, h.issued);
+    }
+    if (ss->head_held == ss->n_held)
+        ss->head_held = ss->n_held = 0;
+}
+
+/* Issue GPU work (or a stream wait) on its stream, respecting gates. */
+static void issue_on_stream(job_rt *j, const tl_op *op, tl_ns now)
+{
+    stream_state *ss = &j->streams[op->stream];
+    if (is_gpu_work(op)) {
+        ss->issued++;
+        j->outstanding++;
+        j->slots[j->cur_slot].outstanding++;
+    }
+    if (ss->gate_event >= 0 || ss->head_held < ss->n_held) {
+        held_op h = { op, j->iter, j->op_index, j->cur_slot, now };
+        hold(ss, &h);
+        return;
+    }
+    if (op->kind == TL_OP_STREAM_WAIT)
+        apply_stream_wait(j, op);
+    else
+        submit_task(j, op, j->iter, j->op_index, j->cur_slot, now);
+}
+
+/* Set the host's blocking condition for a sync op; true if it must wait. */
+static bool begin_wait(job_rt *j, const tl_op *op)
+{
+    const tl_trace *t = j->spec->trace;
+    j->block_stream = -2;
+    if (op->kind == TL_OP_SYNC) {
+        switch (op->sync_kind) {
+        case TL_SYNC_STREAM:
+            j->block_stream = op->stream;
+            break;
+        case TL_SYNC_DEVICE:
+            j->block_stream = -1;
+            break;
+        case TL_SYNC_EVENT:
+            if (op->event >= 0 && op->event < j->n_events && j->events[op->event].recorded) {
+                j->block_stream = j->events[op->event].stream;
+                memset(j->block_count, 0, sizeof j->block_count);
+                j->block_count[j->block_stream] = j->events[op->event].count;
+                return !host_condition_met(j);
+            }
+            return false;
+        }
+    } else { /* blocking copy/memset: wait for everything issued on its stream */
+        j->block_stream = op->stream;
+    }
+    for (int s = 0; s < t->n_streams; s++)
+        j->block_count[s] = j->streams[s].issued;
+    return !host_condition_met(j);
+}
+
+static void finish_iteration_on_host(job_rt *j, tl_ns now);
+static void start_iteration(job_rt *j, uint32_t slot, tl_ns now);
+
+/* Play the host: take every step whose time has come, then sleep on a timer
+ * until the next one, or block on a wait. */
+static void host_continue(job_rt *j)
+{
+    tl_runtime *rt = j->rt;
+    tl_ns now = tl_dev_now(rt->dev);
+    for (;;) {
+        if (j->next_at > now) {
+            j->host = HOST_SCHEDULED;
+            tl_dev_timer(rt->dev, j->next_at, host_timer, j);
+            return;
+        }
+        const tl_iteration *it = cur_iter(j);
+        if (j->op_index >= it->n_ops) {
+            finish_iteration_on_host(j, now);
+            return;
+        }
+        if (j->outstanding >= TL_LAUNCH_QUEUE_DEPTH) {
+            /* The launch queue is full: the API call blocks (CUDA does). */
+            j->host = HOST_BLOCKED;
+            j->block_stream = -3;
+            return;
+        }
+        const tl_op *op = &it->ops[j->op_index];
+        bool waits = false;
+        switch (op->kind) {
+        case TL_OP_KERNEL:
+        case TL_OP_MEMCPY:
+        case TL_OP_MEMSET:
+            issue_on_stream(j, op, now);
+            waits = op->blocking && begin_wait(j, op);
+            break;
+        case TL_OP_EVENT_RECORD:
+            if (op->event >= 0 && op->event < j->n_events) {
+                event_state *ev = &j->events[op->event];
+                ev->stream = op->stream;
+                ev->count = j->streams[op->stream].issued;
+                ev->recorded = true;
+            }
+            break;
+        case TL_OP_STREAM_WAIT:
+            issue_on_stream(j, op, now);
+            break;
+        case TL_OP_SYNC:
+            waits = begin_wait(j, op);
+            break;
+        }
+        j->op_index++;
+        if (waits) {
+            j->host = HOST_BLOCKED;
+            j->block_op = op;
+            return;
+        }
+        j->block_stream = -2;
+        j->host_free = now + op->host_call_ns;
+        set_next_step(j);
+    }
+}
+
+static void host_timer(void *arg, tl_ns now)
+{
+    job_rt *j = arg;
+    if (j->host == HOST_SCHEDULED)
+        host_continue(j);
+}
+
+static void start_iteration(job_rt *j, uint32_t slot, tl_ns now)
+{
+    const tl_trace *t = j->spec->trace;
+    j->cur_slot = slot;
+    j->op_index = 0;
+    j->host_free = now;
+    set_next_step(j);
+    (void)t;
+    j->host = HOST_SCHEDULED;
+    host_continue(j);
+}
+
+/* The host has played the last op and the tail of the iteration. */
+static void finish_iteration_on_host(job_rt *j, tl_ns now)
+{
+    tl_runtime *rt = j->rt;
+    const tl_trace *t = j->spec->trace;
+    uint32_t slot = j->cur_slot;
+    j->slots[slot].host_finished = true;
+    j->slots[slot].host_end = now;
+    j->iter = (j->iter + 1) % t->n_iters;
+    j->host = HOST_IDLE;
+    j->host_free = now;
+    slot_maybe_finish(j, slot);
+    if (j->host != HOST_IDLE)
+        return; /* slot_maybe_finish already started the next request */
+    if (j->spec->role == TL_ROLE_TRAINING) {
+        if (rt->window_over) {
+            j->host = HOST_DONE;
+            return;
+        }
+        /* Closed loop: the next step starts as soon as the host is free; its
+         * GPU work queues behind the previous step's. Bound the overlap. */
+        uint32_t s = slot_open(j, now, now);
+        if (s == UINT32_MAX) {
+            j->host = HOST_IDLE; /* a finishing slot restarts us (see below) */
+            return;
+        }
+        start_iteration(j, s, now);
+        return;
+    }
+    try_start_request(j);
+}
+
+/* Inference: start the next queued request once the previous one is complete. */
+static void try_start_request(job_rt *j)
+{
+    tl_runtime *rt = j->rt;
+    if (j->host != HOST_IDLE)
+        return;
+    for (uint32_t s = 0; s < MAX_INFLIGHT; s++)
+        if (j->slots[s].in_use)
+            return; /* requests are served one at a time */
+    tl_ns now = tl_dev_now(rt->dev);
+    tl_ns arrival;
+    if (j->spec->arrival == TL_ARRIVAL_CLOSED) {
+        if (rt->window_over) {
+            j->host = HOST_DONE;
+            return;
+        }
+        arrival = now;
+    } else {
+        if (j->q_len == 0)
+            return;
+        arrival = j->queue[j->q_head];
+        j->q_head = (j->q_head + 1) % j->q_cap;
+        j->q_len--;
+    }
+    uint32_t s = slot_open(j, arrival, now);
+    start_iteration(j, s, now);
+}
+
+/* ---------- arrivals ---------- */
+
+static void queue_push(job_rt *j, tl_ns t)
+{
+    if (j->q_len == j->q_cap) {
+        size_t ncap = j->q_cap ? j->q_cap * 2 : 64;
+        tl_ns *nq = tl_xmalloc(ncap * sizeof *nq);
+        for (size_t i = 0; i < j->q_len; i++)
+            nq[i] = j->queue[(j->q_head + i) % j->q_cap];
+        free(j->queue);
+        j->queue = nq;
+        j->q_cap = ncap;
+        j->q_head = 0;
+    }
+    j->queue[(j->q_head + j->q_len) % j->q_cap] = t;
+    j->q_len++;
+}
+
+static tl_ns next_arrival(job_rt *j, tl_ns after, bool *none)
+{
+    *none = false;
+    if (j->spec->arrival == TL_ARRIVAL_FILE) {
+        if (j->file_pos >= j->spec->n_arrival_times) {
+            *none = true;
+            return 0;
+        }
+        return j->spec->arrival_times[j->file_pos++];
+    }
+    double gap = tl_rng_exponential(&j->rng, 1.0 / j->rate_per_ns);
+    if (gap < 1)
+        gap = 1;
+    return after + (tl_ns)gap;
+}
+
+static void arrival_timer(void *arg, tl_ns now)
+{
+    job_rt *j = arg;
+    tl_runtime *rt = j->rt;
+    if (now >= rt->window_end)
+        return; /* no arrivals after the window: the run drains */
+    queue_push(j, now);
+    tl_policy_request_arrived(&rt->policy, j->job);
+    bool none;
+    tl_ns t = next_arrival(j, now, &none);
+    if (!none)
+        tl_dev_timer(rt->dev, t, arrival_timer, j);
+    try_start_request(j);
+}
+
+/* ---------- window ---------- */
+
+static void window_start_timer(void *arg, tl_ns now)
+{
+    tl_runtime *rt = arg;
+    for (int i = 0; i < rt->n_jobs; i++)
+        tl_dev_job_stats(rt->dev, i, &rt->stats_at_start[i]);
+}
+
+static void window_end_timer(void *arg, tl_ns now)
+{
+    tl_runtime *rt = arg;
+    rt->window_over = true;
+    for (int i = 0; i < rt->n_jobs; i++) {
+        tl_job_stats st;
+        tl_dev_job_stats(rt->dev, i, &st);
+        tl_job_stats *o = &rt->out->job_stats[i];
+        o->sm_busy_ns = st.sm_busy_ns - rt->stats_at_start[i].sm_busy_ns;
+        o->kernels = st.kernels - rt->stats_at_start[i].kernels;
+        o->blocks = st.blocks - rt->stats_at_start[i].blocks;
+        job_rt *j = &rt->jrt[i];
+        if (j->host == HOST_IDLE && j->spec->role == TL_ROLE_TRAINING)
+            j->host = HOST_DONE;
+    }
+}
+
+static void kernel_observer(void *arg, const tl_kernel_record *rec)
+{
+    tl_runtime *rt = arg;
+    tl_run_result *out = rt->out;
+    if (rec->end_ns < rt->window_start || rec->start_ns >= rt->window_end)
+        return;
+    if (out->n_kernels == out->cap_kernels) {
+        out->cap_kernels = out->cap_kernels ? out->cap_kernels * 2 : 4096;
+        out->kernels = tl_xrealloc(out->kernels, out->cap_kernels * sizeof *out->kernels);
+    }
+    out->kernels[out->n_kernels++] = *rec;
+}
+
+/* ---------- set-up ---------- */
+
+static int check_spec(const tl_job_spec *s, int i, tl_err *err)
+{
+    const char *n = s->name ? s->name : "?";
+    if (!s->trace || s->trace->n_iters == 0)
+        return tl_errf(err, TL_EINVAL, "job %d (%s): trace has no iterations", i, n);
+    if (s->trace->n_streams > TL_MAX_JOB_STREAMS)
+        return tl_errf(err, TL_ERANGE, "job %d (%s): trace uses %d streams, at most %d supported",
+                       i, n, s->trace->n_streams, TL_MAX_JOB_STREAMS);
+    if (s->role == TL_ROLE_INFERENCE) {
+        if (s->arrival == TL_ARRIVAL_POISSON_RATE && !(s->rate > 0))
+            return tl_errf(err, TL_ERANGE, "job %d (%s): arrival rate must be > 0", i, n);
+        if (s->arrival == TL_ARRIVAL_POISSON_LOAD && !(s->load > 0))
+            return tl_errf(err, TL_ERANGE, "job %d (%s): load must be > 0", i, n);
+    }
+    return 0;
+}
+
+static void job_rt_init(tl_runtime *rt, int i)
+{
+    job_rt *j = &rt->jrt[i];
+    const tl_job_spec *s = &rt->cfg->jobs[i];
+    j->rt = rt;
+    j->id = i;
+    j->spec = s;
+    j->job = &rt->jobs[i];
+    j->block_stream = -2;
+    tl_rng_init(&j->rng, tl_rng_derive_seed(rt->cfg->seed, (uint64_t)i, 0));
+    for (int k = 0; k < TL_MAX_JOB_STREAMS; k++)
+        j->streams[k].gate_event = -1;
+    int max_event = -1;
+    for (uint32_t it = 0; it < s->trace->n_iters; it++)
+        for (uint32_t k = 0; k < s->trace->iters[it].n_ops; k++)
+            if (s->trace->iters[it].ops[k].event > max_event)
+                max_event = s->trace->iters[it].ops[k].event;
+    j->n_events = max_event + 1;
+    j->events = j->n_events ? tl_xcalloc((size_t)j->n_events, sizeof *j->events) : NULL;
+    if (s->arrival == TL_ARRIVAL_POISSON_RATE)
+        j->rate_per_ns = s->rate / 1e9;
+    else if (s->arrival == TL_ARRIVAL_POISSON_LOAD)
+        j->rate_per_ns = s->load / (double)tl_trace_mean_iteration(s->trace);
+
+    tl_job *job = &rt->jobs[i];
+    job->id = i;
+    job->name = s->name;
+    job->role = s->role;
+    job->priority = s->priority;
+    job->slo_ns = s->slo_ns;
+    job->sm_percent = s->sm_percent;
+    job->model_bytes = s->model_bytes;
+    job->trace = s->trace;
+}
+
+static void job_start(job_rt *j)
+{
+    tl_runtime *rt = j->rt;
+    if (j->spec->role == TL_ROLE_TRAINING || j->spec->arrival == TL_ARRIVAL_CLOSED) {
+        j->host = HOST_IDLE;
+        if (j->spec->role == TL_ROLE_TRAINING)
+            start_iteration(j, slot_open(j, 0, 0), 0);
+        else
+            try_start_request(j);
+        return;
+    }
+    j->host = HOST_IDLE;
+    bool none;
+    tl_ns t = next_arrival(j, 0, &none);
+    if (!none)
+        tl_dev_timer(rt->dev, t, arrival_timer, j);
+}
+
+static void runtime_close(tl_runtime *rt)
+{
+    for (int i = 0; i < rt->n_jobs; i++) {
+        job_rt *j = &rt->jrt[i];
+        free(j->events);
+        free(j->queue);
+        for (int s = 0; s < TL_MAX_JOB_STREAMS; s++)
+            free(j->streams[s].held);
+    }
+    while (rt->free_tasks) {
+        tl_task *t = rt->free_tasks;
+        rt->free_tasks = t->runner_data;
+        free(t);
+    }
+    free(rt->jrt);
+    free(rt->jobs);
+    free(rt->stats_at_start);
+}
+
+int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!cfg || cfg->n_jobs <= 0 || !cfg->policy)
+        return tl_errf(err, TL_EINVAL, "run: no jobs or no policy");
+    if (cfg->duration_ns <= 0 || cfg->warmup_ns < 0)
+        return tl_errf(err, TL_ERANGE, "run: duration must be > 0 and warm-up >= 0");
+    for (int i = 0; i < cfg->n_jobs; i++) {
+        int r = check_spec(&cfg->jobs[i], i, err);
+        if (r < 0)
+            return r;
+    }
+    tl_runtime rt = { 0 };
+    rt.cfg = cfg;
+    rt.dev = dev;
+    rt.n_jobs = cfg->n_jobs;
+    rt.out = out;
+    rt.window_start = cfg->warmup_ns;
+    rt.window_end = cfg->warmup_ns + cfg->duration_ns;
+    rt.jobs = tl_xcalloc((size_t)cfg->n_jobs, sizeof *rt.jobs);
+    rt.jrt = tl_xcalloc((size_t)cfg->n_jobs, sizeof *rt.jrt);
+    rt.stats_at_start = tl_xcalloc((size_t)cfg->n_jobs, sizeof *rt.stats_at_start);
+    out->n_jobs = cfg->n_jobs;
+    out->job_stats = tl_xcalloc((size_t)cfg->n_jobs, sizeof *out->job_stats);
+    out->window_start_ns = rt.window_start;
+    out->window_end_ns = rt.window_end;
+    for (int i = 0; i < cfg->n_jobs; i++)
+        job_rt_init(&rt, i);
+
+    int r = tl_policy_init(&rt.policy, cfg->policy, cfg->policy_params, dev, &rt, rt.jobs,
+                           cfg->n_jobs, err);
+    if (r < 0)
+        goto done;
+    r = tl_policy_setup(&rt.policy, err);
+    if (r < 0)
+        goto close_policy;
+    if (cfg->record_kernels) {
+        dev->observer = kernel_observer;
+        dev->observer_arg = &rt;
+    }
+    tl_dev_timer(dev, rt.window_start, window_start_timer, &rt);
+    tl_dev_timer(dev, rt.window_end, window_end_timer, &rt);
+    for (int i = 0; i < cfg->n_jobs; i++)
+        job_start(&rt.jrt[i]);
+    /* Run to the end of the window, then drain: no new training steps or
+     * arrivals; requests that arrived inside the window finish. */
+    r = tl_dev_run(dev, -1, err);
+    dev->observer = NULL;
+    dev->observer_arg = NULL;
+close_policy:
+    tl_policy_close(&rt.policy);
+done:
+    runtime_close(&rt);
+    if (r < 0)
+        tl_run_result_close(out);
+    return r;
+}
+
+void tl_run_result_close(tl_run_result *r)
+{
+    free(r->recs);
+    free(r->kernels);
+    free(r->job_stats);
+    memset(r, 0, sizeof *r);
+}
