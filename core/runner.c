@@ -649,7 +649,7 @@ static void job_rt_init(tl_runtime *rt, int i)
     j->spec = s;
     j->job = &rt->jobs[i];
     j->block_stream = -2;
-    tl_rng_init(&j->rng, tl_rng_derive_seed(rt->cfg->seed, (uint64_t)i, 0));
+    tl_rng_init(&j->rng, tl_rng_derive_seed(rt->cfg->seed, s->rng_stream, 1));
     for (int k = 0; k < TL_MAX_JOB_STREAMS; k++)
         j->streams[k].gate_event = -1;
     int max_event = -1;

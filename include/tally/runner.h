@@ -40,6 +40,8 @@ typedef struct tl_job_spec {
     size_t n_arrival_times;
     double sm_percent;           /* per-job MPS cap for policies that use it */
     uint64_t model_bytes;        /* PipeSwitch model size */
+    uint32_t rng_stream;         /* random stream of this job's arrivals: keep it equal
+                                    between a shared run and the job's alone run */
 } tl_job_spec;
 
 typedef struct tl_run_config {
@@ -67,7 +69,7 @@ typedef struct tl_run_result {
     size_t n_recs, cap_recs;
     tl_kernel_record *kernels;   /* when record_kernels (op pointers into traces) */
     size_t n_kernels, cap_kernels;
-    tl_dev_job_stats *job_stats; /* per job, measured over the window */
+    tl_job_stats *job_stats; /* per job, measured over the window */
     int n_jobs;
     tl_ns window_start_ns, window_end_ns;
     uint64_t tasks;              /* tasks completed */

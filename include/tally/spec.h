@@ -1,0 +1,105 @@
+/* Experiment specs: JSON (or the same given as command-line options) that name
+ * a GPU, jobs, policies and the sweep grid; expanded into run items.
+ *
+ * {
+ *   "name": "tally-headline",            experiment name (default: file name)
+ *   "gpu": "H100",                        built-in GPU (tally-sim --list-gpus)
+ *   "duration_s": 10, "warmup_s": 1,      measured window and discarded start
+ *   "seed": 1, "repetitions": 1,          repetition r uses seed derived from (seed, r)
+ *   "kernels": false,                     also store per-kernel records
+ *   "policies": ["tally", {"name": "mps", "params": {...}}],
+ *   "jobs": [ JOB, ... ]            or    "job_sets": [[JOB, ...], ...]
+ *   "loads": [0.3, 0.5]                   optional: overrides every inference job's
+ *                                         arrival with Poisson at that load
+ * }
+ * JOB = {"name": "bert", "trace": "path.json.gz", "role": "inference"|"training",
+ *        "priority": 0, "slo_ms": 20, "sm_percent": 50, "model_mb": 100,
+ *        "arrival": {"kind": "poisson", "rate": 100} | {"kind": "poisson", "load": 0.5}
+ *                 | {"kind": "closed"} | {"kind": "file", "path": "times.txt"},
+ *        "skip_iterations": 0, "iteration_kernel": "name substring"}
+ * Trace and arrival paths are relative to the current folder, else to the spec's.
+ * Unknown keys are errors (a typo must not silently change an experiment).
+ */
+#ifndef TALLY_SPEC_H
+#define TALLY_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "tally/runner.h"
+#include "tally/gpu.h"
+#include "tally/policy.h"
+
+typedef struct tl_job_conf {
+    char *name;
+    char *trace_path;
+    tl_role role;
+    int priority;
+    tl_ns slo_ns;
+    tl_arrival_kind arrival;
+    double rate, load;
+    char *arrival_path;
+    double sm_percent;
+    uint64_t model_bytes;
+    int skip_iterations;
+    char *iteration_kernel;
+} tl_job_conf;
+
+typedef struct tl_policy_conf {
+    const tl_policy_ops *ops;
+    json_t *params;              /* object, may be NULL */
+} tl_policy_conf;
+
+typedef struct tl_job_set {
+    tl_job_conf *jobs;
+    int n_jobs;
+} tl_job_set;
+
+typedef struct tl_experiment {
+    char *name;
+    char *path;                  /* spec file, NULL when built from options */
+    tl_gpu_props gpu;
+    tl_ns duration_ns, warmup_ns;
+    uint64_t seed;
+    int repetitions;
+    bool record_kernels;
+    tl_policy_conf *policies;
+    int n_policies;
+    tl_job_set *sets;
+    int n_sets;
+    double *loads;               /* NULL: jobs keep their own arrivals */
+    int n_loads;
+} tl_experiment;
+
+/* One run of the grid. policy < 0 means the 'alone' baseline of job alone_job. */
+typedef struct tl_run_item {
+    int policy;
+    int set;
+    int load;                    /* index into loads, -1 none */
+    int repetition;
+    int alone_job;               /* for alone items: job index in the set; else -1 */
+    uint64_t seed;
+    char key[33];                /* resume key: hash of the canonical config */
+    json_t *config;              /* canonical config (owned) */
+} tl_run_item;
+
+void tl_experiment_init(tl_experiment *e);
+void tl_experiment_close(tl_experiment *e);
+int tl_experiment_load(tl_experiment *e, const char *path, tl_err *err);
+/* base_dir resolves relative paths (may be NULL); origin names the source in errors. */
+int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *origin,
+                            const char *base_dir, tl_err *err);
+
+/* Expand the grid: alone items first (one per distinct job config), then one per
+ * policy x set x load x repetition. Caller frees with tl_run_items_free. */
+int tl_experiment_expand(const tl_experiment *e, tl_run_item **items, size_t *n, tl_err *err);
+void tl_run_items_free(tl_run_item *items, size_t n);
+
+/* The job confs of an item, with the item's load applied (alone items: one job). */
+void tl_item_job_confs(const tl_experiment *e, const tl_run_item *it,
+                       tl_job_conf *out, int *n_out);
+/* Key of the alone run of job j (index in the item's set) matching item it. */
+void tl_item_alone_key(const tl_experiment *e, const tl_run_item *it, int j, char key[33]);
+const char *tl_role_name(tl_role r);
+
+#endif
