@@ -618,7 +618,10 @@ static void kernel_observer(void *arg, const tl_kernel_record *rec)
         out->cap_kernels = out->cap_kernels ? out->cap_kernels * 2 : 4096;
         out->kernels = tl_xrealloc(out->kernels, out->cap_kernels * sizeof *out->kernels);
     }
-    out->kernels[out->n_kernels++] = *rec;
+    tl_kernel_record *k = &out->kernels[out->n_kernels++];
+    *k = *rec;
+    if (rec->job >= 0 && rec->job < rt->n_jobs && rec->op)
+        k->name = tl_trace_op_name(rt->cfg->jobs[rec->job].trace, rec->op);
 }
 
 /* ---------- set-up ---------- */

@@ -75,6 +75,7 @@ typedef struct tl_kernel_record {
     tl_ns start_ns, end_ns;
     double avg_sms;         /* mean number of SMs with one of its blocks resident */
     bool ptb, retreated;
+    const char *name;       /* kernel name: filled by the runner (devices leave NULL) */
 } tl_kernel_record;
 typedef void (*tl_kernel_observer)(void *arg, const tl_kernel_record *rec);
 

@@ -42,6 +42,7 @@
 
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tally/common.h"
 
@@ -62,8 +63,35 @@ int tl_results_has_run(tl_results *r, const char *run_key, long long *run_id, tl
 int tl_results_begin(tl_results *r, tl_err *err);
 int tl_results_commit(tl_results *r, tl_err *err);
 void tl_results_rollback(tl_results *r);
-/* Execute SQL with printf-style arguments bound as text/ints is the caller's
- * business; writers live in core/results.c beside the runner. */
 const char *tl_results_schema_sql(void);
+
+/* Everything about one finished run, written in one transaction. */
+struct tl_run_result;
+struct tl_job_metrics;
+struct tl_job_conf;
+typedef struct tl_run_record {
+    const char *run_key, *experiment, *kind, *policy;
+    const char *policy_params;  /* JSON text */
+    const char *gpu, *driver, *clocks;
+    uint64_t seed;
+    int repetition;
+    double load;                /* NAN: none */
+    tl_ns duration_ns, warmup_ns;
+    const char *config;         /* JSON text */
+    double wall_s;
+    uint64_t events;
+    int n_jobs;
+    const struct tl_job_conf *jobs;
+    const long long *alone_run_ids;  /* per job, -1 none */
+    const struct tl_run_result *result;
+    const struct tl_job_metrics *metrics;   /* per job */
+    double system_throughput;   /* NAN: unknown */
+    double system_util;
+} tl_run_record;
+
+int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run_id, tl_err *err);
+/* Read a job's metrics back (for relative metrics from alone runs). */
+int tl_results_job_metrics(tl_results *r, long long run_id, int job_id,
+                           struct tl_job_metrics *out, tl_err *err);
 
 #endif

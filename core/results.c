@@ -1,0 +1,377 @@
+/* The results database: schema, open, and the one-transaction run writer. */
+#include "tally/results.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tally/metrics.h"
+#include "tally/spec.h"
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);\n"
+    "CREATE TABLE IF NOT EXISTS runs(run_id INTEGER PRIMARY KEY, run_key TEXT UNIQUE NOT NULL,\n"
+    "  experiment TEXT, kind TEXT NOT NULL, policy TEXT NOT NULL, policy_params TEXT,\n"
+    "  gpu TEXT, driver TEXT, clocks TEXT, seed INTEGER, repetition INTEGER, load REAL,\n"
+    "  duration_ns INTEGER, warmup_ns INTEGER, config TEXT, status TEXT, wall_s REAL,\n"
+    "  events INTEGER, created TEXT);\n"
+    "CREATE TABLE IF NOT EXISTS jobs(run_id INTEGER NOT NULL, job_id INTEGER NOT NULL, name TEXT,\n"
+    "  trace TEXT, role TEXT, priority INTEGER, arrival TEXT, rate REAL, slo_ns INTEGER,\n"
+    "  alone_run_id INTEGER, PRIMARY KEY(run_id, job_id));\n"
+    "CREATE TABLE IF NOT EXISTS requests(run_id INTEGER NOT NULL, job_id INTEGER NOT NULL,\n"
+    "  req_id INTEGER NOT NULL, arrival_ns INTEGER, start_ns INTEGER, end_ns INTEGER,\n"
+    "  latency_ns INTEGER, service_ns INTEGER, PRIMARY KEY(run_id, job_id, req_id));\n"
+    "CREATE TABLE IF NOT EXISTS iterations(run_id INTEGER NOT NULL, job_id INTEGER NOT NULL,\n"
+    "  iter_idx INTEGER NOT NULL, start_ns INTEGER, end_ns INTEGER,\n"
+    "  PRIMARY KEY(run_id, job_id, iter_idx));\n"
+    "CREATE TABLE IF NOT EXISTS metrics(run_id INTEGER NOT NULL, job_id INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL, value REAL, PRIMARY KEY(run_id, job_id, name));\n"
+    "CREATE TABLE IF NOT EXISTS kernels(run_id INTEGER NOT NULL, job_id INTEGER, seq INTEGER,\n"
+    "  name TEXT, stream INTEGER, start_ns INTEGER, end_ns INTEGER, blocks INTEGER,\n"
+    "  avg_sms REAL, ptb INTEGER, retreated INTEGER);\n"
+    "CREATE INDEX IF NOT EXISTS kernels_run ON kernels(run_id, job_id);\n"
+    "INSERT OR IGNORE INTO meta VALUES('schema_version', '1');\n";
+
+const char *tl_results_schema_sql(void)
+{
+    return schema_sql;
+}
+
+static int db_err(tl_results *r, tl_err *err, const char *what)
+{
+    return tl_errf(err, TL_EDB, "%s: %s: %s", r->path, what, r->db ? sqlite3_errmsg(r->db) : "?");
+}
+
+int tl_results_open(tl_results *r, const char *path, tl_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->path = tl_xstrdup(path);
+    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        int rc = tl_errf(err, TL_EDB, "%s: cannot open the results database for writing: %s", path,
+                         r->db ? sqlite3_errmsg(r->db) : "out of memory");
+        tl_results_close(r);
+        return rc;
+    }
+    /* Several sweep workers write one database: wait for each other. WAL lets
+     * readers (plots) run during a sweep. */
+    sqlite3_busy_timeout(r->db, 120000);
+    char *msg = NULL;
+    if (sqlite3_exec(r->db, "PRAGMA journal_mode=WAL;", NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(r->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = tl_errf(err, TL_EDB, "%s: cannot create the results schema (not writable, or not a "
+                         "Tally database?): %s", path, msg ? msg : "?");
+        sqlite3_free(msg);
+        tl_results_close(r);
+        return rc;
+    }
+    sqlite3_stmt *st;
+    int ok = 0;
+    if (sqlite3_prepare_v2(r->db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st,
+                           NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            ok = sqlite3_column_int(st, 0) == TL_RESULTS_SCHEMA_VERSION;
+        sqlite3_finalize(st);
+    }
+    /* A table of ours with other columns means a foreign database. */
+    if (ok && sqlite3_prepare_v2(r->db, "SELECT run_key, policy, status FROM runs LIMIT 0", -1, &st,
+                                 NULL) == SQLITE_OK)
+        sqlite3_finalize(st);
+    else
+        ok = 0;
+    if (!ok) {
+        int rc = tl_errf(err, TL_EDB, "%s: not a Tally results database of schema version %d", path,
+                         TL_RESULTS_SCHEMA_VERSION);
+        tl_results_close(r);
+        return rc;
+    }
+    return 0;
+}
+
+void tl_results_close(tl_results *r)
+{
+    if (r->db)
+        sqlite3_close(r->db);
+    free(r->path);
+    memset(r, 0, sizeof *r);
+}
+
+int tl_results_has_run(tl_results *r, const char *run_key, long long *run_id, tl_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT run_id FROM runs WHERE run_key=?1 AND status='done'", -1,
+                           &st, NULL) != SQLITE_OK)
+        return db_err(r, err, "query runs");
+    sqlite3_bind_text(st, 1, run_key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    int found = rc == SQLITE_ROW;
+    if (found && run_id)
+        *run_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_err(r, err, "query runs");
+    return found;
+}
+
+int tl_results_begin(tl_results *r, tl_err *err)
+{
+    /* IMMEDIATE: take the write lock now, so concurrent workers queue here
+     * (busy timeout) rather than failing half-way through a run. */
+    if (sqlite3_exec(r->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_err(r, err, "begin transaction");
+    return 0;
+}
+
+int tl_results_commit(tl_results *r, tl_err *err)
+{
+    if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = db_err(r, err, "commit");
+        tl_results_rollback(r);
+        return rc;
+    }
+    return 0;
+}
+
+void tl_results_rollback(tl_results *r)
+{
+    sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---------- the run writer ---------- */
+
+static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
+static int step_done(tl_results *r, sqlite3_stmt *st, tl_err *err, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return db_err(r, err, what);
+    return 0;
+}
+
+static int put_metric(tl_results *r, sqlite3_stmt *st, int job, const char *name, double v, tl_err *err)
+{
+    if (isnan(v))
+        return 0; /* unknown: absent, rather than a NULL to trip over */
+    sqlite3_bind_int(st, 2, job);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, v);
+    return step_done(r, st, err, "insert metric");
+}
+
+static int write_job_metrics(tl_results *r, sqlite3_stmt *st, int job, const tl_job_metrics *m,
+                             tl_err *err)
+{
+    struct { const char *n; double v; } kv[] = {
+        { "requests", (double)m->count }, { "p50_ns", m->p50_ns }, { "p90_ns", m->p90_ns },
+        { "p95_ns", m->p95_ns }, { "p99_ns", m->p99_ns }, { "p999_ns", m->p999_ns },
+        { "mean_latency_ns", m->mean_latency_ns }, { "mean_service_ns", m->mean_service_ns },
+        { "slo_attainment", m->slo_attainment }, { "throughput", m->throughput },
+        { "throughput_rel", m->throughput_rel }, { "p99_overhead", m->p99_overhead },
+        { "util", m->util }, { "turnaround_var_ns2", m->turnaround_var_ns2 },
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        int rc = put_metric(r, st, job, kv[i].n, kv[i].v, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static const char *arrival_text(const tl_job_conf *j, char *buf, size_t n)
+{
+    switch (j->arrival) {
+    case TL_ARRIVAL_CLOSED: return "closed";
+    case TL_ARRIVAL_POISSON_RATE: snprintf(buf, n, "poisson rate %g/s", j->rate); return buf;
+    case TL_ARRIVAL_POISSON_LOAD: snprintf(buf, n, "poisson load %g", j->load); return buf;
+    case TL_ARRIVAL_FILE: snprintf(buf, n, "file %s", j->arrival_path); return buf;
+    }
+    return "?";
+}
+
+static int insert_all(tl_results *r, const tl_run_record *rec, long long run_id, tl_err *err)
+{
+    int rc = 0;
+    sqlite3_stmt *sj = NULL, *sq = NULL, *si = NULL, *sm = NULL, *sk = NULL;
+    if (sqlite3_prepare_v2(r->db, "INSERT INTO jobs VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)", -1, &sj, NULL) ||
+        sqlite3_prepare_v2(r->db, "INSERT INTO requests VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", -1, &sq, NULL) ||
+        sqlite3_prepare_v2(r->db, "INSERT INTO iterations VALUES(?1,?2,?3,?4,?5)", -1, &si, NULL) ||
+        sqlite3_prepare_v2(r->db, "INSERT INTO metrics VALUES(?1,?2,?3,?4)", -1, &sm, NULL) ||
+        sqlite3_prepare_v2(r->db, "INSERT INTO kernels VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", -1,
+                           &sk, NULL)) {
+        rc = db_err(r, err, "prepare inserts");
+        goto out;
+    }
+    sqlite3_bind_int64(sj, 1, run_id);
+    sqlite3_bind_int64(sq, 1, run_id);
+    sqlite3_bind_int64(si, 1, run_id);
+    sqlite3_bind_int64(sm, 1, run_id);
+    sqlite3_bind_int64(sk, 1, run_id);
+    for (int j = 0; j < rec->n_jobs && rc == 0; j++) {
+        const tl_job_conf *c = &rec->jobs[j];
+        char buf[256];
+        sqlite3_bind_int(sj, 2, j);
+        sqlite3_bind_text(sj, 3, c->name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(sj, 4, c->trace_path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(sj, 5, tl_role_name(c->role), -1, SQLITE_STATIC);
+        sqlite3_bind_int(sj, 6, c->priority);
+        sqlite3_bind_text(sj, 7, arrival_text(c, buf, sizeof buf), -1, SQLITE_TRANSIENT);
+        bind_real_or_null(sj, 8, c->arrival == TL_ARRIVAL_POISSON_RATE ? c->rate : NAN);
+        sqlite3_bind_int64(sj, 9, c->slo_ns);
+        if (rec->alone_run_ids && rec->alone_run_ids[j] >= 0)
+            sqlite3_bind_int64(sj, 10, rec->alone_run_ids[j]);
+        else
+            sqlite3_bind_null(sj, 10);
+        rc = step_done(r, sj, err, "insert job");
+        if (rc == 0)
+            rc = write_job_metrics(r, sm, j, &rec->metrics[j], err);
+    }
+    const tl_run_result *res = rec->result;
+    for (size_t i = 0; i < res->n_recs && rc == 0; i++) {
+        const tl_request_rec *q = &res->recs[i];
+        bool inference = rec->jobs[q->job].role == TL_ROLE_INFERENCE;
+        sqlite3_stmt *st = inference ? sq : si;
+        sqlite3_bind_int(st, 2, q->job);
+        sqlite3_bind_int64(st, 3, q->id);
+        if (inference) {
+            sqlite3_bind_int64(st, 4, q->arrival_ns);
+            sqlite3_bind_int64(st, 5, q->start_ns);
+            sqlite3_bind_int64(st, 6, q->end_ns);
+            sqlite3_bind_int64(st, 7, q->end_ns - q->arrival_ns);
+            sqlite3_bind_int64(st, 8, q->end_ns - q->start_ns);
+        } else {
+            sqlite3_bind_int64(st, 4, q->start_ns);
+            sqlite3_bind_int64(st, 5, q->end_ns);
+        }
+        rc = step_done(r, st, err, inference ? "insert request" : "insert iteration");
+    }
+    /* Inference requests are iterations of their trace too. */
+    for (size_t i = 0; i < res->n_recs && rc == 0; i++) {
+        const tl_request_rec *q = &res->recs[i];
+        if (rec->jobs[q->job].role != TL_ROLE_INFERENCE)
+            continue;
+        sqlite3_bind_int(si, 2, q->job);
+        sqlite3_bind_int64(si, 3, q->id);
+        sqlite3_bind_int64(si, 4, q->start_ns);
+        sqlite3_bind_int64(si, 5, q->end_ns);
+        rc = step_done(r, si, err, "insert iteration");
+    }
+    for (size_t i = 0; i < res->n_kernels && rc == 0; i++) {
+        const tl_kernel_record *k = &res->kernels[i];
+        const tl_trace *t = NULL;
+        (void)t;
+        sqlite3_bind_int(sk, 2, k->job);
+        sqlite3_bind_int64(sk, 3, (sqlite3_int64)i);
+        sqlite3_bind_text(sk, 4, k->name ? k->name : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int(sk, 5, k->stream);
+        sqlite3_bind_int64(sk, 6, k->start_ns);
+        sqlite3_bind_int64(sk, 7, k->end_ns);
+        sqlite3_bind_int64(sk, 8, (sqlite3_int64)k->blocks);
+        sqlite3_bind_double(sk, 9, k->avg_sms);
+        sqlite3_bind_int(sk, 10, k->ptb);
+        sqlite3_bind_int(sk, 11, k->retreated);
+        rc = step_done(r, sk, err, "insert kernel");
+    }
+    if (rc == 0)
+        rc = put_metric(r, sm, -1, "system_throughput", rec->system_throughput, err);
+    if (rc == 0)
+        rc = put_metric(r, sm, -1, "util", rec->system_util, err);
+out:
+    sqlite3_finalize(sj);
+    sqlite3_finalize(sq);
+    sqlite3_finalize(si);
+    sqlite3_finalize(sm);
+    sqlite3_finalize(sk);
+    return rc;
+}
+
+int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run_id, tl_err *err)
+{
+    int rc = tl_results_begin(r, err);
+    if (rc < 0)
+        return rc;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db,
+                           "INSERT INTO runs(run_key, experiment, kind, policy, policy_params, gpu, "
+                           "driver, clocks, seed, repetition, load, duration_ns, warmup_ns, config, "
+                           "status, wall_s, events, created) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,"
+                           "?11,?12,?13,?14,'done',?15,?16,?17)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = db_err(r, err, "prepare run insert");
+        tl_results_rollback(r);
+        return rc;
+    }
+    char created[32];
+    time_t now = time(NULL);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    sqlite3_bind_text(st, 1, rec->run_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, rec->experiment, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, rec->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, rec->policy, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, rec->policy_params, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, rec->gpu, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, rec->driver, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, rec->clocks, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)rec->seed);
+    sqlite3_bind_int(st, 10, rec->repetition);
+    bind_real_or_null(st, 11, rec->load);
+    sqlite3_bind_int64(st, 12, rec->duration_ns);
+    sqlite3_bind_int64(st, 13, rec->warmup_ns);
+    sqlite3_bind_text(st, 14, rec->config, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 15, rec->wall_s);
+    sqlite3_bind_int64(st, 16, (sqlite3_int64)rec->events);
+    sqlite3_bind_text(st, 17, created, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (s != SQLITE_DONE) {
+        rc = db_err(r, err, "insert run");
+        tl_results_rollback(r);
+        return rc;
+    }
+    long long id = sqlite3_last_insert_rowid(r->db);
+    rc = insert_all(r, rec, id, err);
+    if (rc < 0) {
+        tl_results_rollback(r);
+        return rc;
+    }
+    rc = tl_results_commit(r, err);
+    if (rc == 0 && run_id)
+        *run_id = id;
+    return rc;
+}
+
+int tl_results_job_metrics(tl_results *r, long long run_id, int job_id, tl_job_metrics *m,
+                           tl_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT name, value FROM metrics WHERE run_id=?1 AND job_id=?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_err(r, err, "query metrics");
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, job_id);
+    memset(m, 0, sizeof *m);
+    m->slo_attainment = m->throughput_rel = m->p99_overhead = NAN;
+    int found = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *n = (const char *)sqlite3_column_text(st, 0);
+        double v = sqlite3_column_double(st, 1);
+        found = 1;
+        if (!strcmp(n, "p99_ns")) m->p99_ns = v;
+        else if (!strcmp(n, "p50_ns")) m->p50_ns = v;
+        else if (!strcmp(n, "throughput")) m->throughput = v;
+        else if (!strcmp(n, "requests")) m->count = (uint64_t)v;
+        else if (!strcmp(n, "util")) m->util = v;
+    }
+    sqlite3_finalize(st);
+    if (!found)
+        return tl_errf(err, TL_EDB, "%s: run %lld has no metrics for job %d", r->path, run_id, job_id);
+    return 0;
+}
