@@ -14,11 +14,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tally/common.h"
 #include "tally/gpu.h"
 
 #define TL_TRACE_FORMAT_VERSION 1
+/* Most distinct CUDA streams one trace may use (the runner's per-job limit). */
+#define TL_TRACE_MAX_STREAMS 64
 
 typedef enum tl_op_kind {
     TL_OP_KERNEL = 0,      /* kernel launch */
@@ -95,6 +98,14 @@ typedef struct tl_trace {
     uint32_t n_iters;
     tl_split_method split;
     bool truncated;          /* the capture ended early (set by the tracer) */
+    /* Warnings: what the reader had to guess (all 0 for a clean trace). */
+    uint32_t n_unlinked;     /* GPU records with no host API call (missing correlation):
+                                kept as ops issued at their own GPU start */
+    uint32_t n_zero_dur;     /* GPU records with a duration of 0 in the input: 1 ns */
+    uint32_t n_unresolved;   /* event records/waits/syncs whose partner was not found:
+                                kept as host time (event sync: waits for the device) */
+    uint32_t n_outside;      /* ops outside every iteration (before the first marker,
+                                warm-up prefix of a period split, skipped iterations) */
 } tl_trace;
 
 /* How to split a trace without markers. */
@@ -121,6 +132,11 @@ const char *tl_trace_op_name(const tl_trace *t, const tl_op *op);
 const char *tl_split_method_name(tl_split_method m);
 uint64_t tl_op_blocks(const tl_op *op);  /* grid x*y*z */
 uint32_t tl_op_threads(const tl_op *op); /* block x*y*z */
+
+/* Human-readable summary: format, GPU, streams, split, warnings, and per
+ * iteration: kernels, copies, syncs, GPU busy time, host time, traced time
+ * (means, then a table). `tally-sim info FILE` prints this. */
+void tl_trace_print_info(FILE *out, const tl_trace *t);
 
 /* Per-iteration summary numbers (for `tally-sim info` and fidelity checks). */
 typedef struct tl_iter_stats {
