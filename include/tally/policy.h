@@ -14,6 +14,7 @@
 #define TALLY_POLICY_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <jansson.h>
 
 #include "tally/device.h"
@@ -56,7 +57,16 @@ typedef struct tl_runtime tl_runtime; /* the runner, opaque to policies */
 
 /* Declared parameters: parsed and checked generically from the spec entry
  * (unknown name, wrong type, out of range: an error naming policy and param). */
-typedef enum tl_param_type { TL_PARAM_INT, TL_PARAM_DOUBLE, TL_PARAM_BOOL, TL_PARAM_NS_FROM_MS } tl_param_type;
+typedef enum tl_param_type { TL_PARAM_INT, TL_PARAM_DOUBLE, TL_PARAM_BOOL, TL_PARAM_NS_FROM_MS,
+                             TL_PARAM_DOUBLE_LIST /* JSON array of numbers -> tl_param_list */
+} tl_param_type;
+/* Storage of a TL_PARAM_DOUBLE_LIST parameter (e.g. one value per job); the
+ * range applies to every element; default: empty (n = 0). */
+#define TL_PARAM_LIST_MAX 64
+typedef struct tl_param_list {
+    int n;
+    double v[TL_PARAM_LIST_MAX];
+} tl_param_list;
 typedef struct tl_param_desc {
     const char *name;
     tl_param_type type;     /* NS_FROM_MS: given in milliseconds (double), stored as tl_ns */
@@ -89,6 +99,11 @@ struct tl_policy {
     tl_runtime *rt;
     tl_job *jobs;
     int n_jobs;
+    /* First failure met inside a hook (the device refused a launch, copy or
+     * timer): code 0 if none. Hooks cannot return errors, so a policy records
+     * the failure here (tl_policy_fail), completes the task at the current time
+     * so that nothing hangs, and the runner reports it after the run. */
+    tl_err error;
 };
 
 /* Registry. */
@@ -122,5 +137,54 @@ typedef struct tl_stream_map {
 int tl_stream_map_create(tl_stream_map *m, tl_device *dev, tl_ctx_id ctx,
                          const tl_job *job, int priority, tl_err *err);
 tl_stream_id tl_stream_map_get(const tl_stream_map *m, const tl_op *op);
+
+/* ---- More helpers for policies (core/policy.c) ---- */
+
+/* Print the policy's parameters (name, type, default, range, doc), one a line. */
+void tl_policy_print_params(FILE *f, const tl_policy_ops *ops);
+
+/* Record the first failure met inside a hook (see tl_policy.error). */
+void tl_policy_fail(tl_policy *p, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* High-priority jobs: those of the smallest rank present (rank 0 normally). */
+bool tl_policy_job_is_high(const tl_policy *p, const tl_job *j);
+/* Least CUDA stream priority (0): where best-effort work goes. */
+#define TL_STREAM_PRIO_LEAST 0
+
+/* Like tl_policy_run_plain, but done(p, t, r) runs when the launch ends, just
+ * before tl_task_complete (t is still valid then). done may be NULL. If the
+ * device refuses the launch, the failure is recorded (tl_policy_fail), done is
+ * not called and the task is completed at once; the code is returned. */
+typedef void (*tl_task_done_fn)(tl_policy *p, tl_task *t, const tl_launch_result *r);
+int tl_policy_run_plain_then(tl_policy *p, tl_task *t, tl_stream_id s, tl_task_done_fn done);
+
+/* Complete a task that could not run (after tl_policy_fail): at the current time. */
+void tl_policy_complete_now(tl_policy *p, tl_task *t);
+
+/* Per-job setup most policies share: each job gets a context of the given
+ * kind (shared: one context for all jobs, job = -1) and a stream map at the
+ * given priority per job. maps has n_jobs entries; ctxs (may be NULL) too. */
+typedef struct tl_job_ctx_plan {
+    bool shared;              /* one context for every job */
+    tl_ctx_kind kind;
+    /* per job: filled in by the caller before the call, or left zero */
+    const double *sm_percent; /* MPS caps per job (NULL: 100) */
+    const int *mps_priority;  /* MPS client priority per job (NULL: 0) */
+    const int *stream_prio;   /* stream priority per job (NULL: by rank) */
+} tl_job_ctx_plan;
+int tl_policy_setup_jobs(tl_policy *p, const tl_job_ctx_plan *plan, tl_ctx_id *ctxs,
+                         tl_stream_map *maps, tl_err *err);
+
+/* A FIFO of tasks (a growable ring), for policies that hold tasks back. */
+typedef struct tl_task_queue {
+    tl_task **v;
+    size_t head, len, cap;
+} tl_task_queue;
+void tl_task_queue_init(tl_task_queue *q);
+void tl_task_queue_close(tl_task_queue *q);
+void tl_task_queue_push(tl_task_queue *q, tl_task *t);
+tl_task *tl_task_queue_peek(const tl_task_queue *q); /* NULL if empty */
+tl_task *tl_task_queue_pop(tl_task_queue *q);        /* NULL if empty */
 
 #endif
