@@ -1,0 +1,129 @@
+/* Open the results database read-only and check that it holds the Tally
+ * results schema (results.h), so that every later query can trust its columns. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "an_internal.h"
+#include "tally/results.h"
+
+int tl_an_prepare(tl_analysis *a, const char *sql, sqlite3_stmt **st, tl_err *err)
+{
+    if (sqlite3_prepare_v2(a->db, sql, -1, st, NULL) != SQLITE_OK) {
+        *st = NULL;
+        return tl_errf(err, TL_EDB, "%s: query failed: %s", a->path, sqlite3_errmsg(a->db));
+    }
+    return 0;
+}
+
+static bool table_exists(sqlite3 *db, const char *table)
+{
+    sqlite3_stmt *st;
+    bool found = false;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* Each table with the columns the readers use: preparing a SELECT of them
+ * fails, naming the column, when the database is not ours. */
+static const struct {
+    const char *table;
+    const char *columns;
+    bool required;
+} probes[] = {
+    {"runs", "run_id, run_key, experiment, kind, policy, load, seed, repetition, status, "
+             "duration_ns, gpu",
+     true},
+    {"jobs", "run_id, job_id, name, role, priority, slo_ns, alone_run_id", true},
+    {"requests", "run_id, job_id, req_id, arrival_ns, start_ns, end_ns, latency_ns, service_ns",
+     true},
+    {"metrics", "run_id, job_id, name, value", true},
+    {"iterations", "run_id, job_id, iter_idx, start_ns, end_ns", false},
+    {"kernels", "run_id, job_id, seq, name, stream, start_ns, end_ns, blocks, avg_sms, ptb, "
+                "retreated",
+     false},
+};
+
+static int check_schema(tl_analysis *a, tl_err *err)
+{
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        if (!table_exists(a->db, probes[i].table)) {
+            if (!probes[i].required)
+                continue;
+            return tl_errf(err, TL_EFORMAT,
+                           "%s: not a Tally results database (no table '%s')", a->path,
+                           probes[i].table);
+        }
+        char sql[512];
+        snprintf(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", probes[i].columns,
+                 probes[i].table);
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(a->db, sql, -1, &st, NULL) != SQLITE_OK)
+            return tl_errf(err, TL_EFORMAT, "%s: table '%s' is not the Tally schema: %s",
+                           a->path, probes[i].table, sqlite3_errmsg(a->db));
+        sqlite3_finalize(st);
+        if (!strcmp(probes[i].table, "kernels"))
+            a->has_kernels = true;
+        if (!strcmp(probes[i].table, "iterations"))
+            a->has_iterations = true;
+    }
+    /* The version lives in meta; a database written without meta is accepted
+     * as long as its tables match (the probes above). */
+    if (table_exists(a->db, "meta")) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(a->db, "SELECT value FROM meta WHERE key='schema_version'", -1,
+                               &st, NULL) == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW) {
+                long long v = sqlite3_column_int64(st, 0);
+                if (v != TL_RESULTS_SCHEMA_VERSION) {
+                    sqlite3_finalize(st);
+                    return tl_errf(err, TL_EFORMAT,
+                                   "%s: meta.schema_version is %lld, this tally-plot reads %d",
+                                   a->path, v, TL_RESULTS_SCHEMA_VERSION);
+                }
+            }
+            sqlite3_finalize(st);
+        }
+    }
+    return 0;
+}
+
+int tl_analysis_open(tl_analysis *a, const char *path, tl_err *err)
+{
+    memset(a, 0, sizeof *a);
+    if (!path || !*path)
+        return tl_errf(err, TL_EINVAL, "no results database given");
+    if (access(path, R_OK) != 0)
+        return tl_errf(err, TL_EIO, "%s: cannot read the results database: %m", path);
+    a->path = tl_xstrdup(path);
+    if (sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        tl_errf(err, TL_EIO, "%s: cannot open: %s", path,
+                a->db ? sqlite3_errmsg(a->db) : "out of memory");
+        tl_analysis_close(a);
+        return err ? err->code : TL_EIO;
+    }
+    /* Writers may be busy (a sweep running): wait rather than fail. */
+    sqlite3_busy_timeout(a->db, 10000);
+    int r = check_schema(a, err);
+    if (r < 0) {
+        /* A file that is not SQLite at all fails on the first query. */
+        if (sqlite3_errcode(a->db) == SQLITE_NOTADB)
+            tl_errf(err, TL_EFORMAT, "%s: not an SQLite database", path);
+        tl_analysis_close(a);
+        return r;
+    }
+    return 0;
+}
+
+void tl_analysis_close(tl_analysis *a)
+{
+    if (a->db)
+        sqlite3_close(a->db);
+    free(a->path);
+    memset(a, 0, sizeof *a);
+}

@@ -1,0 +1,212 @@
+/* Small helpers of the analysis files: strings, paths, data-file numbers. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "an_internal.h"
+
+void tl_sbuf_printf(tl_sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        b->s = tl_xrealloc(b->s, cap);
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void tl_sbuf_free(tl_sbuf *b)
+{
+    free(b->s);
+    memset(b, 0, sizeof *b);
+}
+
+char *tl_an_path(const char *dir, const char *name)
+{
+    if (!dir || !*dir)
+        dir = ".";
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = tl_xmalloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+int tl_an_mkdirs(const char *dir, tl_err *err)
+{
+    if (!dir || !*dir)
+        return 0;
+    char *p = tl_xstrdup(dir);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                int r = tl_errf(err, TL_EIO, "%s: cannot create folder: %s", p, strerror(errno));
+                free(p);
+                return r;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    struct stat sb;
+    int ok = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+    free(p);
+    if (!ok)
+        return tl_errf(err, TL_EIO, "%s: not a folder", dir);
+    return 0;
+}
+
+char *tl_an_safe_name(const char *s)
+{
+    if (!s || !*s)
+        return tl_xstrdup("unnamed");
+    char *r = tl_xstrdup(s);
+    for (char *p = r; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+            *p = '_';
+    if (r[0] == '.')
+        r[0] = '_';
+    return r;
+}
+
+char *tl_an_clean_label(const char *s)
+{
+    if (!s)
+        s = "";
+    char *r = tl_xmalloc(strlen(s) + 1);
+    char *o = r;
+    for (const char *p = s; *p; p++) {
+        if (*p == '"' || *p == '\\' || *p == '\'')
+            continue;
+        *o++ = (unsigned char)*p < 0x20 ? ' ' : *p;
+    }
+    *o = '\0';
+    return r;
+}
+
+void tl_an_put_num(FILE *f, double v)
+{
+    if (!isfinite(v))
+        fputs("NaN", f);
+    else
+        fprintf(f, "%.9g", v);
+}
+
+FILE *tl_an_create(const tl_plot_opts *o, const char *name, tl_err *err)
+{
+    char *path = tl_an_path(o->out_dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+    free(path);
+    return f;
+}
+
+int tl_an_finish(FILE *f, const tl_plot_opts *o, const char *name, tl_err *err)
+{
+    char *path = tl_an_path(o->out_dir, name);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    int r = 0;
+    if (bad)
+        r = tl_errf(err, TL_EIO, "%s: write failed: %s", path, strerror(errno));
+    else if (o->log)
+        fprintf(o->log, "wrote %s\n", path);
+    free(path);
+    return r;
+}
+
+size_t tl_an_experiments(const tl_groups *g, const char ***out)
+{
+    const char **v = tl_xcalloc(g->n ? g->n : 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(v[k], g->v[i].experiment))
+                seen = true;
+        if (!seen)
+            v[n++] = g->v[i].experiment;
+    }
+    *out = v;
+    return n;
+}
+
+void tl_an_reps_phrase(tl_group *const *sel, size_t n, char *buf, size_t cap)
+{
+    size_t lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t r = sel[i]->n_runs;
+        if (i == 0 || r < lo)
+            lo = r;
+        if (i == 0 || r > hi)
+            hi = r;
+    }
+    if (hi <= 1)
+        snprintf(buf, cap, "1 run per policy");
+    else if (lo == hi)
+        snprintf(buf, cap, "mean of %zu runs per policy", hi);
+    else
+        snprintf(buf, cap, "mean of %zu-%zu runs per policy", lo, hi);
+}
+
+char *tl_an_gp_string(const char *s)
+{
+    /* Labels are cleaned of quotes and backslashes; gnuplot strings need no more. */
+    return tl_an_clean_label(s);
+}
+
+int tl_an_per_experiment(tl_analysis *a, const tl_filter *flt, const tl_plot_opts *o,
+                         tl_an_plot_fn fn, tl_err *err)
+{
+    tl_groups g;
+    int r = tl_an_mkdirs(o->out_dir, err);
+    if (r < 0 || (r = tl_groups_load(a, flt, &g, err)) < 0)
+        return r;
+    const char **exps;
+    size_t ne = tl_an_experiments(&g, &exps);
+    int made = 0, missing = 0;
+    tl_err first = {0};
+    for (size_t i = 0; i < ne; i++) {
+        tl_err e = {0};
+        r = fn(a, &g, exps[i], o, &e);
+        if (r == TL_EMISSING) {
+            if (!missing++)
+                first = e;
+            continue;
+        }
+        if (r < 0) {
+            if (err)
+                *err = e;
+            break;
+        }
+        made++;
+    }
+    free(exps);
+    tl_groups_close(&g);
+    if (r < 0 && r != TL_EMISSING)
+        return r;
+    if (!made) {
+        if (err)
+            *err = first;
+        return first.code ? first.code : TL_EMISSING;
+    }
+    return 0;
+}
