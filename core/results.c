@@ -298,6 +298,30 @@ int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run
     int rc = tl_results_begin(r, err);
     if (rc < 0)
         return rc;
+    if (rec->replace) {
+        static const char *const del[] = {
+            "DELETE FROM jobs WHERE run_id IN (SELECT run_id FROM runs WHERE run_key=?1)",
+            "DELETE FROM requests WHERE run_id IN (SELECT run_id FROM runs WHERE run_key=?1)",
+            "DELETE FROM iterations WHERE run_id IN (SELECT run_id FROM runs WHERE run_key=?1)",
+            "DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM runs WHERE run_key=?1)",
+            "DELETE FROM kernels WHERE run_id IN (SELECT run_id FROM runs WHERE run_key=?1)",
+            "DELETE FROM runs WHERE run_key=?1",
+        };
+        for (size_t i = 0; i < sizeof del / sizeof del[0]; i++) {
+            sqlite3_stmt *d;
+            int ok = sqlite3_prepare_v2(r->db, del[i], -1, &d, NULL) == SQLITE_OK;
+            if (ok) {
+                sqlite3_bind_text(d, 1, rec->run_key, -1, SQLITE_STATIC);
+                ok = sqlite3_step(d) == SQLITE_DONE;
+            }
+            sqlite3_finalize(d);
+            if (!ok) {
+                rc = db_err(r, err, "replace run");
+                tl_results_rollback(r);
+                return rc;
+            }
+        }
+    }
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(r->db,
                            "INSERT INTO runs(run_key, experiment, kind, policy, policy_params, gpu, "

@@ -87,6 +87,7 @@ typedef struct tl_run_record {
     const struct tl_job_metrics *metrics;   /* per job */
     double system_throughput;   /* NAN: unknown */
     double system_util;
+    bool replace;               /* delete an earlier run with the same key first */
 } tl_run_record;
 
 int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run_id, tl_err *err);

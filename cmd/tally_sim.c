@@ -1,0 +1,241 @@
+/* tally-sim: replay kernel traces of jobs sharing one GPU in the simulator,
+ * under one or more policies, and write everything to SQLite. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tally/metrics.h"
+#include "tally/policy.h"
+#include "tally/results.h"
+#include "tally/sim.h"
+#include "tally/spec.h"
+#include "tally/trace.h"
+#include "tally/sweep.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: tally-sim [run] [OPTIONS]        simulate an experiment (spec file or options)\n"
+"       tally-sim info [--skip N] [--iteration-kernel NAME] TRACE...\n"
+"                                         print what a trace holds\n"
+"       tally-sim --list-policies | --list-gpus | --help | --version\n"
+"\n"
+"Run options:\n"
+"  -s, --spec FILE          experiment spec (JSON; see README.md)\n"
+"  -d, --db PATH            results database (default results.db)\n"
+"  -p, --policy NAME        policy to run (repeatable; overrides the spec's)\n"
+"  -g, --gpu NAME           GPU model (default H100, or the spec's)\n"
+"  -J, --job KEY=VAL,...    a job without a spec (repeatable): trace=PATH,\n"
+"                           role=inference|training, priority=N, load=F | rate=R,\n"
+"                           slo_ms=F, sm_percent=F, model_mb=F, name=S, skip=N\n"
+"  -t, --duration S         measured seconds of simulated time (default 10)\n"
+"  -w, --warmup S           discarded warm-up seconds (default 1)\n"
+"  -S, --seed N             random seed (default 1, or the spec's)\n"
+"  -r, --repetitions N      repetitions with derived seeds\n"
+"  -l, --load F             inference load (repeatable: a sweep over loads)\n"
+"  -k, --kernels            store per-kernel records (timelines, Chrome export)\n"
+"  -j, --jobs N             parallel worker processes (default: one per core)\n"
+"      --force              re-run runs already in the database\n"
+"      --stats              print engine statistics per run on stderr (JSON lines)\n"
+"  -q, --quiet              no progress on stderr\n"
+"\n"
+"Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 73 cannot write the\n"
+"database, 70 internal error.\n");
+}
+
+enum { OPT_FORCE = 1000, OPT_STATS, OPT_LIST_POLICIES, OPT_LIST_GPUS, OPT_VERSION, OPT_SKIP,
+       OPT_ITER_KERNEL };
+
+static const struct option run_opts[] = {
+    { "spec", required_argument, NULL, 's' },
+    { "db", required_argument, NULL, 'd' },
+    { "policy", required_argument, NULL, 'p' },
+    { "gpu", required_argument, NULL, 'g' },
+    { "job", required_argument, NULL, 'J' },
+    { "duration", required_argument, NULL, 't' },
+    { "warmup", required_argument, NULL, 'w' },
+    { "seed", required_argument, NULL, 'S' },
+    { "repetitions", required_argument, NULL, 'r' },
+    { "load", required_argument, NULL, 'l' },
+    { "kernels", no_argument, NULL, 'k' },
+    { "jobs", required_argument, NULL, 'j' },
+    { "force", no_argument, NULL, OPT_FORCE },
+    { "stats", no_argument, NULL, OPT_STATS },
+    { "quiet", no_argument, NULL, 'q' },
+    { "list-policies", no_argument, NULL, OPT_LIST_POLICIES },
+    { "list-gpus", no_argument, NULL, OPT_LIST_GPUS },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, OPT_VERSION },
+    { "skip", required_argument, NULL, OPT_SKIP },
+    { "iteration-kernel", required_argument, NULL, OPT_ITER_KERNEL },
+    { NULL, 0, NULL, 0 },
+};
+
+static int cmd_info(int argc, char **argv)
+{
+    tl_trace_options o = { 0 };
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", run_opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_SKIP:
+            o.skip_iterations = atoi(optarg);
+            break;
+        case OPT_ITER_KERNEL:
+            o.iteration_start_kernel = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "tally-sim info: unknown option (try --help)\n");
+            return EX_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "tally-sim info: give at least one trace file\n");
+        return EX_USAGE;
+    }
+    int status = 0;
+    for (int i = optind; i < argc; i++) {
+        tl_trace t;
+        tl_err err = { 0 };
+        tl_trace_init(&t);
+        int r = tl_trace_load(&t, argv[i], &o, &err);
+        if (r < 0) {
+            fprintf(stderr, "tally-sim: %s\n", err.msg);
+            status = tl_exit_code(r);
+        } else {
+            tl_trace_print_info(stdout, &t);
+        }
+        tl_trace_close(&t);
+    }
+    return status;
+}
+
+static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
+{
+    tl_sim_params p;
+    tl_sim_params_default(&p, gpu);
+    return tl_sim_open(dev, gpu, &p, err);
+}
+
+static int parse_double(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) {
+        fprintf(stderr, "tally-sim: --%s: '%s' is not a number\n", opt, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "info"))
+        return cmd_info(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "run")) {
+        argc--;
+        argv++;
+    }
+    tl_spec_overrides ov;
+    tl_spec_overrides_init(&ov);
+    tl_sweep_options so = { .db_path = "results.db", .kind = "sim", .open_device = sim_factory };
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    so.workers = ncpu > 0 ? (int)ncpu : 1;
+    int c;
+    double v;
+    while ((c = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kj:qh", run_opts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            usage(stdout);
+            return 0;
+        case OPT_VERSION:
+            printf("tally-sim %s\n", TL_VERSION);
+            return 0;
+        case OPT_LIST_POLICIES:
+            for (const tl_policy_ops *const *p = tl_policy_all(); *p; p++)
+                printf("%-18s %s\n", (*p)->name, (*p)->summary ? (*p)->summary : "");
+            return 0;
+        case OPT_LIST_GPUS:
+            for (const char *const *g = tl_gpu_names(); *g; g++)
+                printf("%s\n", *g);
+            return 0;
+        case 's': ov.spec_path = optarg; break;
+        case 'd': so.db_path = optarg; break;
+        case 'g': ov.gpu = optarg; break;
+        case 'k': ov.kernels = true; break;
+        case 'q': so.quiet = true; break;
+        case OPT_FORCE: so.force = true; break;
+        case OPT_STATS: so.stats = true; break;
+        case 'p':
+        case 'J':
+        case 'l':
+            if ((c == 'p' ? ov.n_policies : c == 'J' ? ov.n_jobs : ov.n_loads) >= 64) {
+                fprintf(stderr, "tally-sim: too many --%s options (64 at most)\n",
+                        c == 'p' ? "policy" : c == 'J' ? "job" : "load");
+                return EX_USAGE;
+            }
+            if (c == 'p')
+                ov.policies[ov.n_policies++] = optarg;
+            else if (c == 'J')
+                ov.jobs[ov.n_jobs++] = optarg;
+            else if (parse_double("load", optarg, &ov.loads[ov.n_loads++]) < 0)
+                return EX_USAGE;
+            break;
+        case 't':
+            if (parse_double("duration", optarg, &ov.duration_s) < 0)
+                return EX_USAGE;
+            break;
+        case 'w':
+            if (parse_double("warmup", optarg, &ov.warmup_s) < 0)
+                return EX_USAGE;
+            break;
+        case 'S':
+        case 'r':
+        case 'j':
+            if (parse_double(c == 'S' ? "seed" : c == 'r' ? "repetitions" : "jobs", optarg, &v) < 0)
+                return EX_USAGE;
+            if (v != floor(v) || v < (c == 'S' ? 0 : 1) || v > (c == 'S' ? 9e15 : 100000)) {
+                fprintf(stderr, "tally-sim: --%s: '%s' is out of range\n",
+                        c == 'S' ? "seed" : c == 'r' ? "repetitions" : "jobs", optarg);
+                return EX_USAGE;
+            }
+            if (c == 'S')
+                ov.seed = (long long)v;
+            else if (c == 'r')
+                ov.repetitions = (int)v;
+            else
+                so.workers = (int)v;
+            break;
+        default:
+            fprintf(stderr, "tally-sim: try --help\n");
+            return EX_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tally-sim: unexpected argument '%s' (try --help)\n", argv[optind]);
+        return EX_USAGE;
+    }
+    tl_experiment e;
+    tl_err err = { 0 };
+    tl_experiment_init(&e);
+    int r = tl_experiment_from_overrides(&e, &ov, &err);
+    if (r == 0)
+        r = tl_sweep_run(&e, &so, stdout, &err);
+    tl_experiment_close(&e);
+    if (r < 0) {
+        fprintf(stderr, "tally-sim: %s\n", err.msg);
+        return tl_exit_code(r);
+    }
+    return 0;
+}

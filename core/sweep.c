@@ -1,0 +1,688 @@
+/* Running an experiment grid (see include/tally/sweep.h). */
+#include "tally/sweep.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tally/metrics.h"
+#include "tally/results.h"
+#include "tally/sim.h"
+#include "tally/trace.h"
+
+/* ---------- traces and arrival files, loaded once before any run ---------- */
+
+typedef struct loaded_trace {
+    char *path;
+    int skip;
+    char *kernel;
+    tl_trace trace;
+} loaded_trace;
+
+typedef struct loaded_arrivals {
+    char *path;
+    tl_ns *times;
+    size_t n;
+} loaded_arrivals;
+
+typedef struct sweep_ctx {
+    const tl_experiment *e;
+    const tl_sweep_options *o;
+    loaded_trace *traces;
+    int n_traces;
+    loaded_arrivals *arrivals;
+    int n_arrivals;
+    tl_run_item *items;
+    size_t n_items;
+    tl_results db;
+} sweep_ctx;
+
+static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return tl_errf(err, TL_EIO, "%s: cannot open the arrival file: %s", path, strerror(errno));
+    a->path = tl_xstrdup(path);
+    size_t cap = 0;
+    char line[256];
+    int lineno = 0;
+    tl_ns last = -1;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '#' || *p == '\n' || !*p)
+            continue;
+        char *end;
+        double s = strtod(p, &end);
+        while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+            end++;
+        if (end == p || *end || !isfinite(s) || s < 0 || s > 1e6) {
+            fclose(f);
+            return tl_errf(err, TL_EFORMAT, "%s:%d: expected an arrival time in seconds (>= 0)", path, lineno);
+        }
+        tl_ns t = (tl_ns)llround(s * 1e9);
+        if (t < last) {
+            fclose(f);
+            return tl_errf(err, TL_EFORMAT, "%s:%d: arrival times must be sorted", path, lineno);
+        }
+        last = t;
+        if (a->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            a->times = tl_xrealloc(a->times, cap * sizeof *a->times);
+        }
+        a->times[a->n++] = t;
+    }
+    fclose(f);
+    if (a->n == 0)
+        return tl_errf(err, TL_EFORMAT, "%s: no arrival times", path);
+    return 0;
+}
+
+static int load_inputs(sweep_ctx *c, tl_err *err)
+{
+    const tl_experiment *e = c->e;
+    for (int s = 0; s < e->n_sets; s++)
+        for (int j = 0; j < e->sets[s].n_jobs; j++) {
+            const tl_job_conf *jc = &e->sets[s].jobs[j];
+            bool have = false;
+            for (int i = 0; i < c->n_traces && !have; i++)
+                have = !strcmp(c->traces[i].path, jc->trace_path) && c->traces[i].skip == jc->skip_iterations &&
+                       !strcmp(c->traces[i].kernel ? c->traces[i].kernel : "",
+                               jc->iteration_kernel ? jc->iteration_kernel : "");
+            if (!have) {
+                c->traces = tl_xrealloc(c->traces, (size_t)(c->n_traces + 1) * sizeof *c->traces);
+                loaded_trace *lt = &c->traces[c->n_traces++];
+                memset(lt, 0, sizeof *lt);
+                lt->path = tl_xstrdup(jc->trace_path);
+                lt->skip = jc->skip_iterations;
+                lt->kernel = jc->iteration_kernel ? tl_xstrdup(jc->iteration_kernel) : NULL;
+                tl_trace_init(&lt->trace);
+                tl_trace_options to = { .skip_iterations = jc->skip_iterations,
+                                        .iteration_start_kernel = jc->iteration_kernel };
+                int r = tl_trace_load(&lt->trace, jc->trace_path, &to, err);
+                if (r < 0)
+                    return r;
+                if (lt->trace.n_iters == 0)
+                    return tl_errf(err, TL_EFORMAT, "%s: no iterations left (skip_iterations too large?)",
+                                   jc->trace_path);
+                if (lt->trace.n_streams > TL_MAX_JOB_STREAMS)
+                    return tl_errf(err, TL_ERANGE, "%s: %d streams; at most %d supported", jc->trace_path,
+                                   lt->trace.n_streams, TL_MAX_JOB_STREAMS);
+            }
+            if (jc->arrival == TL_ARRIVAL_FILE) {
+                bool got = false;
+                for (int i = 0; i < c->n_arrivals && !got; i++)
+                    got = !strcmp(c->arrivals[i].path, jc->arrival_path);
+                if (!got) {
+                    c->arrivals = tl_xrealloc(c->arrivals, (size_t)(c->n_arrivals + 1) * sizeof *c->arrivals);
+                    loaded_arrivals *a = &c->arrivals[c->n_arrivals++];
+                    memset(a, 0, sizeof *a);
+                    int r = load_arrival_file(a, jc->arrival_path, err);
+                    if (r < 0)
+                        return r;
+                }
+            }
+        }
+    return 0;
+}
+
+static const tl_trace *find_trace(const sweep_ctx *c, const tl_job_conf *jc)
+{
+    for (int i = 0; i < c->n_traces; i++)
+        if (!strcmp(c->traces[i].path, jc->trace_path) && c->traces[i].skip == jc->skip_iterations &&
+            !strcmp(c->traces[i].kernel ? c->traces[i].kernel : "",
+                    jc->iteration_kernel ? jc->iteration_kernel : ""))
+            return &c->traces[i].trace;
+    return NULL;
+}
+
+static const loaded_arrivals *find_arrivals(const sweep_ctx *c, const char *path)
+{
+    for (int i = 0; i < c->n_arrivals; i++)
+        if (!strcmp(c->arrivals[i].path, path))
+            return &c->arrivals[i];
+    return NULL;
+}
+
+static void free_inputs(sweep_ctx *c)
+{
+    for (int i = 0; i < c->n_traces; i++) {
+        free(c->traces[i].path);
+        free(c->traces[i].kernel);
+        tl_trace_close(&c->traces[i].trace);
+    }
+    free(c->traces);
+    for (int i = 0; i < c->n_arrivals; i++) {
+        free(c->arrivals[i].path);
+        free(c->arrivals[i].times);
+    }
+    free(c->arrivals);
+}
+
+/* ---------- one run ---------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
+{
+    const tl_experiment *e = c->e;
+    tl_job_conf confs[64];
+    tl_job_spec specs[64];
+    int n = 0;
+    tl_item_job_confs(e, it, confs, &n);
+    memset(specs, 0, sizeof specs);
+    for (int j = 0; j < n; j++) {
+        const tl_job_conf *jc = &confs[j];
+        tl_job_spec *s = &specs[j];
+        s->name = jc->name;
+        s->trace = find_trace(c, jc);
+        s->role = jc->role;
+        s->priority = jc->priority;
+        s->slo_ns = jc->slo_ns;
+        s->arrival = jc->arrival;
+        s->rate = jc->rate;
+        s->load = jc->load;
+        if (jc->arrival == TL_ARRIVAL_FILE) {
+            const loaded_arrivals *a = find_arrivals(c, jc->arrival_path);
+            s->arrival_times = a->times;
+            s->n_arrival_times = a->n;
+        }
+        s->sm_percent = jc->sm_percent;
+        s->model_bytes = jc->model_bytes;
+        /* The job's position in its set: the same arrivals alone and shared. */
+        s->rng_stream = (uint32_t)(it->alone_job >= 0 ? it->alone_job : j);
+    }
+    const tl_policy_conf *pc = it->policy >= 0 ? &e->policies[it->policy] : NULL;
+    const tl_policy_ops *ops = pc ? pc->ops : tl_policy_find("time-slicing");
+    if (!ops)
+        ops = tl_policy_all()[0];
+    tl_run_config cfg = { .jobs = specs, .n_jobs = n, .policy = ops,
+                          .policy_params = pc ? pc->params : NULL,
+                          .duration_ns = e->duration_ns, .warmup_ns = e->warmup_ns,
+                          .seed = it->seed, .record_kernels = e->record_kernels };
+    tl_device dev;
+    memset(&dev, 0, sizeof dev);
+    int r = c->o->open_device(c->o->device_arg, &dev, &e->gpu, err);
+    if (r < 0)
+        return r;
+    tl_run_result res;
+    double t0 = now_s();
+    r = tl_run(&cfg, &dev, &res, err);
+    double wall = now_s() - t0;
+    uint64_t events = 0;
+    if (r == 0 && !strcmp(dev.ops->name, "sim")) {
+        tl_sim_stats st;
+        tl_sim_get_stats(&dev, &st);
+        events = st.events;
+        if (c->o->stats) {
+            struct rusage ru;
+            getrusage(RUSAGE_SELF, &ru);
+            double sim_s = (double)(e->duration_ns + e->warmup_ns) / 1e9;
+            fprintf(stderr,
+                    "{\"run_key\":\"%s\",\"policy\":\"%s\",\"wall_s\":%.6f,\"sim_s\":%.3f,"
+                    "\"speedup\":%.1f,\"events\":%llu,\"kernels\":%llu,\"events_per_s\":%.0f,"
+                    "\"events_per_kernel\":%.2f,\"block_groups\":%llu,\"peak_queue\":%zu,"
+                    "\"maxrss_kb\":%ld}\n",
+                    it->key, ops->name, wall, sim_s, wall > 0 ? sim_s / wall : 0,
+                    (unsigned long long)st.events, (unsigned long long)st.kernels,
+                    wall > 0 ? (double)st.events / wall : 0,
+                    st.kernels ? (double)st.events / (double)st.kernels : 0,
+                    (unsigned long long)st.block_groups, st.peak_queue, ru.ru_maxrss);
+        }
+    }
+    tl_dev_close(&dev);
+    if (r < 0)
+        return r;
+
+    tl_job_metrics m[64];
+    tl_metrics_compute(&res, &cfg, e->gpu.sms, m);
+    long long alone_ids[64];
+    double util = 0;
+    for (int j = 0; j < n; j++) {
+        alone_ids[j] = -1;
+        util += m[j].util;
+        if (it->policy < 0)
+            continue;
+        char key[33];
+        tl_item_alone_key(e, it, j, key);
+        long long aid;
+        int found = tl_results_has_run(&c->db, key, &aid, err);
+        if (found < 0) {
+            tl_run_result_close(&res);
+            return found;
+        }
+        if (found) {
+            tl_job_metrics alone;
+            if (tl_results_job_metrics(&c->db, aid, 0, &alone, err) == 0) {
+                alone_ids[j] = aid;
+                tl_metrics_relate(&m[j], &alone);
+            }
+        }
+    }
+    if (it->policy < 0) /* alone: relative to itself */
+        for (int j = 0; j < n; j++)
+            tl_metrics_relate(&m[j], &m[j]);
+    char *params = pc && pc->params ? json_dumps(pc->params, JSON_SORT_KEYS | JSON_COMPACT)
+                                    : tl_xstrdup("{}");
+    char *config = json_dumps(it->config, JSON_SORT_KEYS | JSON_COMPACT);
+    tl_run_record rec = {
+        .run_key = it->key, .experiment = e->name, .kind = c->o->kind,
+        .policy = pc ? ops->name : "alone", .policy_params = params, .gpu = e->gpu.name,
+        .driver = c->o->driver, .clocks = c->o->clocks, .seed = it->seed,
+        .repetition = it->repetition, .load = it->load >= 0 ? e->loads[it->load] : NAN,
+        .duration_ns = e->duration_ns, .warmup_ns = e->warmup_ns, .config = config,
+        .wall_s = wall, .events = events, .n_jobs = n, .jobs = confs, .alone_run_ids = alone_ids,
+        .result = &res, .metrics = m, .system_throughput = tl_metrics_system_throughput(m, n),
+        .system_util = util, .replace = c->o->force,
+    };
+    r = tl_results_write_run(&c->db, &rec, NULL, err);
+    free(params);
+    free(config);
+    tl_run_result_close(&res);
+    return r;
+}
+
+/* ---------- progress on stderr ---------- */
+
+typedef struct progress {
+    size_t done, total;
+    double t0, last_print;
+    bool quiet, tty;
+} progress;
+
+static void progress_show(progress *p, bool final)
+{
+    if (p->quiet || p->total == 0)
+        return;
+    double t = now_s(), el = t - p->t0;
+    if (!final && !p->tty && t - p->last_print < 5.0)
+        return; /* logs get a line every 5 s, terminals a live bar */
+    p->last_print = t;
+    double rate = el > 0 ? (double)p->done / el : 0;
+    double left = rate > 0 ? (double)(p->total - p->done) / rate : 0;
+    int width = 30, fill = (int)((double)width * (double)p->done / (double)p->total);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "%s[%s] %zu/%zu runs  %.2f runs/s  %02d:%02d left%s", p->tty ? "\r" : "", bar,
+            p->done, p->total, rate, (int)(left / 60), (int)fmod(left, 60),
+            p->tty && !final ? "" : "\n");
+    fflush(stderr);
+}
+
+/* ---------- the worker pool ---------- */
+
+typedef struct msg { int32_t worker, item, status; } msg;
+
+static void worker_main(sweep_ctx *c, int in_fd, int out_fd, int id)
+{
+    tl_err err = { 0 };
+    if (tl_results_open(&c->db, c->o->db_path, &err) < 0) {
+        fprintf(stderr, "tally: worker %d: %s\n", id, err.msg);
+        _exit(EX_CANTCREAT);
+    }
+    int32_t idx;
+    while (read(in_fd, &idx, sizeof idx) == (ssize_t)sizeof idx && idx >= 0) {
+        int r = run_item(c, &c->items[idx], &err);
+        if (r < 0)
+            fprintf(stderr, "tally: run %s: %s\n", c->items[idx].key, err.msg);
+        msg m = { id, idx, r };
+        if (write(out_fd, &m, sizeof m) != (ssize_t)sizeof m)
+            break;
+    }
+    tl_results_close(&c->db);
+    _exit(0);
+}
+
+/* Run items idx[0..n) with 'workers' processes; returns the first error. */
+static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, progress *pg,
+                    tl_err *err)
+{
+    if (n == 0)
+        return 0;
+    if (workers <= 1 || n == 1) {
+        for (size_t i = 0; i < n; i++) {
+            int r = run_item(c, &c->items[idx[i]], err);
+            if (r < 0)
+                return r;
+            pg->done++;
+            progress_show(pg, false);
+        }
+        return 0;
+    }
+    if ((size_t)workers > n)
+        workers = (int)n;
+    int back[2];
+    if (pipe(back) < 0)
+        return tl_errf(err, TL_EIO, "pipe: %s", strerror(errno));
+    int *to = tl_xcalloc((size_t)workers, sizeof *to);
+    pid_t *pids = tl_xcalloc((size_t)workers, sizeof *pids);
+    tl_results_close(&c->db); /* never share a SQLite handle across fork */
+    fflush(NULL);
+    for (int w = 0; w < workers; w++) {
+        int fd[2];
+        if (pipe(fd) < 0)
+            return tl_errf(err, TL_EIO, "pipe: %s", strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0)
+            return tl_errf(err, TL_EIO, "fork: %s", strerror(errno));
+        if (pid == 0) {
+            close(fd[1]);
+            close(back[0]);
+            for (int k = 0; k < w; k++)
+                close(to[k]);
+            worker_main(c, fd[0], back[1], w);
+        }
+        close(fd[0]);
+        to[w] = fd[1];
+        pids[w] = pid;
+    }
+    close(back[1]);
+    size_t next = 0, outstanding = 0;
+    int first_error = 0;
+    for (int w = 0; w < workers && next < n; w++, next++, outstanding++) {
+        int32_t v = (int32_t)idx[next];
+        if (write(to[w], &v, sizeof v) != (ssize_t)sizeof v)
+            first_error = TL_EIO;
+    }
+    while (outstanding > 0) {
+        msg m;
+        ssize_t got = read(back[0], &m, sizeof m);
+        if (got != (ssize_t)sizeof m) {
+            if (!first_error)
+                first_error = tl_errf(err, TL_EIO, "a sweep worker died (see the messages above)");
+            break;
+        }
+        outstanding--;
+        pg->done++;
+        progress_show(pg, false);
+        if (m.status < 0 && !first_error)
+            first_error = tl_errf(err, m.status, "run %s failed (see the message above)",
+                                  c->items[m.item].key);
+        if (!first_error && next < n) {
+            int32_t v = (int32_t)idx[next++];
+            if (write(to[m.worker], &v, sizeof v) == (ssize_t)sizeof v)
+                outstanding++;
+        }
+    }
+    for (int w = 0; w < workers; w++) {
+        int32_t stop = -1;
+        if (write(to[w], &stop, sizeof stop) < 0) { /* worker already gone */ }
+        close(to[w]);
+    }
+    for (int w = 0; w < workers; w++)
+        waitpid(pids[w], NULL, 0);
+    close(back[0]);
+    free(to);
+    free(pids);
+    tl_err e2 = { 0 };
+    int r = tl_results_open(&c->db, c->o->db_path, &e2);
+    if (r < 0 && !first_error) {
+        *err = e2;
+        first_error = r;
+    }
+    return first_error;
+}
+
+/* ---------- summary ---------- */
+
+static double metric(sweep_ctx *c, long long run, int job, const char *name)
+{
+    sqlite3_stmt *st;
+    double v = NAN;
+    if (sqlite3_prepare_v2(c->db.db, "SELECT value FROM metrics WHERE run_id=?1 AND job_id=?2 AND name=?3",
+                           -1, &st, NULL) != SQLITE_OK)
+        return NAN;
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_int(st, 2, job);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static void fmt(char *buf, size_t n, double v, double scale, const char *f)
+{
+    if (isnan(v))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, f, v * scale);
+}
+
+/* Deterministic text: values come from the database, no wall-clock figures. */
+static void print_summary(sweep_ctx *c, FILE *out)
+{
+    const tl_experiment *e = c->e;
+    fprintf(out, "experiment %s  gpu %s  seed %llu  duration %.3f s  warm-up %.3f s\n", e->name,
+            e->gpu.name, (unsigned long long)e->seed, (double)e->duration_ns / 1e9,
+            (double)e->warmup_ns / 1e9);
+    fprintf(out, "%-16s %5s %3s %-22s %-9s %9s %9s %9s %8s %10s %8s %6s %7s\n", "policy", "load",
+            "rep", "job", "role", "p50_ms", "p99_ms", "p99_ovh%", "slo%", "thr/s", "thr_rel",
+            "util%", "sys_thr");
+    for (size_t i = 0; i < c->n_items; i++) {
+        const tl_run_item *it = &c->items[i];
+        long long run;
+        tl_err err;
+        if (tl_results_has_run(&c->db, it->key, &run, &err) != 1)
+            continue;
+        tl_job_conf confs[64];
+        int n;
+        tl_item_job_confs(e, it, confs, &n);
+        double sys = metric(c, run, -1, "system_throughput");
+        for (int j = 0; j < n; j++) {
+            char p50[32], p99[32], ovh[32], slo[32], thr[32], rel[32], util[32], st[32], load[16];
+            fmt(p50, sizeof p50, metric(c, run, j, "p50_ns"), 1e-6, "%.3f");
+            fmt(p99, sizeof p99, metric(c, run, j, "p99_ns"), 1e-6, "%.3f");
+            fmt(ovh, sizeof ovh, it->policy >= 0 ? metric(c, run, j, "p99_overhead") : NAN, 100, "%.1f");
+            fmt(slo, sizeof slo, metric(c, run, j, "slo_attainment"), 100, "%.1f");
+            fmt(thr, sizeof thr, metric(c, run, j, "throughput"), 1, "%.2f");
+            fmt(rel, sizeof rel, metric(c, run, j, "throughput_rel"), 1, "%.3f");
+            fmt(util, sizeof util, metric(c, run, j, "util"), 100, "%.1f");
+            fmt(st, sizeof st, j == 0 && it->policy >= 0 ? sys : NAN, 1, "%.3f");
+            fmt(load, sizeof load, it->load >= 0 ? e->loads[it->load] : NAN, 1, "%.2f");
+            const char *pname = it->policy >= 0 ? e->policies[it->policy].ops->name : "alone";
+            fprintf(out, "%-16s %5s %3d %-22.22s %-9s %9s %9s %9s %8s %10s %8s %6s %7s\n", pname,
+                    load, it->repetition, confs[j].name, tl_role_name(confs[j].role), p50, p99, ovh,
+                    slo, thr, rel, util, st);
+        }
+    }
+}
+
+int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summary, tl_err *err)
+{
+    sweep_ctx c = { .e = e, .o = o };
+    int r = load_inputs(&c, err);
+    if (r == 0)
+        r = tl_experiment_expand(e, &c.items, &c.n_items, err);
+    if (r == 0)
+        r = tl_results_open(&c.db, o->db_path, err);
+    if (r < 0) {
+        free_inputs(&c);
+        if (c.items)
+            tl_run_items_free(c.items, c.n_items);
+        return r;
+    }
+    fprintf(stderr, "tally: experiment %s: %zu runs, seed %llu, database %s\n", e->name, c.n_items,
+            (unsigned long long)e->seed, o->db_path);
+    size_t *alone = tl_xcalloc(c.n_items + 1, sizeof *alone), *shared = tl_xcalloc(c.n_items + 1, sizeof *shared);
+    size_t na = 0, ns = 0, skipped = 0;
+    for (size_t i = 0; i < c.n_items && r == 0; i++) {
+        int have = o->force ? 0 : tl_results_has_run(&c.db, c.items[i].key, NULL, err);
+        if (have < 0)
+            r = have;
+        else if (have)
+            skipped++;
+        else if (c.items[i].policy < 0)
+            alone[na++] = i;
+        else
+            shared[ns++] = i;
+    }
+    if (skipped)
+        fprintf(stderr, "tally: %zu runs already in %s: skipped (resume)\n", skipped, o->db_path);
+    progress pg = { .total = na + ns, .t0 = now_s(), .quiet = o->quiet, .tty = isatty(2) };
+    if (r == 0)
+        r = run_pool(&c, alone, na, o->workers, &pg, err);
+    if (r == 0)
+        r = run_pool(&c, shared, ns, o->workers, &pg, err);
+    if (na + ns)
+        progress_show(&pg, true);
+    if (r == 0 && summary)
+        print_summary(&c, summary);
+    free(alone);
+    free(shared);
+    tl_results_close(&c.db);
+    free_inputs(&c);
+    tl_run_items_free(c.items, c.n_items);
+    return r;
+}
+
+/* ---------- command-line overrides ---------- */
+
+void tl_spec_overrides_init(tl_spec_overrides *o)
+{
+    memset(o, 0, sizeof *o);
+    o->duration_s = o->warmup_s = -1;
+    o->seed = -1;
+}
+
+/* "trace=PATH,role=inference,load=0.5" -> a job object. */
+static int job_from_text(const char *text, json_t **out, tl_err *err)
+{
+    json_t *job = json_object(), *arrival = NULL;
+    char *copy = tl_xstrdup(text), *save = NULL;
+    int r = 0;
+    for (char *kv = strtok_r(copy, ",", &save); kv && r == 0; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            r = tl_errf(err, TL_EINVAL, "--job '%s': '%s' is not KEY=VALUE", text, kv);
+            break;
+        }
+        *eq = 0;
+        const char *k = kv, *v = eq + 1;
+        char *end;
+        double num = strtod(v, &end);
+        bool numeric = end != v && !*end;
+        if (!strcmp(k, "trace") || !strcmp(k, "role") || !strcmp(k, "name") ||
+            !strcmp(k, "iteration_kernel")) {
+            json_object_set_new(job, k, json_string(v));
+        } else if (!strcmp(k, "priority") || !strcmp(k, "slo_ms") || !strcmp(k, "sm_percent") ||
+                   !strcmp(k, "model_mb") || !strcmp(k, "skip")) {
+            if (!numeric)
+                r = tl_errf(err, TL_ETYPE, "--job '%s': %s must be a number", text, k);
+            else
+                json_object_set_new(job, !strcmp(k, "skip") ? "skip_iterations" : k, json_real(num));
+        } else if (!strcmp(k, "load") || !strcmp(k, "rate")) {
+            if (!numeric)
+                r = tl_errf(err, TL_ETYPE, "--job '%s': %s must be a number", text, k);
+            else
+                arrival = json_pack("{s:s, s:f}", "kind", "poisson", k, num);
+        } else if (!strcmp(k, "arrivals")) {
+            arrival = json_pack("{s:s, s:s}", "kind", "file", "path", v);
+        } else {
+            r = tl_errf(err, TL_EUNKNOWN, "--job '%s': unknown key '%s'", text, k);
+        }
+    }
+    free(copy);
+    if (arrival)
+        json_object_set_new(job, "arrival", arrival);
+    if (r < 0) {
+        json_decref(job);
+        return r;
+    }
+    *out = job;
+    return 0;
+}
+
+int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, tl_err *err)
+{
+    json_t *root;
+    const char *origin = o->spec_path ? o->spec_path : "command line";
+    char *dir = NULL;
+    if (o->spec_path) {
+        json_error_t je;
+        root = json_load_file(o->spec_path, JSON_REJECT_DUPLICATES, &je);
+        if (!root) {
+            if (access(o->spec_path, R_OK) != 0)
+                return tl_errf(err, TL_EIO, "%s: cannot read the spec: %s", o->spec_path, strerror(errno));
+            return tl_errf(err, TL_EFORMAT, "%s:%d:%d: malformed JSON: %s", o->spec_path, je.line,
+                           je.column, je.text);
+        }
+        if (!json_is_object(root)) {
+            json_decref(root);
+            return tl_errf(err, TL_EFORMAT, "%s: the spec must be a JSON object", o->spec_path);
+        }
+        dir = tl_xstrdup(o->spec_path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+        else
+            strcpy(dir, ".");
+    } else {
+        root = json_object();
+        json_object_set_new(root, "name", json_string("cli"));
+    }
+    int r = 0;
+    if (o->gpu)
+        json_object_set_new(root, "gpu", json_string(o->gpu));
+    if (o->n_policies) {
+        json_t *p = json_array();
+        for (int i = 0; i < o->n_policies; i++)
+            json_array_append_new(p, json_string(o->policies[i]));
+        json_object_del(root, "policy");
+        json_object_set_new(root, "policies", p);
+    }
+    if (o->n_jobs) {
+        json_t *jobs = json_array();
+        for (int i = 0; i < o->n_jobs && r == 0; i++) {
+            json_t *j;
+            r = job_from_text(o->jobs[i], &j, err);
+            if (r == 0)
+                json_array_append_new(jobs, j);
+        }
+        json_object_del(root, "job_sets");
+        json_object_set_new(root, "jobs", jobs);
+    }
+    if (o->n_loads) {
+        json_t *l = json_array();
+        for (int i = 0; i < o->n_loads; i++)
+            json_array_append_new(l, json_real(o->loads[i]));
+        json_object_set_new(root, "loads", l);
+    }
+    if (o->duration_s >= 0 || o->duration_s < -1)
+        json_object_set_new(root, "duration_s", json_real(o->duration_s));
+    if (o->warmup_s >= 0 || o->warmup_s < -1)
+        json_object_set_new(root, "warmup_s", json_real(o->warmup_s));
+    if (o->seed >= 0)
+        json_object_set_new(root, "seed", json_integer(o->seed));
+    if (o->repetitions > 0)
+        json_object_set_new(root, "repetitions", json_integer(o->repetitions));
+    if (o->kernels)
+        json_object_set_new(root, "kernels", json_true());
+    if (r == 0 && !o->spec_path && !o->n_jobs)
+        r = tl_errf(err, TL_EINVAL, "no experiment: give --spec FILE or at least one --job");
+    if (r == 0 && !json_object_get(root, "policies") && !json_object_get(root, "policy"))
+        r = tl_errf(err, TL_EINVAL, "%s: no policy: give --policy NAME (tally-sim --list-policies)", origin);
+    if (r == 0)
+        r = tl_experiment_from_json(e, root, origin, dir, err);
+    if (r == 0 && o->spec_path)
+        e->path = tl_xstrdup(o->spec_path);
+    json_decref(root);
+    free(dir);
+    return r;
+}
