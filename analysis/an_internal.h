@@ -47,6 +47,19 @@ char *tl_an_gp_string(const char *s);
 /* Experiments present in groups (distinct, in group order); borrowed strings. */
 size_t tl_an_experiments(const tl_groups *g, const char ***out);
 
+/* One run's description and jobs (timeline, Chrome export). */
+typedef struct tl_an_run {
+    char *experiment, *policy, *kind;
+    int n_jobs;
+    int *job_ids;
+    char **names;    /* cleaned for labels */
+    bool *inference;
+} tl_an_run;
+/* TL_EMISSING when there is no finished run run_id. */
+int tl_an_run_info(tl_analysis *a, long long run_id, tl_an_run *ri, tl_err *err);
+void tl_an_run_info_free(tl_an_run *ri);
+int tl_an_job_index(const tl_an_run *ri, int job_id);
+
 /* Load the groups and call fn once per experiment. An experiment with nothing
  * to show (fn returns TL_EMISSING) is skipped when another one made a plot. */
 typedef int (*tl_an_plot_fn)(tl_analysis *a, const tl_groups *g, const char *experiment, const tl_plot_opts *o,

@@ -69,10 +69,10 @@ static void run_data_free(run_data *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Names go into file names, data files, gnuplot strings and JSON: cleaned once here. */
 static char *col_text(sqlite3_stmt *st, int i)
 {
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return tl_xstrdup(t ? (const char *)t : "");
+    return tl_an_clean_label((const char *)sqlite3_column_text(st, i));
 }
 
 static int load_run(tl_analysis *a, long long run_id, run_data *rd, tl_err *err)
@@ -366,7 +366,12 @@ int tl_groups_load(tl_analysis *a, const tl_filter *f, tl_groups *out, tl_err *e
         }
         fill_derived(a, &rd);
         char *sig = job_signature(&rd);
-        tl_group *grp = find_group(out, exp ? exp : "", kind, policy, has_load, load, sig);
+        char *cexp = tl_an_clean_label(exp), *ckind = tl_an_clean_label(kind),
+             *cpol = tl_an_clean_label(policy);
+        tl_group *grp = find_group(out, cexp, ckind, cpol, has_load, load, sig);
+        free(cexp);
+        free(ckind);
+        free(cpol);
         if (!grp) {
             if (out->n == cap) {
                 cap = cap ? cap * 2 : 8;
@@ -374,9 +379,9 @@ int tl_groups_load(tl_analysis *a, const tl_filter *f, tl_groups *out, tl_err *e
             }
             grp = &out->v[out->n++];
             memset(grp, 0, sizeof *grp);
-            grp->experiment = tl_xstrdup(exp ? exp : "");
-            grp->kind = tl_xstrdup(kind);
-            grp->policy = tl_xstrdup(policy);
+            grp->experiment = tl_an_clean_label(exp);
+            grp->kind = tl_an_clean_label(kind);
+            grp->policy = tl_an_clean_label(policy);
             grp->has_load = has_load;
             grp->load = load;
             grp->jobsig = sig;

@@ -1,0 +1,333 @@
+/* Timeline of one run: SMs occupied by each job over a window (from the kernels
+ * table: each kernel holds avg_sms SMs over [start, end]), stacked, with request
+ * arrivals and completions marked above. Answers "what was the GPU doing when
+ * this request was late". */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+typedef struct occ_event {
+    int64_t t;
+    int job;      /* index into the run's jobs */
+    double delta; /* +avg_sms at start, -avg_sms at end */
+} occ_event;
+
+static int cmp_event(const void *pa, const void *pb)
+{
+    const occ_event *a = pa, *b = pb;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->job > b->job) - (a->job < b->job);
+}
+
+int tl_an_job_index(const tl_an_run *ri, int job_id)
+{
+    for (int i = 0; i < ri->n_jobs; i++)
+        if (ri->job_ids[i] == job_id)
+            return i;
+    return -1;
+}
+
+void tl_an_run_info_free(tl_an_run *ri)
+{
+    for (int i = 0; i < ri->n_jobs; i++)
+        free(ri->names[i]);
+    free(ri->names);
+    free(ri->job_ids);
+    free(ri->inference);
+    free(ri->experiment);
+    free(ri->policy);
+    free(ri->kind);
+    memset(ri, 0, sizeof *ri);
+}
+
+int tl_an_run_info(tl_analysis *a, long long run_id, tl_an_run *ri, tl_err *err)
+{
+    memset(ri, 0, sizeof *ri);
+    sqlite3_stmt *st;
+    int r = tl_an_prepare(a, "SELECT COALESCE(experiment,''), policy, kind FROM runs WHERE "
+                             "run_id=?1 AND COALESCE(status,'done')='done'",
+                          &st, err);
+    if (r < 0)
+        return r;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return tl_errf(err, TL_EMISSING, "%s: no finished run with --run-id %lld", a->path,
+                       run_id);
+    }
+    ri->experiment = tl_an_clean_label((const char *)sqlite3_column_text(st, 0));
+    ri->policy = tl_an_clean_label((const char *)sqlite3_column_text(st, 1));
+    ri->kind = tl_an_clean_label((const char *)sqlite3_column_text(st, 2));
+    sqlite3_finalize(st);
+    if ((r = tl_an_prepare(a, "SELECT job_id, name, role FROM jobs WHERE run_id=?1 ORDER BY job_id",
+                           &st, err)) < 0) {
+        tl_an_run_info_free(ri);
+        return r;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    int cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (ri->n_jobs == cap) {
+            cap = cap ? cap * 2 : 4;
+            ri->job_ids = tl_xrealloc(ri->job_ids, (size_t)cap * sizeof *ri->job_ids);
+            ri->names = tl_xrealloc(ri->names, (size_t)cap * sizeof *ri->names);
+            ri->inference = tl_xrealloc(ri->inference, (size_t)cap * sizeof *ri->inference);
+        }
+        ri->job_ids[ri->n_jobs] = sqlite3_column_int(st, 0);
+        ri->names[ri->n_jobs] = tl_an_clean_label((const char *)sqlite3_column_text(st, 1));
+        const unsigned char *t = sqlite3_column_text(st, 2);
+        ri->inference[ri->n_jobs] = t && !strcmp((const char *)t, "inference");
+        ri->n_jobs++;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static const char *palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
+                                "#8c564b", "#e377c2", "#17becf", "#bcbd22"};
+
+int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl_err *err)
+{
+    int r = tl_an_mkdirs(o->out_dir, err);
+    if (r < 0)
+        return r;
+    tl_an_run ri;
+    if ((r = tl_an_run_info(a, run_id, &ri, err)) < 0)
+        return r;
+    if (!a->has_kernels) {
+        tl_an_run_info_free(&ri);
+        return tl_errf(err, TL_EMISSING, "%s: no kernels table (run tally-sim with --kernels)",
+                       a->path);
+    }
+    bool window = o->to_ns > o->from_ns;
+    int64_t t0 = window ? o->from_ns : INT64_MAX, t1 = window ? o->to_ns : INT64_MIN;
+
+    /* Kernels overlapping the window become +/- events. */
+    sqlite3_stmt *st;
+    if ((r = tl_an_prepare(a, "SELECT job_id, start_ns, end_ns, avg_sms FROM kernels WHERE "
+                              "run_id=?1 AND (?2=0 OR (end_ns>?3 AND start_ns<?4)) ORDER BY "
+                              "start_ns, job_id, seq",
+                           &st, err)) < 0) {
+        tl_an_run_info_free(&ri);
+        return r;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, window);
+    sqlite3_bind_int64(st, 3, o->from_ns);
+    sqlite3_bind_int64(st, 4, o->to_ns);
+    occ_event *ev = NULL;
+    size_t nev = 0, cap = 0, nkernels = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int j = tl_an_job_index(&ri, sqlite3_column_int(st, 0));
+        int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
+        double sms = sqlite3_column_double(st, 3);
+        nkernels++;
+        if (j < 0 || e <= s || !(sms > 0))
+            continue;
+        if (window) {
+            s = s < t0 ? t0 : s;
+            e = e > t1 ? t1 : e;
+            if (e <= s)
+                continue;
+        } else {
+            t0 = s < t0 ? s : t0;
+            t1 = e > t1 ? e : t1;
+        }
+        if (nev + 2 > cap) {
+            cap = cap ? cap * 2 : 1024;
+            ev = tl_xrealloc(ev, cap * sizeof *ev);
+        }
+        ev[nev++] = (occ_event){s, j, sms};
+        ev[nev++] = (occ_event){e, j, -sms};
+    }
+    sqlite3_finalize(st);
+    if (!window && (r = tl_an_prepare(a, "SELECT MIN(arrival_ns), MAX(end_ns) FROM requests "
+                                         "WHERE run_id=?1",
+                                      &st, err)) == 0) {
+        sqlite3_bind_int64(st, 1, run_id);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+            int64_t lo = sqlite3_column_int64(st, 0), hi = sqlite3_column_int64(st, 1);
+            t0 = lo < t0 ? lo : t0;
+            t1 = hi > t1 ? hi : t1;
+        }
+        sqlite3_finalize(st);
+    }
+    if (r < 0) {
+        free(ev);
+        tl_an_run_info_free(&ri);
+        return r;
+    }
+    if (nkernels == 0) {
+        free(ev);
+        tl_an_run_info_free(&ri);
+        return tl_errf(err, TL_EMISSING,
+                       "%s: run %lld has no kernel records%s (run tally-sim with --kernels)",
+                       a->path, run_id, window ? " in the window" : "");
+    }
+    if (t1 <= t0) {
+        free(ev);
+        tl_an_run_info_free(&ri);
+        return tl_errf(err, TL_ERANGE, "run %lld: empty time window", run_id);
+    }
+    qsort(ev, nev, sizeof *ev, cmp_event);
+
+    char base[64], name[80];
+    snprintf(base, sizeof base, "run%lld_timeline", run_id);
+    snprintf(name, sizeof name, "%s.dat", base);
+    FILE *f = tl_an_create(o, name, err);
+    if (!f) {
+        free(ev);
+        tl_an_run_info_free(&ri);
+        return err ? err->code : TL_EIO;
+    }
+    fprintf(f, "# tally-plot timeline, run %lld (%s, policy %s, %s), window [%.9g, %.9g] ms\n",
+            run_id, *ri.experiment ? ri.experiment : "(no experiment)", ri.policy, ri.kind,
+            t0 / 1e6, t1 / 1e6);
+    fprintf(f, "# block 0: SMs occupied per job (sum of avg_sms of its running kernels), as a\n"
+               "# step function: each change is written twice (value before, value after).\n"
+               "# time_ms");
+    for (int j = 0; j < ri.n_jobs; j++)
+        fprintf(f, " %s_sms", ri.names[j]);
+    fputc('\n', f);
+    double *occ = tl_xcalloc((size_t)ri.n_jobs + 1, sizeof *occ);
+    double peak = 0;
+    /* One row of the current state. */
+#define ROW(T)                                                                                     \
+    do {                                                                                           \
+        tl_an_put_num(f, (T) / 1e6);                                                               \
+        for (int j_ = 0; j_ < ri.n_jobs; j_++) {                                                   \
+            fputc(' ', f);                                                                         \
+            tl_an_put_num(f, occ[j_]);                                                             \
+        }                                                                                          \
+        fputc('\n', f);                                                                            \
+    } while (0)
+    ROW(t0);
+    for (size_t i = 0; i < nev;) {
+        int64_t t = ev[i].t;
+        if (t > t0)
+            ROW(t);
+        for (; i < nev && ev[i].t == t; i++) {
+            occ[ev[i].job] += ev[i].delta;
+            /* sums of doubles drift: a job with nothing running is exactly 0 */
+            if (fabs(occ[ev[i].job]) < 1e-9)
+                occ[ev[i].job] = 0;
+        }
+        double total = 0;
+        for (int j = 0; j < ri.n_jobs; j++)
+            total += occ[j];
+        peak = total > peak ? total : peak;
+        ROW(t);
+    }
+    ROW(t1);
+#undef ROW
+    free(occ);
+    free(ev);
+
+    /* Requests overlapping the window, one block per job that has any. */
+    if ((r = tl_an_prepare(a, "SELECT req_id, arrival_ns, end_ns, latency_ns FROM requests "
+                              "WHERE run_id=?1 AND job_id=?2 AND end_ns>=?3 AND arrival_ns<=?4 "
+                              "ORDER BY arrival_ns, req_id",
+                           &st, err)) < 0) {
+        fclose(f);
+        tl_an_run_info_free(&ri);
+        return r;
+    }
+    int *req_block = tl_xcalloc((size_t)ri.n_jobs + 1, sizeof *req_block);
+    size_t *req_count = tl_xcalloc((size_t)ri.n_jobs + 1, sizeof *req_count);
+    int blocks = 1;
+    for (int j = 0; j < ri.n_jobs; j++) {
+        req_block[j] = -1;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_int(st, 2, ri.job_ids[j]);
+        sqlite3_bind_int64(st, 3, t0);
+        sqlite3_bind_int64(st, 4, t1);
+        size_t n = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (n++ == 0) {
+                fprintf(f, "\n\n# block %d: requests of job \"%s\"\n"
+                           "# req_id arrival_ms end_ms latency_ms\n",
+                        blocks, ri.names[j]);
+                req_block[j] = blocks++;
+            }
+            fprintf(f, "%lld ", (long long)sqlite3_column_int64(st, 0));
+            tl_an_put_num(f, sqlite3_column_int64(st, 1) / 1e6);
+            fputc(' ', f);
+            tl_an_put_num(f, sqlite3_column_int64(st, 2) / 1e6);
+            fputc(' ', f);
+            tl_an_put_num(f, sqlite3_column_int64(st, 3) / 1e6);
+            fputc('\n', f);
+        }
+        req_count[j] = n;
+    }
+    sqlite3_finalize(st);
+    if ((r = tl_an_finish(f, o, name, err)) < 0)
+        goto out;
+
+    snprintf(name, sizeof name, "%s.gp", base);
+    if (!(f = tl_an_create(o, name, err))) {
+        r = err ? err->code : TL_EIO;
+        goto out;
+    }
+    if (peak <= 0)
+        peak = 1;
+    int nreq = 0;
+    for (int j = 0; j < ri.n_jobs; j++)
+        nreq += req_block[j] >= 0;
+    char *exp = tl_an_gp_string(*ri.experiment ? ri.experiment : "(no experiment)");
+    tl_an_gp_preamble(f, base, 1200, 600);
+    fprintf(f, "set title \"%s: run %lld, policy %s (%s): SM occupancy per job, %.6g-%.6g ms\"\n",
+            exp, run_id, ri.policy, ri.kind, t0 / 1e6, t1 / 1e6);
+    free(exp);
+    fprintf(f, "set xlabel \"time since run start (ms)\"\n"
+               "set ylabel \"SMs occupied (stacked over jobs)\"\n"
+               "set xrange [%.9g:%.9g]\n"
+               "set yrange [0:%.9g]\n"
+               "set grid\n"
+               "set key outside right top\n"
+               "set style fill transparent solid 0.6 noborder\n"
+               "# block 0 columns: 1 time ms, then one column per job: SMs it occupies\n"
+               "peak = %.9g\n",
+            t0 / 1e6, t1 / 1e6, peak * (1.12 + 0.1 * nreq), peak);
+    fprintf(f, "plot ");
+    /* stacked areas: job j fills between the sum of jobs < j and the sum of jobs <= j */
+    for (int j = 0; j < ri.n_jobs; j++) {
+        fprintf(f, "%s\"%s.dat\" index 0 using 1:(", j ? ", \\\n     " : "", base);
+        if (j == 0)
+            fprintf(f, "0");
+        for (int k = 0; k < j; k++)
+            fprintf(f, "%s$%d", k ? "+" : "", k + 2);
+        fprintf(f, "):(");
+        for (int k = 0; k <= j; k++)
+            fprintf(f, "%s$%d", k ? "+" : "", k + 2);
+        fprintf(f, ") with filledcurves lc rgb \"%s\" title \"%s: SMs occupied\"",
+                palette[j % 8], ri.names[j]);
+    }
+    int q = 0;
+    for (int j = 0; j < ri.n_jobs; j++) {
+        if (req_block[j] < 0)
+            continue;
+        double y = peak * (1.08 + 0.1 * q++);
+        fprintf(f,
+                ", \\\n     \"%s.dat\" index %d using 2:(%.6g):($3-$2):(0) with vectors nohead "
+                "lc rgb \"%s\" lw 1 notitle"
+                ", \\\n     \"\" index %d using 2:(%.6g) with points pt 9 ps 1.2 lc rgb \"%s\" "
+                "title \"%s: arrivals (%zu)\""
+                ", \\\n     \"\" index %d using 3:(%.6g) with points pt 7 ps 0.8 lc rgb \"black\" "
+                "title \"%s: completions\"",
+                base, req_block[j], y, palette[j % 8], req_block[j], y, palette[j % 8],
+                ri.names[j], req_count[j], req_block[j], y, ri.names[j]);
+    }
+    fprintf(f, "\n");
+    if ((r = tl_an_finish(f, o, name, err)) < 0)
+        goto out;
+    r = tl_an_render(o, base, err);
+out:
+    free(req_block);
+    free(req_count);
+    tl_an_run_info_free(&ri);
+    return r;
+}
