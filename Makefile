@@ -79,6 +79,8 @@ $(BUILD)/tally-%: $(BUILD)/cmd/tally_%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+$(BUILD)/tests/%.o $(TEST_COMMON_OBJ): ALL_CFLAGS += -Itests/support
+
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")

@@ -762,6 +762,11 @@ int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err 
     /* Run to the end of the window, then drain: no new training steps or
      * arrivals; requests that arrived inside the window finish. */
     r = tl_dev_run(dev, -1, err);
+    if (r == 0 && rt.policy.error.code) { /* a hook met a failure it could not return */
+        if (err)
+            *err = rt.policy.error;
+        r = rt.policy.error.code;
+    }
     dev->observer = NULL;
     dev->observer_arg = NULL;
 close_policy:

@@ -1,0 +1,260 @@
+/* The runner's host-timeline replay, on a fake device whose streams run each
+ * op for exactly its duration (tests/support/fake_device.c): host gaps, call
+ * overheads, syncs, cross-stream event waits, queueing of requests, windows.
+ * Every expected number is worked out by hand in the comments. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_device.h"
+#include "tally/metrics.h"
+#include "tally/runner.h"
+
+#define US 1000
+
+/* A minimal policy: one device stream per trace stream, run everything as is. */
+typedef struct plain_state { tl_stream_map maps[4]; } plain_state;
+
+static int plain_setup(tl_policy *p, tl_err *err)
+{
+    plain_state *s = p->state;
+    for (int j = 0; j < p->n_jobs; j++) {
+        tl_ctx_config cc = { .kind = TL_CTX_TIMESLICED, .job = j };
+        tl_ctx_id ctx;
+        int r = tl_dev_ctx_create(p->dev, &cc, &ctx, err);
+        if (r == 0)
+            r = tl_stream_map_create(&s->maps[j], p->dev, ctx, &p->jobs[j], 0, err);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static void plain_submit(tl_policy *p, tl_task *t)
+{
+    plain_state *s = p->state;
+    tl_policy_run_plain(p, t, tl_stream_map_get(&s->maps[t->job->id], t->op));
+}
+
+static const tl_policy_ops plain_ops = {
+    .name = "test-plain", .state_size = sizeof(plain_state), .setup = plain_setup,
+    .submit = plain_submit,
+};
+
+static tl_op kernel(int stream, tl_ns gap, tl_ns call, tl_ns dur)
+{
+    tl_op o = { .kind = TL_OP_KERNEL, .stream = stream, .event = -1, .host_gap_ns = gap,
+                .host_call_ns = call, .dur_ns = dur, .gpu_start_ns = -1, .grid = { 1, 1, 1 },
+                .block = { 32, 1, 1 }, .regs = 32 };
+    return o;
+}
+
+static tl_op sync_op(tl_sync_kind k, int stream, int event, tl_ns gap, tl_ns call)
+{
+    tl_op o = { .kind = TL_OP_SYNC, .sync_kind = k, .stream = stream, .event = event,
+                .host_gap_ns = gap, .host_call_ns = call, .gpu_start_ns = -1 };
+    return o;
+}
+
+static char *strings[] = { "" };
+static int64_t two_streams[] = { 7, 8 };
+
+static void make_trace(tl_trace *t, tl_iteration *it, tl_op *ops, uint32_t n, tl_ns tail)
+{
+    memset(t, 0, sizeof *t);
+    memset(it, 0, sizeof *it);
+    it->ops = ops;
+    it->n_ops = n;
+    it->tail_host_ns = tail;
+    it->traced_ns = 100 * US;
+    t->iters = it;
+    t->n_iters = 1;
+    t->strings = strings;
+    t->n_strings = 1;
+    t->streams = two_streams;
+    t->n_streams = 2;
+}
+
+static void run(tl_job_spec *jobs, int n, tl_ns warmup, tl_ns duration, tl_run_result *res)
+{
+    tl_gpu_props gpu = { .name = "test", .sms = 1 };
+    tl_device dev;
+    tl_fake_device_open(&dev, &gpu);
+    tl_run_config cfg = { .jobs = jobs, .n_jobs = n, .policy = &plain_ops,
+                          .duration_ns = duration, .warmup_ns = warmup, .seed = 1 };
+    tl_err err = { 0 };
+    int r = tl_run(&cfg, &dev, res, &err);
+    if (r < 0)
+        print_error("%s\n", err.msg);
+    assert_int_equal(r, 0);
+    tl_dev_close(&dev);
+}
+
+/* K1: gap 10, call 5, 100 long; K2: gap 0, call 5, 50 long; device sync with a
+ * 2 us return; tail 20. K1 runs [10,110], K2 [110,160] (issued at 15, queued);
+ * the sync waits to 160, returns at 162; the tail ends the host at 182.
+ * Closed loop: iterations of 182 us; 5 end inside a 1 ms window. */
+static void test_training_closed_loop(void **state)
+{
+    tl_op ops[] = { kernel(0, 10 * US, 5 * US, 100 * US), kernel(0, 0, 5 * US, 50 * US),
+                    sync_op(TL_SYNC_DEVICE, 0, -1, 0, 2 * US) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 3, 20 * US);
+    tl_job_spec job = { .name = "train", .trace = &t, .role = TL_ROLE_TRAINING };
+    tl_run_result res;
+    run(&job, 1, 0, 1000 * US, &res);
+    assert_int_equal(res.n_recs, 5);
+    for (size_t i = 0; i < res.n_recs; i++) {
+        assert_int_equal(res.recs[i].start_ns, (tl_ns)i * 182 * US);
+        assert_int_equal(res.recs[i].end_ns - res.recs[i].start_ns, 182 * US);
+    }
+    tl_run_result_close(&res);
+}
+
+/* No sync: the host runs ahead. Host: K at gap 0, call 10, then a 30 us tail:
+ * iterations start every 40 us on the host, but the GPU needs 100 us each, so
+ * iteration i ends at 100 (i + 1): the GPU-bound rate. */
+static void test_host_runs_ahead_gpu_bound(void **state)
+{
+    tl_op ops[] = { kernel(0, 0, 10 * US, 100 * US) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 1, 30 * US);
+    tl_job_spec job = { .name = "train", .trace = &t, .role = TL_ROLE_TRAINING };
+    tl_run_result res;
+    run(&job, 1, 0, 1000 * US, &res);
+    /* ends at 100, 200, ..., 900 inside [0, 1000): 9 iterations */
+    assert_int_equal(res.n_recs, 9);
+    for (size_t i = 0; i < res.n_recs; i++) {
+        assert_int_equal(res.recs[i].start_ns, (tl_ns)i * 40 * US);
+        assert_int_equal(res.recs[i].end_ns, (tl_ns)(i + 1) * 100 * US);
+    }
+    tl_run_result_close(&res);
+}
+
+/* Requests at 0 and 50 us, 100 us of GPU each, served one at a time: the
+ * second waits for the first: latency 150 us, service 100 us. */
+static void test_inference_queueing(void **state)
+{
+    tl_op ops[] = { kernel(0, 0, 0, 100 * US), sync_op(TL_SYNC_STREAM, 0, -1, 0, 0) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 2, 0);
+    tl_ns arrivals[] = { 0, 50 * US };
+    tl_job_spec job = { .name = "infer", .trace = &t, .role = TL_ROLE_INFERENCE,
+                        .arrival = TL_ARRIVAL_FILE, .arrival_times = arrivals,
+                        .n_arrival_times = 2 };
+    tl_run_result res;
+    run(&job, 1, 0, 1000 * US, &res);
+    assert_int_equal(res.n_recs, 2);
+    assert_int_equal(res.recs[0].end_ns - res.recs[0].arrival_ns, 100 * US);
+    assert_int_equal(res.recs[1].arrival_ns, 50 * US);
+    assert_int_equal(res.recs[1].start_ns, 100 * US);
+    assert_int_equal(res.recs[1].end_ns - res.recs[1].arrival_ns, 150 * US);
+    tl_run_config cfg = { .jobs = &job, .n_jobs = 1 };
+    tl_job_metrics m;
+    tl_metrics_compute(&res, &cfg, 1, &m);
+    assert_int_equal(m.count, 2);
+    assert_true(m.p99_ns == 150 * US);
+    assert_true(m.p50_ns == 100 * US);
+    assert_true(m.mean_service_ns == 100 * US);
+    tl_run_result_close(&res);
+}
+
+/* Stream 0: K1 (100 us), record e0; stream 1: wait e0, K2 (10 us); device
+ * sync. K2 may only start when K1 is done: the sync returns at 110. */
+static void test_cross_stream_event_wait(void **state)
+{
+    tl_op rec = { .kind = TL_OP_EVENT_RECORD, .stream = 0, .event = 0, .gpu_start_ns = -1 };
+    tl_op wait = { .kind = TL_OP_STREAM_WAIT, .stream = 1, .event = 0, .gpu_start_ns = -1 };
+    tl_op ops[] = { kernel(0, 0, 0, 100 * US), rec, wait, kernel(1, 0, 0, 10 * US),
+                    sync_op(TL_SYNC_DEVICE, 0, -1, 0, 0) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 5, 0);
+    tl_ns arrivals[] = { 0 };
+    tl_job_spec job = { .name = "ev", .trace = &t, .role = TL_ROLE_INFERENCE,
+                        .arrival = TL_ARRIVAL_FILE, .arrival_times = arrivals, .n_arrival_times = 1 };
+    tl_run_result res;
+    run(&job, 1, 0, 1000 * US, &res);
+    assert_int_equal(res.n_recs, 1);
+    assert_int_equal(res.recs[0].end_ns, 110 * US);
+    tl_run_result_close(&res);
+}
+
+/* An event sync waits for the work before the record only: K1 (100) then
+ * record e0 then K2 (50) on the same stream; event sync returns at 100 while
+ * K2 still runs; the host then ends, and the request ends with K2 at 150. */
+static void test_event_sync(void **state)
+{
+    tl_op rec = { .kind = TL_OP_EVENT_RECORD, .stream = 0, .event = 0, .gpu_start_ns = -1 };
+    tl_op ops[] = { kernel(0, 0, 0, 100 * US), rec, kernel(0, 0, 0, 50 * US),
+                    sync_op(TL_SYNC_EVENT, 0, 0, 0, 0), kernel(1, 0, 0, 5 * US) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 5, 0);
+    tl_ns arrivals[] = { 0 };
+    tl_job_spec job = { .name = "ev", .trace = &t, .role = TL_ROLE_INFERENCE,
+                        .arrival = TL_ARRIVAL_FILE, .arrival_times = arrivals, .n_arrival_times = 1 };
+    tl_run_result res;
+    run(&job, 1, 0, 1000 * US, &res);
+    assert_int_equal(res.n_recs, 1);
+    /* the last kernel is issued at 100 on stream 1 and ends at 105; K2 at 150 */
+    assert_int_equal(res.recs[0].end_ns, 150 * US);
+    tl_run_result_close(&res);
+}
+
+/* Warm-up is discarded: with 182 us iterations and a window [400, 1000) us,
+ * iterations ending at 546, 728, 910 count. */
+static void test_window(void **state)
+{
+    tl_op ops[] = { kernel(0, 10 * US, 5 * US, 100 * US), kernel(0, 0, 5 * US, 50 * US),
+                    sync_op(TL_SYNC_DEVICE, 0, -1, 0, 2 * US) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 3, 20 * US);
+    tl_job_spec job = { .name = "train", .trace = &t, .role = TL_ROLE_TRAINING };
+    tl_run_result res;
+    run(&job, 1, 400 * US, 600 * US, &res);
+    assert_int_equal(res.n_recs, 3);
+    assert_int_equal(res.recs[0].end_ns, 546 * US);
+    tl_run_result_close(&res);
+}
+
+/* Same spec and seed: identical records (Poisson arrivals). */
+static void test_deterministic_poisson(void **state)
+{
+    tl_op ops[] = { kernel(0, 0, 0, 100 * US), sync_op(TL_SYNC_STREAM, 0, -1, 0, 0) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 2, 0);
+    tl_job_spec job = { .name = "p", .trace = &t, .role = TL_ROLE_INFERENCE,
+                        .arrival = TL_ARRIVAL_POISSON_RATE, .rate = 2000 };
+    tl_run_result a, b;
+    run(&job, 1, 0, 100 * 1000 * US, &a);
+    run(&job, 1, 0, 100 * 1000 * US, &b);
+    assert_true(a.n_recs > 150 && a.n_recs < 250); /* 2000/s for 0.1 s: ~200 */
+    assert_int_equal(a.n_recs, b.n_recs);
+    assert_memory_equal(a.recs, b.recs, a.n_recs * sizeof *a.recs);
+    tl_run_result_close(&a);
+    tl_run_result_close(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_training_closed_loop),
+        cmocka_unit_test(test_host_runs_ahead_gpu_bound),
+        cmocka_unit_test(test_inference_queueing),
+        cmocka_unit_test(test_cross_stream_event_wait),
+        cmocka_unit_test(test_event_sync),
+        cmocka_unit_test(test_window),
+        cmocka_unit_test(test_deterministic_poisson),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
