@@ -81,7 +81,7 @@ $(BUILD)/tally-%: $(BUILD)/cmd/tally_%.o $(LIB)
 
 $(BUILD)/tests/%.o $(TEST_COMMON_OBJ): ALL_CFLAGS += -Itests/support
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
+$(TEST_BIN): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(TEST_COMMON_OBJ) $(LIB) $(CMOCKA_LIBS) $(LDLIBS)

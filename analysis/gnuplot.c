@@ -266,7 +266,12 @@ int tl_an_render(const tl_plot_opts *o, const char *base, tl_err *err)
     if (o->no_render)
         return 0;
     unsigned formats = o->formats;
-    if (!formats) {
+    char *exe = find_gnuplot();
+    bool have = exe != NULL;
+    free(exe);
+    if (!have) /* the render call below says so clearly */
+        formats = formats ? formats & ~(unsigned)TL_FMT_PDF : TL_FMT_PNG;
+    else if (!formats) {
         formats = TL_FMT_PNG | TL_FMT_SVG;
         if (tl_gnuplot_has_terminal("pdfcairo"))
             formats |= TL_FMT_PDF;

@@ -1,36 +1,74 @@
 /* The simulated GPU: a tl_device backed by the discrete-event engine.
  * The model (block scheduler rules, time slices, MPS, copy engines, contention)
- * is documented in sim/README.md; its tunable parameters all live here. */
+ * is documented in sim/README.md; its tunable parameters all live here, with
+ * their defaults set in one place (sim/contention.c, tl_sim_params_default). */
 #ifndef TALLY_SIM_H
 #define TALLY_SIM_H
 
 #include "tally/device.h"
 
-/* Contention between co-resident blocks of different kernels on one SM.
- * See sim/contention.c for the formula; fitted per GPU from backend runs. */
+/* Contention between co-resident blocks of different kernels on one SM:
+ *   slowdown = min(max_slowdown, 1 + alpha * f)
+ * where f is the fraction of the SM's thread slots (max_threads_per_sm) held
+ * by blocks of OTHER launches, averaged over the SMs a block group occupies.
+ * Re-evaluated whenever a group starts or ends on any of those SMs.
+ * Defaults are provisional, to be fitted from backend runs. */
 typedef struct tl_contention_params {
-    double alpha;          /* slowdown per unit of foreign occupancy on the SM */
+    double alpha;          /* slowdown per unit of foreign occupancy on the SM (>= 0) */
     double max_slowdown;   /* cap on the slowdown factor (>= 1) */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
     tl_contention_params contention;
-    tl_ns launch_latency_ns;   /* API call to earliest GPU start of a launch */
+    tl_ns launch_latency_ns;   /* API call to earliest GPU start of a launch or copy */
     tl_ns ptb_block_overhead_ns; /* extra time per logical block under PTB */
-    tl_ns slice_launch_ns;     /* extra cost per slice launch beyond the first */
-    int copy_engines;          /* concurrent H2D/D2H transfers (one per direction) */
+    tl_ns slice_launch_ns;     /* extra latency of a slice launch beyond the first
+                                  (block_begin > 0) */
+    int copy_engines;          /* 2: one H2D and one D2H engine; 1: both share one */
+    double device_copy_gbps;   /* D2D copies and memsets with no traced duration */
 } tl_sim_params;
 
 typedef struct tl_sim_stats {
     uint64_t events;           /* events processed by the engine */
     uint64_t kernels;          /* kernel launches completed */
-    uint64_t block_groups;     /* block-group (one event per group of blocks) starts */
+    uint64_t block_groups;     /* block groups started (one event per group) */
+    uint64_t copies;           /* copies and memsets completed */
+    uint64_t ctx_switches;     /* time-slice preemptions */
+    uint64_t unfit_kernels;    /* launches whose block does not fit the simulated GPU
+                                  (run one block per SM, holding the whole SM) */
     size_t peak_queue;         /* largest event-queue length */
 } tl_sim_stats;
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
+/* Check a parameter set; the message names the parameter. */
+int tl_sim_params_validate(const tl_sim_params *p, tl_err *err);
+/* Open a simulated device. gpu is validated (tl_gpu_validate); p may be NULL
+ * (defaults). Close with tl_dev_close. */
 int tl_sim_open(tl_device *d, const tl_gpu_props *gpu, const tl_sim_params *p, tl_err *err);
 void tl_sim_get_stats(tl_device *d, tl_sim_stats *out);
+
+/* Optional activity hook (timelines, tests): called whenever blocks of a
+ * launch start or stop running on SMs (start, end, time-slice pause and
+ * resume). Not called for copies. */
+typedef enum tl_sim_activity_kind {
+    TL_SIM_RUN_START = 0,      /* a block group starts (or resumes) running */
+    TL_SIM_RUN_STOP = 1,       /* a block group ends (or is paused by a time slice) */
+} tl_sim_activity_kind;
+
+typedef struct tl_sim_activity {
+    tl_sim_activity_kind kind;
+    tl_ns time;
+    tl_ctx_id ctx;
+    int job;
+    tl_launch_id launch;
+    uint64_t tag;
+    uint64_t blocks;           /* blocks (PTB: worker blocks) of the group */
+    int sms;                   /* SMs the group occupies */
+    int ctx_sms;               /* SMs with a block of ctx resident, after the change */
+    bool paused;               /* RUN_STOP by a time slice / RUN_START by a resume */
+} tl_sim_activity;
+typedef void (*tl_sim_activity_fn)(void *arg, const tl_sim_activity *a);
+void tl_sim_set_activity_hook(tl_device *d, tl_sim_activity_fn fn, void *arg);
 
 #endif
