@@ -1,0 +1,190 @@
+/* Experiment specs and command-line overrides: parsing, strictness, grid
+ * expansion and resume keys. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tally/spec.h"
+#include "tally/sweep.h"
+
+#define TRACE "traces/bundled/h100/resnet50_infer_b8.json.gz"
+
+static int parse(const char *text, tl_experiment *e, tl_err *err)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    assert_non_null(j);
+    tl_experiment_init(e);
+    int r = tl_experiment_from_json(e, j, "spec.json", NULL, err);
+    json_decref(j);
+    return r;
+}
+
+static void expect_error(const char *text, int code, const char *needle)
+{
+    tl_experiment e;
+    tl_err err = { 0 };
+    int r = parse(text, &e, &err);
+    if (r != code || !strstr(err.msg, needle))
+        print_error("got %d '%s', wanted %d and '%s'\n", r, err.msg, code, needle);
+    assert_int_equal(r, code);
+    assert_non_null(strstr(err.msg, needle));
+    assert_non_null(strstr(err.msg, "spec.json"));
+    tl_experiment_close(&e);
+}
+
+static void test_minimal_defaults(void **state)
+{
+    tl_experiment e;
+    tl_err err = { 0 };
+    int r = parse("{\"policies\":[\"time-slicing\"],\"jobs\":[{\"trace\":\"" TRACE "\",\"role\":\"training\"}]}",
+                  &e, &err);
+    assert_int_equal(r, 0);
+    assert_int_equal(e.gpu.sms, 132); /* H100 by default */
+    assert_int_equal(e.duration_ns, 10 * TL_NS_PER_S);
+    assert_int_equal(e.warmup_ns, TL_NS_PER_S);
+    assert_int_equal(e.seed, 1);
+    assert_int_equal(e.sets[0].jobs[0].priority, 1); /* training defaults to rank 1 */
+    assert_string_equal(e.sets[0].jobs[0].name, "resnet50_infer_b8");
+    tl_experiment_close(&e);
+}
+
+static void test_errors_name_the_field(void **state)
+{
+    const char *job = "{\"trace\":\"" TRACE "\",\"role\":\"inference\"}";
+    char buf[512];
+    expect_error("[]", TL_EFORMAT, "JSON object");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"nope\"],\"jobs\":[%s]}", job);
+    expect_error(buf, TL_EUNKNOWN, "unknown policy 'nope'");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"durration_s\":3}", job);
+    expect_error(buf, TL_EUNKNOWN, "unknown key 'durration_s'");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"gpu\":\"Z80\"}", job);
+    expect_error(buf, TL_EUNKNOWN, "gpu");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"duration_s\":-1}", job);
+    expect_error(buf, TL_ERANGE, "duration_s");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"seed\":\"x\"}", job);
+    expect_error(buf, TL_ETYPE, "'seed' must be a number");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"role\":\"training\"}]}", TL_EMISSING,
+                 "job 0: missing 'trace'");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"gaming\"}]}",
+                 TL_EUNKNOWN, "unknown role 'gaming'");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
+                 "\"arrival\":{\"kind\":\"poisson\",\"load\":1.5}}]}", TL_ERANGE, "load");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
+                 "\"arrival\":{\"kind\":\"poisson\"}}]}", TL_EMISSING, "exactly one of 'rate' or 'load'");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"training\","
+                 "\"arrival\":{\"kind\":\"poisson\",\"rate\":3}}]}", TL_EINVAL, "closed loop");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
+                 "\"slo_ms\":0}]}", TL_ERANGE, "slo_ms");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0]}", job);
+    expect_error(buf, TL_ERANGE, "loads[1]");
+    snprintf(buf, sizeof buf, "{\"jobs\":[%s]}", job);
+    expect_error(buf, TL_EMISSING, "policies");
+}
+
+/* policies x sets x loads x reps shared runs, plus one alone run per distinct
+ * job config; keys are unique and stable. */
+static void test_expand_grid(void **state)
+{
+    tl_experiment e;
+    tl_err err = { 0 };
+    const char *spec =
+        "{\"policies\":[\"time-slicing\",\"mps\",\"priority-streams\"],\"repetitions\":2,"
+        "\"loads\":[0.3,0.6],\"job_sets\":["
+        "[{\"trace\":\"a\",\"role\":\"inference\",\"arrival\":{\"kind\":\"poisson\",\"load\":0.5}},"
+        " {\"trace\":\"t\",\"role\":\"training\"}],"
+        "[{\"trace\":\"b\",\"role\":\"inference\",\"arrival\":{\"kind\":\"poisson\",\"load\":0.5}},"
+        " {\"trace\":\"t\",\"role\":\"training\"}]]}";
+    assert_int_equal(parse(spec, &e, &err), 0);
+    tl_run_item *items;
+    size_t n;
+    assert_int_equal(tl_experiment_expand(&e, &items, &n, &err), 0);
+    /* shared: 3 x 2 x 2 x 2 = 24; alone per rep: a@0.3, a@0.6, b@0.3, b@0.6, t = 5 -> 10 */
+    size_t shared = 0, alone = 0;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].policy >= 0)
+            shared++;
+        else
+            alone++;
+    assert_int_equal(shared, 24);
+    assert_int_equal(alone, 10);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = i + 1; k < n; k++)
+            assert_string_not_equal(items[i].key, items[k].key);
+    /* every shared run finds its alone runs among the items */
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].policy < 0)
+            continue;
+        for (int j = 0; j < 2; j++) {
+            char key[33];
+            tl_item_alone_key(&e, &items[i], j, key);
+            bool found = false;
+            for (size_t k = 0; k < n; k++)
+                found |= items[k].policy < 0 && !strcmp(items[k].key, key);
+            assert_true(found);
+        }
+    }
+    /* stable: expanding again gives the same keys */
+    tl_run_item *again;
+    size_t n2;
+    assert_int_equal(tl_experiment_expand(&e, &again, &n2, &err), 0);
+    assert_int_equal(n, n2);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(items[i].key, again[i].key);
+    tl_run_items_free(items, n);
+    tl_run_items_free(again, n2);
+    tl_experiment_close(&e);
+}
+
+static void test_overrides(void **state)
+{
+    tl_spec_overrides o;
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=inference,load=0.5,slo_ms=20";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=training,name=bg";
+    o.duration_s = 2;
+    o.seed = 7;
+    tl_experiment e;
+    tl_err err = { 0 };
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), 0);
+    assert_int_equal(e.sets[0].n_jobs, 2);
+    assert_int_equal(e.sets[0].jobs[0].arrival, TL_ARRIVAL_POISSON_LOAD);
+    assert_true(e.sets[0].jobs[0].load == 0.5);
+    assert_int_equal(e.sets[0].jobs[0].slo_ns, 20 * TL_NS_PER_MS);
+    assert_string_equal(e.sets[0].jobs[1].name, "bg");
+    assert_int_equal(e.duration_ns, 2 * TL_NS_PER_S);
+    assert_int_equal(e.seed, 7);
+    tl_experiment_close(&e);
+
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=x,role=inference,colour=blue";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "unknown key 'colour'"));
+    tl_experiment_close(&e);
+
+    tl_spec_overrides_init(&o);
+    o.spec_path = "/nonexistent/spec.json";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EIO);
+    assert_non_null(strstr(err.msg, "/nonexistent/spec.json"));
+    tl_experiment_close(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_minimal_defaults),
+        cmocka_unit_test(test_errors_name_the_field),
+        cmocka_unit_test(test_expand_grid),
+        cmocka_unit_test(test_overrides),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
