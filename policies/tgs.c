@@ -1,0 +1,286 @@
+/* tgs: adaptive rate control of best-effort launches (TGS, NSDI'23; FACTS.md).
+ *
+ * Model:
+ *  - Every job gets its own context, as containers (processes) would: ordinary
+ *    time-sliced contexts, or MPS clients with mps = true. High-priority jobs
+ *    (the smallest rank) launch everything at once.
+ *  - Best-effort kernels wait in a per-job FIFO and are launched only against
+ *    tokens: a kernel launch costs one token (copies and memsets cost none but
+ *    keep their place in the FIFO). At the end of every window the bucket gets
+ *    rate x window tokens, holding at most max(1, rate x window).
+ *  - The rate (launches per ms) follows a TCP-like controller (tl_tgs_ctl_*):
+ *    slow start (doubling) below ssthresh, then additive increase; when the
+ *    high-priority throughput of the window drops below (1 - tolerance) x the
+ *    best of the last `history` windows, ssthresh = max(min_rate, rate x
+ *    decrease) and the rate falls to it. Throughput = logical blocks of
+ *    completed high-priority kernels per ms during which a high-priority task
+ *    was in flight (so that fewer requests do not read as interference); a
+ *    window without such activity gives no observation and counts as "no drop".
+ *  - The window timer runs only while some work is pending or in flight.
+ *
+ * Parameters:
+ *   window_ms     ms      default 10     range [0.1, 10000]  controller period
+ *   initial_rate  double  default 1      range [0.001, 1e6]  launches/ms at start
+ *   ssthresh      double  default 64     range [0.001, 1e6]  slow-start threshold
+ *   increase      double  default 1      range [0, 1e6]      additive step per window
+ *   decrease      double  default 0.5    range [0.01, 0.99]  multiplicative back-off
+ *   tolerance     double  default 0.05   range [0, 0.99]     drop that counts as a loss
+ *   min_rate      double  default 0.1    range [0.001, 1e6]  floor of the rate
+ *   max_rate      double  default 1000   range [0.001, 1e9]  ceiling of the rate
+ *   history       int     default 8      range [1, 64]       windows in "recent best"
+ *   mps           bool    default false  MPS clients instead of time-sliced contexts
+ */
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "tally/policy.h"
+#include "tally/policy_util.h"
+
+typedef struct tgs_state {
+    /* parameters */
+    tl_ns window_ns;
+    double initial_rate, ssthresh, increase, decrease, tolerance, min_rate, max_rate;
+    int history;
+    bool mps;
+    /* runtime */
+    tl_policy *p;
+    tl_stream_map *maps;
+    bool *high;
+    tl_task_queue *q;
+    tl_tgs_ctl ctl;
+    double tokens;
+    int hp_outstanding, be_inflight;
+    tl_ns active_since, active_acc;
+    uint64_t hp_blocks;
+    bool timer_armed;
+} tgs_state;
+
+static const tl_param_desc tgs_params[] = {
+    { "window_ms", TL_PARAM_NS_FROM_MS, offsetof(tgs_state, window_ns), 10, 0.1, 10000,
+      "controller period" },
+    { "initial_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, initial_rate), 1, 0.001, 1e6,
+      "best-effort launches per ms at start" },
+    { "ssthresh", TL_PARAM_DOUBLE, offsetof(tgs_state, ssthresh), 64, 0.001, 1e6,
+      "slow-start threshold, launches per ms" },
+    { "increase", TL_PARAM_DOUBLE, offsetof(tgs_state, increase), 1, 0, 1e6,
+      "additive increase per window, launches per ms" },
+    { "decrease", TL_PARAM_DOUBLE, offsetof(tgs_state, decrease), 0.5, 0.01, 0.99,
+      "multiplicative decrease on a high-priority throughput drop" },
+    { "tolerance", TL_PARAM_DOUBLE, offsetof(tgs_state, tolerance), 0.05, 0, 0.99,
+      "relative drop below the recent best that counts as interference" },
+    { "min_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, min_rate), 0.1, 0.001, 1e6,
+      "floor of the rate, launches per ms" },
+    { "max_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, max_rate), 1000, 0.001, 1e9,
+      "ceiling of the rate, launches per ms" },
+    { "history", TL_PARAM_INT, offsetof(tgs_state, history), 8, 1, TL_TGS_HISTORY_MAX,
+      "windows over which the recent best throughput is taken" },
+    { "mps", TL_PARAM_BOOL, offsetof(tgs_state, mps), 0, 0, 1,
+      "jobs as MPS clients instead of time-sliced contexts" },
+    { NULL },
+};
+
+/* ---- the controller (pure) ---- */
+
+static double clamp(double x, double lo, double hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+void tl_tgs_ctl_init(tl_tgs_ctl *c, double initial_rate, double ssthresh, double increase,
+                     double decrease, double tolerance, double min_rate, double max_rate,
+                     int history)
+{
+    *c = (tl_tgs_ctl){ 0 };
+    c->min_rate = min_rate > 0 ? min_rate : 1e-3;
+    c->max_rate = max_rate > c->min_rate ? max_rate : c->min_rate;
+    c->rate = clamp(initial_rate, c->min_rate, c->max_rate);
+    c->ssthresh = ssthresh;
+    c->increase = increase;
+    c->decrease = clamp(decrease, 0, 1);
+    c->tolerance = clamp(tolerance, 0, 1);
+    c->hist_len = history < 1 ? 1 : history > TL_TGS_HISTORY_MAX ? TL_TGS_HISTORY_MAX : history;
+}
+
+double tl_tgs_ctl_best(const tl_tgs_ctl *c)
+{
+    double best = 0;
+    for (int i = 0; i < c->hist_n; i++)
+        if (c->hist[i] > best)
+            best = c->hist[i];
+    return best;
+}
+
+tl_tgs_event tl_tgs_ctl_update(tl_tgs_ctl *c, bool have_obs, double obs)
+{
+    tl_tgs_event ev;
+    if (have_obs && c->hist_n > 0 && obs < tl_tgs_ctl_best(c) * (1 - c->tolerance)) {
+        c->ssthresh = clamp(c->rate * c->decrease, c->min_rate, c->max_rate);
+        c->rate = c->ssthresh;
+        ev = TL_TGS_DECREASE;
+    } else if (c->rate < c->ssthresh) {
+        c->rate = clamp(c->rate * 2, c->min_rate, c->max_rate);
+        ev = TL_TGS_SLOW_START;
+    } else {
+        c->rate = clamp(c->rate + c->increase, c->min_rate, c->max_rate);
+        ev = TL_TGS_INCREASE;
+    }
+    if (have_obs) {
+        c->hist[c->hist_pos] = obs;
+        c->hist_pos = (c->hist_pos + 1) % c->hist_len;
+        if (c->hist_n < c->hist_len)
+            c->hist_n++;
+    }
+    return ev;
+}
+
+/* ---- the policy ---- */
+
+static double window_ms(const tgs_state *st)
+{
+    return (double)st->window_ns / TL_NS_PER_MS;
+}
+
+static void add_tokens(tgs_state *st)
+{
+    double budget = st->ctl.rate * window_ms(st);
+    double cap = budget > 1 ? budget : 1;
+    st->tokens = st->tokens + budget > cap ? cap : st->tokens + budget;
+}
+
+static void window_timer(void *arg, tl_ns now);
+
+static void arm(tgs_state *st)
+{
+    if (st->timer_armed)
+        return;
+    tl_ns now = tl_dev_now(st->p->dev);
+    int r = tl_dev_timer(st->p->dev, now + st->window_ns, window_timer, st);
+    if (r < 0)
+        tl_policy_fail(st->p, r, "policy tgs: the device refused a timer (%s)", tl_strerror(r));
+    else
+        st->timer_armed = true;
+}
+
+static void be_done(tl_policy *p, tl_task *t, const tl_launch_result *r)
+{
+    tgs_state *st = p->state;
+    st->be_inflight--;
+}
+
+static void pump(tgs_state *st)
+{
+    tl_policy *p = st->p;
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        for (int j = 0; j < p->n_jobs; j++) {
+            tl_task *t = st->high[j] ? NULL : tl_task_queue_peek(&st->q[j]);
+            if (!t)
+                continue;
+            bool kernel = t->op->kind == TL_OP_KERNEL;
+            if (kernel && st->tokens < 1)
+                continue;
+            tl_task_queue_pop(&st->q[j]);
+            if (kernel)
+                st->tokens -= 1;
+            st->be_inflight++;
+            if (tl_policy_run_plain_then(p, t, tl_stream_map_get(&st->maps[j], t->op), be_done) < 0)
+                st->be_inflight--;
+            progress = true;
+        }
+    }
+}
+
+static bool busy(const tgs_state *st)
+{
+    if (st->hp_outstanding > 0 || st->be_inflight > 0)
+        return true;
+    for (int j = 0; j < st->p->n_jobs; j++)
+        if (st->q[j].len)
+            return true;
+    return false;
+}
+
+static void window_timer(void *arg, tl_ns now)
+{
+    tgs_state *st = arg;
+    st->timer_armed = false;
+    if (st->hp_outstanding > 0) {
+        st->active_acc += now - st->active_since;
+        st->active_since = now;
+    }
+    bool have = st->active_acc > 0 && st->hp_blocks > 0;
+    double obs = have ? (double)st->hp_blocks / ((double)st->active_acc / TL_NS_PER_MS) : 0;
+    tl_tgs_ctl_update(&st->ctl, have, obs);
+    st->active_acc = 0;
+    st->hp_blocks = 0;
+    add_tokens(st);
+    pump(st);
+    if (busy(st))
+        arm(st);
+}
+
+static void hp_done(tl_policy *p, tl_task *t, const tl_launch_result *r)
+{
+    tgs_state *st = p->state;
+    if (t->op->kind == TL_OP_KERNEL)
+        st->hp_blocks += tl_op_blocks(t->op);
+    if (--st->hp_outstanding == 0)
+        st->active_acc += tl_dev_now(p->dev) - st->active_since;
+}
+
+static int tgs_setup(tl_policy *p, tl_err *err)
+{
+    tgs_state *st = p->state;
+    size_t n = (size_t)p->n_jobs + 1;
+    st->p = p;
+    st->maps = tl_xcalloc(n, sizeof *st->maps);
+    st->high = tl_xcalloc(n, sizeof *st->high);
+    st->q = tl_xcalloc(n, sizeof *st->q);
+    for (int j = 0; j < p->n_jobs; j++)
+        st->high[j] = tl_policy_job_is_high(p, &p->jobs[j]);
+    tl_tgs_ctl_init(&st->ctl, st->initial_rate, st->ssthresh, st->increase, st->decrease,
+                    st->tolerance, st->min_rate, st->max_rate, st->history);
+    add_tokens(st);
+    tl_job_ctx_plan plan = { .shared = false, .kind = st->mps ? TL_CTX_MPS : TL_CTX_TIMESLICED };
+    return tl_policy_setup_jobs(p, &plan, NULL, st->maps, err);
+}
+
+static void tgs_submit(tl_policy *p, tl_task *t)
+{
+    tgs_state *st = p->state;
+    int j = t->job->id;
+    arm(st);
+    if (st->high[j]) {
+        if (st->hp_outstanding++ == 0)
+            st->active_since = tl_dev_now(p->dev);
+        if (tl_policy_run_plain_then(p, t, tl_stream_map_get(&st->maps[j], t->op), hp_done) < 0)
+            st->hp_outstanding--;
+        return;
+    }
+    tl_task_queue_push(&st->q[j], t);
+    pump(st);
+}
+
+static void tgs_teardown(tl_policy *p)
+{
+    tgs_state *st = p->state;
+    for (int j = 0; st->q && j < p->n_jobs; j++)
+        tl_task_queue_close(&st->q[j]);
+    free(st->q);
+    free(st->maps);
+    free(st->high);
+    st->q = NULL;
+    st->maps = NULL;
+    st->high = NULL;
+}
+
+const tl_policy_ops tl_policy_tgs = {
+    .name = "tgs",
+    .summary = "best-effort launches throttled by a TCP-like rate driven by high-priority throughput",
+    .state_size = sizeof(tgs_state),
+    .params = tgs_params,
+    .setup = tgs_setup,
+    .submit = tgs_submit,
+    .teardown = tgs_teardown,
+};
