@@ -1,0 +1,4 @@
+#include "internal.h"
+int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
+                        const tl_trace_options *opts, tl_err *err)
+{ (void)t;(void)buf;(void)len;(void)opts; return tl_errf(err, TL_EINVAL, "%s: todo", path); }

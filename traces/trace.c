@@ -1,0 +1,174 @@
+/* tl_trace lifetime, format detection and small accessors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void tl_trace_init(tl_trace *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+void tl_trace_close(tl_trace *t)
+{
+    if (!t)
+        return;
+    free(t->path);
+    free(t->format);
+    if (t->strings)
+        for (uint32_t i = 0; i < t->n_strings; i++)
+            free(t->strings[i]);
+    free(t->strings);
+    free(t->streams);
+    if (t->iters)
+        for (uint32_t i = 0; i < t->n_iters; i++)
+            free(t->iters[i].ops);
+    free(t->iters);
+    tl_trace_init(t);
+}
+
+static bool is_sqlite(const char *buf, size_t len)
+{
+    return len >= 16 && memcmp(buf, "SQLite format 3", 16) == 0;
+}
+
+/* Our own format says so in its top-level "format" key. Only the top-level
+ * keys are looked at, so a Kineto trace is skimmed once more at worst. */
+static bool is_tally(const char *buf, size_t len)
+{
+    tl_jscan s = {buf, len, 0, NULL};
+    tl_jscan_ws(&s);
+    if (s.pos >= len || buf[s.pos] != '{')
+        return false;
+    s.pos++;
+    for (;;) {
+        const char *key, *val;
+        size_t klen, vlen;
+        tl_jscan_ws(&s);
+        if (tl_jscan_string(&s, &key, &klen) < 0)
+            return false;
+        tl_jscan_ws(&s);
+        if (s.pos >= len || buf[s.pos] != ':')
+            return false;
+        s.pos++;
+        tl_jscan_ws(&s);
+        if (klen == 6 && memcmp(key, "format", 6) == 0) {
+            if (tl_jscan_string(&s, &val, &vlen) < 0)
+                return false;
+            return vlen == 11 && memcmp(val, "tally-trace", 11) == 0;
+        }
+        if (klen == 11 && memcmp(key, "traceEvents", 11) == 0)
+            return false; /* Kineto: do not skim the whole array */
+        if (tl_jscan_value(&s, 1) < 0)
+            return false;
+        tl_jscan_ws(&s);
+        if (s.pos >= len || buf[s.pos] != ',')
+            return false;
+        s.pos++;
+    }
+}
+
+int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
+{
+    char *buf;
+    size_t len;
+    int r = tl_read_file(path, &buf, &len, err);
+    if (r < 0)
+        return r;
+    if (len == 0)
+        r = tl_errf(err, TL_EFORMAT, "%s: empty file", path);
+    else if (is_sqlite(buf, len))
+        r = tl_nsys_from_buffer(t, path, buf, len, opts, err);
+    else if (is_tally(buf, len))
+        r = tl_tally_from_buffer(t, path, buf, len, opts, err);
+    else
+        r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
+    free(buf);
+    return r;
+}
+
+int tl_trace_load_kineto(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
+{
+    char *buf;
+    size_t len;
+    int r = tl_read_file(path, &buf, &len, err);
+    if (r < 0)
+        return r;
+    r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
+    free(buf);
+    return r;
+}
+
+int tl_trace_load_nsys(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
+{
+    char *buf;
+    size_t len;
+    int r = tl_read_file(path, &buf, &len, err);
+    if (r < 0)
+        return r;
+    if (!is_sqlite(buf, len))
+        r = tl_errf(err, TL_EFORMAT, "%s: not an SQLite database (Nsight Systems export)", path);
+    else
+        r = tl_nsys_from_buffer(t, path, buf, len, opts, err);
+    free(buf);
+    return r;
+}
+
+int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err)
+{
+    char *buf;
+    size_t len;
+    int r = tl_read_file(path, &buf, &len, err);
+    if (r < 0)
+        return r;
+    r = tl_tally_from_buffer(t, path, buf, len, NULL, err);
+    free(buf);
+    return r;
+}
+
+const char *tl_trace_op_name(const tl_trace *t, const tl_op *op)
+{
+    if (!t->strings || op->name >= t->n_strings)
+        return "";
+    return t->strings[op->name];
+}
+
+const char *tl_split_method_name(tl_split_method m)
+{
+    switch (m) {
+    case TL_SPLIT_MARKERS: return "markers";
+    case TL_SPLIT_PERIOD: return "period";
+    case TL_SPLIT_USER: return "start-kernel";
+    case TL_SPLIT_WHOLE: return "whole";
+    }
+    return "?";
+}
+
+uint64_t tl_op_blocks(const tl_op *op)
+{
+    return (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
+}
+
+uint32_t tl_op_threads(const tl_op *op)
+{
+    return op->block[0] * op->block[1] * op->block[2];
+}
+
+void tl_iteration_stats(const tl_iteration *it, tl_iter_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    for (uint32_t i = 0; i < it->n_ops; i++) {
+        const tl_op *op = &it->ops[i];
+        switch (op->kind) {
+        case TL_OP_KERNEL: st->kernels++; break;
+        case TL_OP_MEMCPY: st->copies++; break;
+        case TL_OP_MEMSET: st->memsets++; break;
+        case TL_OP_SYNC: st->syncs++; break;
+        default: break;
+        }
+        st->host_ns += op->host_gap_ns + op->host_call_ns;
+    }
+    st->host_ns += it->tail_host_ns;
+    st->gpu_busy_ns = it->traced_busy_ns;
+    st->traced_ns = it->traced_ns;
+}
