@@ -24,6 +24,9 @@ static void usage(FILE *f)
 "Usage: tally-sim [run] [OPTIONS]        simulate an experiment (spec file or options)\n"
 "       tally-sim info [--skip N] [--iteration-kernel NAME] TRACE...\n"
 "                                         print what a trace holds\n"
+"       tally-sim convert [--scale-grid N] IN OUT\n"
+"                                         rewrite a trace in Tally's JSON format\n"
+"       tally-sim merge OUT.db SHARD.db...  merge sweep shards into one database\n"
 "       tally-sim --list-policies | --list-gpus | --help | --version\n"
 "\n"
 "Run options:\n"
@@ -50,7 +53,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_FORCE = 1000, OPT_STATS, OPT_LIST_POLICIES, OPT_LIST_GPUS, OPT_VERSION, OPT_SKIP,
-       OPT_ITER_KERNEL };
+       OPT_ITER_KERNEL, OPT_SCALE_GRID };
 
 static const struct option run_opts[] = {
     { "spec", required_argument, NULL, 's' },
@@ -74,6 +77,7 @@ static const struct option run_opts[] = {
     { "version", no_argument, NULL, OPT_VERSION },
     { "skip", required_argument, NULL, OPT_SKIP },
     { "iteration-kernel", required_argument, NULL, OPT_ITER_KERNEL },
+    { "scale-grid", required_argument, NULL, OPT_SCALE_GRID },
     { NULL, 0, NULL, 0 },
 };
 
@@ -119,6 +123,84 @@ static int cmd_info(int argc, char **argv)
     return status;
 }
 
+/* convert: any readable trace -> our JSON; --scale-grid multiplies every
+ * kernel's grid (x dimension) keeping its duration: a what-if for wider GPUs
+ * and the benchmark of cost against grid size. */
+static int cmd_convert(int argc, char **argv)
+{
+    long scale = 1;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", run_opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (c != OPT_SCALE_GRID) {
+            fprintf(stderr, "tally-sim convert: unknown option (try --help)\n");
+            return EX_USAGE;
+        }
+        char *end;
+        scale = strtol(optarg, &end, 10);
+        if (*end || scale < 1 || scale > 1000000) {
+            fprintf(stderr, "tally-sim convert: --scale-grid '%s' must be an integer in [1, 1000000]\n", optarg);
+            return EX_USAGE;
+        }
+    }
+    if (argc - optind != 2) {
+        fprintf(stderr, "tally-sim convert: give IN and OUT\n");
+        return EX_USAGE;
+    }
+    tl_trace t;
+    tl_err err = { 0 };
+    tl_trace_init(&t);
+    int r = tl_trace_load(&t, argv[optind], NULL, &err);
+    for (uint32_t i = 0; r == 0 && i < t.n_iters; i++)
+        for (uint32_t k = 0; k < t.iters[i].n_ops; k++) {
+            tl_op *op = &t.iters[i].ops[k];
+            if (op->kind != TL_OP_KERNEL)
+                continue;
+            if ((uint64_t)op->grid[0] * (uint64_t)scale > 0x7fffffffULL) {
+                r = tl_errf(&err, TL_ERANGE, "%s: iteration %u op %u: grid.x x %ld exceeds 2^31-1",
+                            argv[optind], i, k, scale);
+                break;
+            }
+            op->grid[0] *= (uint32_t)scale;
+        }
+    if (r == 0)
+        r = tl_trace_write_json(&t, argv[optind + 1], &err);
+    tl_trace_close(&t);
+    if (r < 0) {
+        fprintf(stderr, "tally-sim: %s\n", err.msg);
+        return tl_exit_code(r);
+    }
+    return 0;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    if (argc < 3 || !strcmp(argv[1], "--help")) {
+        fprintf(argc < 3 ? stderr : stdout, "usage: tally-sim merge OUT.db SHARD.db...\n");
+        return argc < 3 ? EX_USAGE : 0;
+    }
+    tl_results r;
+    tl_err err = { 0 };
+    int rc = tl_results_open(&r, argv[1], &err);
+    for (int i = 2; rc == 0 && i < argc; i++) {
+        int n = 0;
+        rc = tl_results_merge(&r, argv[i], &n, &err);
+        if (rc == 0)
+            fprintf(stderr, "tally-sim: merged %d runs from %s\n", n, argv[i]);
+    }
+    if (r.db)
+        tl_results_close(&r);
+    if (rc < 0) {
+        fprintf(stderr, "tally-sim: %s\n", err.msg);
+        return tl_exit_code(rc);
+    }
+    return 0;
+}
+
 static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
 {
     tl_sim_params p;
@@ -143,6 +225,10 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "info"))
         return cmd_info(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "convert"))
+        return cmd_convert(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "merge"))
+        return cmd_merge(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "run")) {
         argc--;
         argv++;

@@ -399,3 +399,66 @@ int tl_results_job_metrics(tl_results *r, long long run_id, int job_id, tl_job_m
         return tl_errf(err, TL_EDB, "%s: run %lld has no metrics for job %d", r->path, run_id, job_id);
     return 0;
 }
+
+/* Merge the finished runs of another results database (a sweep shard) into r.
+ * Runs whose key r already has are skipped; run ids are renumbered and every
+ * reference (child rows, alone_run_id) follows. One transaction. */
+int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err)
+{
+    tl_results probe;
+    int rc = tl_results_open(&probe, shard, err); /* validates the shard's schema */
+    if (rc < 0)
+        return rc;
+    tl_results_close(&probe);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK)
+        return db_err(r, err, "attach shard");
+    sqlite3_bind_text(st, 1, shard, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (s != SQLITE_DONE)
+        return db_err(r, err, "attach shard");
+    static const char sql[] =
+        "CREATE TEMP TABLE newruns AS SELECT run_id AS old_id, run_key FROM src.runs "
+        "  WHERE status='done' AND run_key NOT IN (SELECT run_key FROM main.runs);"
+        "INSERT INTO main.runs(run_key, experiment, kind, policy, policy_params, gpu, driver, clocks,"
+        "  seed, repetition, load, duration_ns, warmup_ns, config, status, wall_s, events, created)"
+        "  SELECT run_key, experiment, kind, policy, policy_params, gpu, driver, clocks, seed,"
+        "  repetition, load, duration_ns, warmup_ns, config, status, wall_s, events, created"
+        "  FROM src.runs WHERE run_id IN (SELECT old_id FROM newruns) ORDER BY run_id;"
+        "CREATE TEMP TABLE idmap AS SELECT n.old_id, m.run_id AS new_id FROM newruns n"
+        "  JOIN main.runs m ON m.run_key = n.run_key;"
+        "CREATE TEMP TABLE keymap AS SELECT s.run_id AS old_id, m.run_id AS new_id FROM src.runs s"
+        "  JOIN main.runs m ON m.run_key = s.run_key;"
+        "INSERT INTO main.jobs SELECT i.new_id, j.job_id, j.name, j.trace, j.role, j.priority,"
+        "  j.arrival, j.rate, j.slo_ns, (SELECT k.new_id FROM keymap k WHERE k.old_id = j.alone_run_id)"
+        "  FROM src.jobs j JOIN idmap i ON j.run_id = i.old_id;"
+        "INSERT INTO main.requests SELECT i.new_id, q.job_id, q.req_id, q.arrival_ns, q.start_ns,"
+        "  q.end_ns, q.latency_ns, q.service_ns FROM src.requests q JOIN idmap i ON q.run_id = i.old_id;"
+        "INSERT INTO main.iterations SELECT i.new_id, t.job_id, t.iter_idx, t.start_ns, t.end_ns"
+        "  FROM src.iterations t JOIN idmap i ON t.run_id = i.old_id;"
+        "INSERT INTO main.metrics SELECT i.new_id, x.job_id, x.name, x.value"
+        "  FROM src.metrics x JOIN idmap i ON x.run_id = i.old_id;"
+        "INSERT INTO main.kernels SELECT i.new_id, k.job_id, k.seq, k.name, k.stream, k.start_ns,"
+        "  k.end_ns, k.blocks, k.avg_sms, k.ptb, k.retreated FROM src.kernels k"
+        "  JOIN idmap i ON k.run_id = i.old_id;";
+    rc = tl_results_begin(r, err);
+    if (rc == 0) {
+        char *msg = NULL;
+        if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+            rc = tl_errf(err, TL_EDB, "%s: merging %s: %s", r->path, shard, msg ? msg : "?");
+            sqlite3_free(msg);
+            tl_results_rollback(r);
+        } else {
+            if (merged && sqlite3_prepare_v2(r->db, "SELECT count(*) FROM temp.idmap", -1, &st, NULL) == SQLITE_OK) {
+                if (sqlite3_step(st) == SQLITE_ROW)
+                    *merged = sqlite3_column_int(st, 0);
+                sqlite3_finalize(st);
+            }
+            rc = tl_results_commit(r, err);
+        }
+    }
+    sqlite3_exec(r->db, "DROP TABLE IF EXISTS temp.newruns; DROP TABLE IF EXISTS temp.idmap;"
+                        "DROP TABLE IF EXISTS temp.keymap; DETACH src;", NULL, NULL, NULL);
+    return rc;
+}

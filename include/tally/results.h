@@ -91,6 +91,9 @@ typedef struct tl_run_record {
 } tl_run_record;
 
 int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run_id, tl_err *err);
+/* Merge the finished runs of another database (a sweep shard) into r; runs
+ * whose key r has are skipped, run ids renumbered. One transaction. */
+int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err);
 /* Read a job's metrics back (for relative metrics from alone runs). */
 int tl_results_job_metrics(tl_results *r, long long run_id, int job_id,
                            struct tl_job_metrics *out, tl_err *err);
