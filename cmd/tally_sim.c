@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tally/fidelity.h"
 #include "tally/metrics.h"
 #include "tally/policy.h"
 #include "tally/results.h"
@@ -27,6 +28,8 @@ static void usage(FILE *f)
 "       tally-sim convert [--scale-grid N] IN OUT\n"
 "                                         rewrite a trace in Tally's JSON format\n"
 "       tally-sim merge OUT.db SHARD.db...  merge sweep shards into one database\n"
+"       tally-sim fidelity [--gpu NAME] TRACE...\n"
+"                                         replay each trace alone; compare with the trace\n"
 "       tally-sim --list-policies | --list-gpus | --help | --version\n"
 "\n"
 "Run options:\n"
@@ -177,6 +180,57 @@ static int cmd_convert(int argc, char **argv)
     return 0;
 }
 
+/* fidelity: each trace alone in the simulator vs its own numbers (CSV on stdout). */
+static int cmd_fidelity(int argc, char **argv)
+{
+    const char *gpu_name = NULL;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "g:h", run_opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (c != 'g') {
+            fprintf(stderr, "tally-sim fidelity: unknown option (try --help)\n");
+            return EX_USAGE;
+        }
+        gpu_name = optarg;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "tally-sim fidelity: give at least one trace\n");
+        return EX_USAGE;
+    }
+    tl_gpu_props gpu;
+    tl_err err = { 0 };
+    if (gpu_name && tl_gpu_lookup(gpu_name, &gpu, &err) < 0) {
+        fprintf(stderr, "tally-sim: --gpu: %s\n", err.msg);
+        return EX_USAGE;
+    }
+    printf("trace,gpu,iterations,traced_iter_ms,replay_iter_ms,iter_err_pct,traced_busy_ms,"
+           "replay_busy_ms,busy_err_pct\n");
+    int status = 0;
+    for (int i = optind; i < argc; i++) {
+        tl_trace t;
+        tl_fidelity f;
+        tl_trace_init(&t);
+        int r = tl_trace_load(&t, argv[i], NULL, &err);
+        if (r == 0)
+            r = tl_fidelity_check(&t, gpu_name ? &gpu : NULL, &f, &err);
+        if (r < 0) {
+            fprintf(stderr, "tally-sim: %s\n", err.msg);
+            status = tl_exit_code(r);
+        } else {
+            printf("%s,%s,%u,%.4f,%.4f,%.2f,%.4f,%.4f,%.2f\n", argv[i],
+                   gpu_name ? gpu.name : (t.has_gpu_props ? t.gpu.name : "H100"), f.iterations,
+                   f.traced_iter_ns / 1e6, f.replay_iter_ns / 1e6, f.iter_err * 100,
+                   f.traced_busy_ns / 1e6, f.replay_busy_ns / 1e6, f.busy_err * 100);
+        }
+        tl_trace_close(&t);
+    }
+    return status;
+}
+
 static int cmd_merge(int argc, char **argv)
 {
     if (argc < 3 || !strcmp(argv[1], "--help")) {
@@ -227,6 +281,8 @@ int main(int argc, char **argv)
         return cmd_info(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "convert"))
         return cmd_convert(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "fidelity"))
+        return cmd_fidelity(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "merge"))
         return cmd_merge(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "run")) {

@@ -22,6 +22,9 @@ typedef struct req_slot {
     uint32_t id;
     tl_ns arrival, start, host_end, gpu_end;
     uint32_t outstanding;  /* its tasks not yet complete */
+    tl_ns busy, cur_start, cur_end; /* union of its tasks' GPU intervals, merged as
+                                       they complete (exact when they complete in
+                                       start order, as on one stream) */
     bool host_finished;
     bool in_use;
 } req_slot;
@@ -197,7 +200,8 @@ static void slot_maybe_finish(job_rt *j, uint32_t s)
                              : (end >= rt->window_start && end < rt->window_end);
     if (counted) {
         tl_request_rec rec = { .job = j->id, .id = r->id, .arrival_ns = r->arrival,
-                               .start_ns = r->start, .end_ns = end };
+                               .start_ns = r->start, .end_ns = end,
+                               .busy_ns = r->busy + (r->cur_end - r->cur_start) };
         push_rec(rt->out, &rec);
     }
     r->in_use = false;
@@ -261,6 +265,13 @@ void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
     req_slot *r = &j->slots[slot];
     if (r->gpu_end < end_ns)
         r->gpu_end = end_ns;
+    if (start_ns > r->cur_end || r->cur_end == r->cur_start) {
+        r->busy += r->cur_end - r->cur_start;
+        r->cur_start = start_ns;
+        r->cur_end = end_ns;
+    } else if (end_ns > r->cur_end) {
+        r->cur_end = end_ns;
+    }
     r->outstanding--;
     task_free(rt, t);
     check_gates(j);

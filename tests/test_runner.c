@@ -112,6 +112,7 @@ static void test_training_closed_loop(void **state)
     for (size_t i = 0; i < res.n_recs; i++) {
         assert_int_equal(res.recs[i].start_ns, (tl_ns)i * 182 * US);
         assert_int_equal(res.recs[i].end_ns - res.recs[i].start_ns, 182 * US);
+        assert_int_equal(res.recs[i].busy_ns, 150 * US); /* [10,110] + [110,160] */
     }
     tl_run_result_close(&res);
 }

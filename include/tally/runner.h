@@ -62,6 +62,7 @@ typedef struct tl_request_rec {
     tl_ns arrival_ns;            /* arrival (closed loop: when it could start) */
     tl_ns start_ns;              /* host began it */
     tl_ns end_ns;                /* max(host end, last GPU op end) */
+    tl_ns busy_ns;               /* GPU busy time of its ops (union of their intervals) */
 } tl_request_rec;
 
 typedef struct tl_run_result {
