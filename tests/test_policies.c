@@ -260,6 +260,109 @@ static void test_high_priority_is_the_smallest_rank(void **s)
     assert_true(tl_policy_job_is_high(&p, &jobs[2]));
 }
 
+
+/* ---- setup: contexts and streams, seen through a spy device ---- */
+
+typedef struct spy {
+    tl_ctx_config ctx[16];
+    int n_ctx;
+    struct { tl_ctx_id ctx; int prio; } stream[64];
+    int n_stream;
+} spy;
+static spy the_spy;
+
+static int spy_ctx(tl_device *d, const tl_ctx_config *c, tl_ctx_id *o, tl_err *e)
+{
+    the_spy.ctx[the_spy.n_ctx] = *c;
+    *o = the_spy.n_ctx++;
+    return 0;
+}
+static int spy_stream(tl_device *d, tl_ctx_id c, int prio, tl_stream_id *o, tl_err *e)
+{
+    the_spy.stream[the_spy.n_stream].ctx = c;
+    the_spy.stream[the_spy.n_stream].prio = prio;
+    *o = the_spy.n_stream++;
+    return 0;
+}
+static int spy_timer(tl_device *d, tl_ns at, tl_timer_cb cb, void *arg) { return 0; }
+static tl_ns spy_now(tl_device *d) { return 0; }
+static const tl_device_ops spy_ops = { .name = "spy", .ctx_create = spy_ctx,
+                                       .stream_create = spy_stream, .timer = spy_timer,
+                                       .now = spy_now };
+
+/* Two jobs: rank 0 (inference) and rank 1 (training), 2 trace streams each. */
+static void spy_setup(const char *policy, const char *params_json, tl_job *jobs)
+{
+    static char *strs[] = { "" };
+    static int64_t streams[] = { 7, 8 };
+    static tl_trace tr = { .strings = strs, .n_strings = 1, .streams = streams, .n_streams = 2 };
+    jobs[0] = (tl_job){ .id = 0, .name = "inf", .role = TL_ROLE_INFERENCE, .priority = 0,
+                        .trace = &tr };
+    jobs[1] = (tl_job){ .id = 1, .name = "train", .role = TL_ROLE_TRAINING, .priority = 1,
+                        .trace = &tr };
+    memset(&the_spy, 0, sizeof the_spy);
+    tl_device dev = { .ops = &spy_ops, .gpu = h100() };
+    json_t *params = params_json ? json_loads(params_json, 0, NULL) : NULL;
+    tl_policy p;
+    tl_err err;
+    assert_int_equal(tl_policy_init(&p, tl_policy_find(policy), params, &dev, NULL, jobs, 2, &err), 0);
+    assert_int_equal(tl_policy_setup(&p, &err), 0);
+    tl_policy_close(&p);
+    json_decref(params);
+}
+
+static void test_setup_contexts_and_streams(void **s)
+{
+    tl_job jobs[2];
+    /* priority-streams: one shared context; streams at -5 (rank 0) and -4 (rank 1) */
+    spy_setup("priority-streams", NULL, jobs);
+    assert_int_equal(the_spy.n_ctx, 1);
+    assert_int_equal(the_spy.ctx[0].kind, TL_CTX_TIMESLICED);
+    assert_int_equal(the_spy.ctx[0].job, -1);
+    assert_int_equal(the_spy.n_stream, 4);
+    assert_int_equal(the_spy.stream[0].prio, -5);
+    assert_int_equal(the_spy.stream[1].prio, -5);
+    assert_int_equal(the_spy.stream[2].prio, -4);
+    assert_int_equal(the_spy.stream[3].ctx, 0);
+    /* time-slicing: a context per job, each owned by its job */
+    spy_setup("time-slicing", NULL, jobs);
+    assert_int_equal(the_spy.n_ctx, 2);
+    assert_int_equal(the_spy.ctx[0].kind, TL_CTX_TIMESLICED);
+    assert_int_equal(the_spy.ctx[1].job, 1);
+    assert_int_equal(the_spy.stream[2].ctx, 1);
+    /* mps: MPS clients with the caps of the list, client priority 0 */
+    jobs[1].sm_percent = 0;
+    spy_setup("mps", "{\"sm_percents\": [60, 40]}", jobs);
+    assert_int_equal(the_spy.n_ctx, 2);
+    assert_int_equal(the_spy.ctx[0].kind, TL_CTX_MPS);
+    assert_true(the_spy.ctx[0].sm_percent == 60 && the_spy.ctx[1].sm_percent == 40);
+    assert_int_equal(the_spy.ctx[1].mps_priority, 0);
+    /* mps-priority: best-effort client at priority 1 (below normal) */
+    spy_setup("mps-priority", "{\"sm_percent\": 50}", jobs);
+    assert_int_equal(the_spy.ctx[0].mps_priority, 0);
+    assert_int_equal(the_spy.ctx[1].mps_priority, 1);
+    assert_true(the_spy.ctx[0].sm_percent == 50 && the_spy.ctx[1].sm_percent == 50);
+    /* tally, herald: one shared context; high priority at -5, best-effort at 0 */
+    const char *shared[] = { "tally", "herald" };
+    for (int i = 0; i < 2; i++) {
+        spy_setup(shared[i], NULL, jobs);
+        assert_int_equal(the_spy.n_ctx, 1);
+        assert_int_equal(the_spy.stream[0].prio, -5);
+        assert_int_equal(the_spy.stream[2].prio, 0);
+        assert_int_equal(the_spy.stream[3].prio, 0);
+    }
+    /* tgs: a context per job (containers); MPS clients on request */
+    spy_setup("tgs", NULL, jobs);
+    assert_int_equal(the_spy.n_ctx, 2);
+    assert_int_equal(the_spy.ctx[1].kind, TL_CTX_TIMESLICED);
+    spy_setup("tgs", "{\"mps\": true}", jobs);
+    assert_int_equal(the_spy.ctx[1].kind, TL_CTX_MPS);
+    /* pipeswitch: one context, a loader stream besides the jobs' streams */
+    spy_setup("pipeswitch", NULL, jobs);
+    assert_int_equal(the_spy.n_ctx, 1);
+    assert_int_equal(the_spy.n_stream, 5);
+}
+
 /* ---- mps ---- */
 
 static void test_mps_cap_resolution(void **s)
@@ -465,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_stream_priority_by_rank),
         cmocka_unit_test(test_task_queue_is_fifo_across_growth),
         cmocka_unit_test(test_high_priority_is_the_smallest_rank),
+        cmocka_unit_test(test_setup_contexts_and_streams),
         cmocka_unit_test(test_mps_cap_resolution),
         cmocka_unit_test(test_herald_footprint_and_classes),
         cmocka_unit_test(test_herald_slo_guard),
