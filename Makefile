@@ -8,6 +8,7 @@
 #   V=1             show the full compiler command lines
 # Missing Debian packages are installed first (scripts/install-deps.sh, as root).
 
+.DEFAULT_GOAL := all
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
