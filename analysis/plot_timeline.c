@@ -204,7 +204,8 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
         }                                                                                          \
         fputc('\n', f);                                                                            \
     } while (0)
-    ROW(t0);
+    if (nev == 0 || ev[0].t > t0)
+        ROW(t0);
     for (size_t i = 0; i < nev;) {
         int64_t t = ev[i].t;
         if (t > t0)

@@ -233,3 +233,8 @@ int tl_an_per_experiment(tl_analysis *a, const tl_filter *flt, const tl_plot_opt
     }
     return 0;
 }
+
+int tl_plot_make_out_dir(const tl_plot_opts *o, tl_err *err)
+{
+    return tl_an_mkdirs(o->out_dir, err);
+}

@@ -129,6 +129,10 @@ typedef struct tl_plot_opts {
     FILE *log;            /* one line per file written; NULL: quiet */
 } tl_plot_opts;
 
+/* Create o->out_dir (mkdir -p); TL_EIO naming the folder on failure. The plot
+ * functions do it themselves; this is for other files that go there. */
+int tl_plot_make_out_dir(const tl_plot_opts *o, tl_err *err);
+
 /* Parse "png,svg,pdf" into TL_FMT_* bits. */
 int tl_plot_parse_formats(const char *s, unsigned *out, tl_err *err);
 
