@@ -515,7 +515,9 @@ static void finish_item(const tl_experiment *e, tl_run_item *it)
                            it->repetition, "jobs", jobs, "kernels", e->record_kernels);
     json_object_set_new(it->config, "policy_params",
                         p && p->params ? json_deep_copy(p->params) : json_object());
-    if (it->load >= 0)
+    /* Alone runs carry the load inside their job's arrival only, so that a
+     * training job's alone run is shared by every load of a sweep. */
+    if (it->load >= 0 && it->policy >= 0)
         json_object_set_new(it->config, "load", json_real(e->loads[it->load]));
     char *canon = json_dumps(it->config, JSON_SORT_KEYS | JSON_COMPACT);
     hash_key(canon, it->key);

@@ -283,7 +283,9 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
         .run_key = it->key, .experiment = e->name, .kind = c->o->kind,
         .policy = pc ? ops->name : "alone", .policy_params = params, .gpu = e->gpu.name,
         .driver = c->o->driver, .clocks = c->o->clocks, .seed = it->seed,
-        .repetition = it->repetition, .load = it->load >= 0 ? e->loads[it->load] : NAN,
+        .repetition = it->repetition,
+        .load = it->load >= 0 && (it->policy >= 0 || confs[0].role == TL_ROLE_INFERENCE)
+                    ? e->loads[it->load] : NAN,
         .duration_ns = e->duration_ns, .warmup_ns = e->warmup_ns, .config = config,
         .wall_s = wall, .events = events, .n_jobs = n, .jobs = confs, .alone_run_ids = alone_ids,
         .result = &res, .metrics = m, .system_throughput = tl_metrics_system_throughput(m, n),
