@@ -620,6 +620,33 @@ out:
     return r;
 }
 
+/* Keep only the names ops use (API and marker names are not needed). */
+static void compact_strings(tl_trace *t, tl_strtab *st)
+{
+    uint32_t n_all;
+    char **all = tl_strtab_take(st, &n_all);
+    uint32_t *map = tl_xcalloc(n_all, sizeof *map);
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        for (uint32_t k = 0; k < t->iters[i].n_ops; k++)
+            map[t->iters[i].ops[k].name] = 1;
+    map[0] = 1;
+    t->strings = tl_xmalloc(n_all * sizeof *t->strings);
+    t->n_strings = 0;
+    for (uint32_t i = 0; i < n_all; i++) {
+        if (map[i]) {
+            map[i] = t->n_strings;
+            t->strings[t->n_strings++] = all[i];
+        } else {
+            free(all[i]);
+        }
+    }
+    free(all);
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        for (uint32_t k = 0; k < t->iters[i].n_ops; k++)
+            t->iters[i].ops[k].name = map[t->iters[i].ops[k].name];
+    free(map);
+}
+
 int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
                  const tl_trace_options *opts, tl_err *err)
 {
@@ -666,7 +693,7 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
         tl_trace_close(t);
         goto out;
     }
-    t->strings = tl_strtab_take(&r->strings, &t->n_strings);
+    compact_strings(t, &r->strings);
 out:
     free(b.flat.v);
     return rc;
