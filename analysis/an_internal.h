@@ -33,6 +33,9 @@ int tl_an_prepare(tl_analysis *a, const char *sql, sqlite3_stmt **st, tl_err *er
 FILE *tl_an_create(const tl_plot_opts *o, const char *name, tl_err *err);
 int tl_an_finish(FILE *f, const tl_plot_opts *o, const char *name, tl_err *err);
 
+/* Colour i of a 10-colour qualitative palette ("#rrggbb"). */
+const char *tl_an_colour(size_t i);
+
 /* Start of every .gp script: terminal chosen from fmt (default png), output BASE.fmt. */
 void tl_an_gp_preamble(FILE *f, const char *base, int width, int height);
 /* Render BASE.gp unless o->no_render. */

@@ -113,10 +113,10 @@ static void panel(FILE *f, const char *base, const bar *b, size_t nb, size_t np)
     fprintf(f, "plot ");
     for (size_t k = 0; k < nb; k++)
         fprintf(f,
-                "%s\"%s.dat\" index %zu using ($1%+.4f):%d:(%.4f) with boxes fs %s lc rgb \"%s\" "
-                "title \"%s\"",
+                "%s\"%s.dat\" index %zu using ($1%+.4f):%d:(%.4f) with boxes fs %s border lc rgb "
+                "\"%s\" lc rgb \"%s\" title \"%s\"",
                 k ? ", \\\n     " : "", base, b[k].block, -0.4 + w * ((double)k + 0.5), b[k].col, w,
-                b[k].hatch ? "pattern 4 border" : "solid 0.85 border lc rgb \"black\"",
+                b[k].hatch ? "pattern 4" : "solid 0.85", b[k].hatch ? b[k].colour : "black",
                 b[k].colour, b[k].title);
     fprintf(f, "\n");
     (void)np;
@@ -235,7 +235,8 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
                "policy (%s)\"\n",
             panels, title, reps);
     fprintf(f, "set style data boxes\nset grid ytics\nset key outside right top\n"
-               "set xrange [-0.6:%.1f]\nset yrange [0:*]\nset xtics (",
+               "set xrange [-0.6:%.1f]\nset yrange [0:*]\nset offsets 0, 0, graph 0.08, 0\n"
+               "set xtics (",
             (double)d.np - 0.4);
     for (size_t p = 0; p < d.np; p++)
         fprintf(f, "%s\"%s\" %zu", p ? ", " : "", d.pol[p]->label, p);

@@ -186,14 +186,22 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     if (hi > 100 * lo)
         fprintf(f, "set logscale x\n");
     fprintf(f, "plot ");
+    /* 'alone' baselines in black, policies in palette colours other than red,
+     * which marks the SLO. */
+    size_t colour = 0;
     for (size_t i = 0; i < ns; i++) {
         char *jn = tl_an_gp_string(sv[i].g->jobs[sv[i].job].name);
-        if (one_job)
-            fprintf(f, "%s\"%s.dat\" index %zu using 1:2 with steps lw 2 title \"%s (%zu requests)\"",
-                    i ? ", \\\n     " : "", base, i, sv[i].g->label, sv[i].n);
-        else
-            fprintf(f, "%s\"%s.dat\" index %zu using 1:2 with steps lw 2 title \"%s: %s (%zu requests)\"",
-                    i ? ", \\\n     " : "", base, i, sv[i].g->label, jn, sv[i].n);
+        char style[96];
+        if (tl_group_is_alone(sv[i].g))
+            snprintf(style, sizeof style, "lw 3 dt 4 lc rgb \"black\"");
+        else {
+            if (colour == 3)
+                colour++;
+            snprintf(style, sizeof style, "lw 2 lc rgb \"%s\"", tl_an_colour(colour++));
+        }
+        fprintf(f, "%s\"%s.dat\" index %zu using 1:2 with steps %s title \"%s%s%s (%zu requests)\"",
+                i ? ", \\\n     " : "", base, i, style, sv[i].g->label, one_job ? "" : ": ",
+                one_job ? "" : jn, sv[i].n);
         free(jn);
     }
     size_t k = 0;

@@ -101,7 +101,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     tl_an_reps_phrase(sel, n, reps, sizeof reps);
     char *title = tl_an_gp_string(shown);
     char *hpl = tl_an_gp_string(same_hp ? hp_name : "the high-priority job");
-    tl_an_gp_preamble(f, base, 1000, 700);
+    tl_an_gp_preamble(f, base, 1250, 700);
     fprintf(f, "set title \"%s: latency / throughput trade-off (%s)\"\n", title, reps);
     if (all_ovh)
         fprintf(f, "set xlabel \"p99 latency overhead of %s vs running alone (%%)\"\n", hpl);
@@ -109,28 +109,62 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
         fprintf(f, "set xlabel \"p99 latency of %s (ms)\"\n", hpl);
     fprintf(f, "set ylabel \"throughput relative to running alone (1 = alone)\"\n"
                "set grid\n"
-               "set key outside bottom center horizontal box\n"
-               "set offsets graph 0.15, graph 0.15, graph 0.15, graph 0.15\n"
-               "set style line 1 lc rgb \"#1f77b4\" pt 7 ps 2\n"
-               "set style line 2 lc rgb \"#d62728\" pt 9 ps 2\n"
-               "# columns: 1 label, 2 runs, 3 hp job, 4 hp p99 ms, 5 hp p99 overhead %%,\n"
-               "#          6 best-effort throughput rel, 7 system throughput\n"
-               "x = %d\n",
-            all_ovh ? 5 : 4);
-    fprintf(f, "plot ");
-    bool first = true;
-    if (any_sys) {
-        fprintf(f,
-                "\"%s.dat\" using x:7 with points ls 1 title \"system throughput (sum over jobs)\", \\\n"
-                "     \"\" using x:7:1 with labels offset char 0,1.2 notitle",
-                base);
-        first = false;
-    }
-    if (any_be) {
-        fprintf(f,
-                "%s\"%s.dat\" using x:6 with points ls 2 title \"best-effort throughput\", \\\n"
-                "     \"\" using x:6:1 with labels offset char 0,-1.2 tc rgb \"#d62728\" notitle",
-                first ? "" : ", \\\n     ", base);
+               "set key outside right top box\n"
+               "set offsets graph 0.08, graph 0.08, graph 0.1, 0\n"
+               "set yrange [0:*]\n"
+               "# %s.dat columns: 1 label, 2 runs, 3 hp job, 4 hp p99 ms, 5 hp p99 overhead %%,\n"
+               "#   6 best-effort throughput rel, 7 system throughput; row i = policy i\n",
+            base);
+    /* One colour per policy: its system point (circle) and best-effort point
+     * (triangle) joined by a dotted line; shapes explained by two key entries.
+     * Policies that land on the very same point say so in the key. */
+    fprintf(f, "plot %s", any_sys ? "keyentry with points pt 7 ps 2 lc rgb \"black\" "
+                                    "title \"circle: system throughput (sum over jobs)\"" : "");
+    if (any_be)
+        fprintf(f, "%skeyentry with points pt 9 ps 2 lc rgb \"black\" "
+                   "title \"triangle: best-effort throughput\"",
+                any_sys ? ", \\\n     " : "");
+    int xcol = all_ovh ? 5 : 4;
+    for (size_t i = 0; i < n; i++) {
+        const tl_group *g = sel[i];
+        double x = all_ovh ? tl_group_job_mean(&g->jobs[g->hp], TL_M_P99_OVERHEAD)
+                           : tl_group_job_mean(&g->jobs[g->hp], TL_M_P99);
+        double ys = tl_group_sys_mean(g, TL_SYS_THROUGHPUT), yb = be_throughput_rel(g);
+        if (isnan(x) || (isnan(ys) && isnan(yb)))
+            continue;
+        const char *same = NULL;
+        for (size_t k = 0; k < i && !same; k++) {
+            const tl_group *h = sel[k];
+            double hx = all_ovh ? tl_group_job_mean(&h->jobs[h->hp], TL_M_P99_OVERHEAD)
+                                : tl_group_job_mean(&h->jobs[h->hp], TL_M_P99);
+            double hs = tl_group_sys_mean(h, TL_SYS_THROUGHPUT), hb = be_throughput_rel(h);
+            if (fabs(hx - x) <= 1e-9 * (1 + fabs(x)) &&
+                (isnan(ys) ? isnan(hs) : fabs(hs - ys) <= 1e-9 * (1 + ys)) &&
+                (isnan(yb) ? isnan(hb) : fabs(hb - yb) <= 1e-9 * (1 + yb)))
+                same = h->label;
+        }
+        const char *c = tl_an_colour(i);
+        char key[300];
+        if (same)
+            snprintf(key, sizeof key, "%s (same point as %s)", g->label, same);
+        else
+            snprintf(key, sizeof key, "%s", g->label);
+        bool titled = false;
+        if (!isnan(ys)) {
+            fprintf(f, ", \\\n     \"%s.dat\" every ::%zu::%zu using %d:7 with points pt 7 ps 2 "
+                       "lc rgb \"%s\" title \"%s\"",
+                    base, i, i, xcol, c, key);
+            titled = true;
+        }
+        if (!isnan(yb))
+            fprintf(f, ", \\\n     \"%s.dat\" every ::%zu::%zu using %d:6 with points pt 9 ps 2 "
+                       "lc rgb \"%s\" %s%s%s",
+                    base, i, i, xcol, c, titled ? "notitle" : "title \"", titled ? "" : key,
+                    titled ? "" : "\"");
+        if (!isnan(ys) && !isnan(yb))
+            fprintf(f, ", \\\n     \"%s.dat\" every ::%zu::%zu using %d:6:(0):($7-$6) with "
+                       "vectors nohead dt 3 lc rgb \"%s\" notitle",
+                    base, i, i, xcol, c);
     }
     fprintf(f, "\n");
     free(title);

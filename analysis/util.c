@@ -238,3 +238,10 @@ int tl_plot_make_out_dir(const tl_plot_opts *o, tl_err *err)
 {
     return tl_an_mkdirs(o->out_dir, err);
 }
+
+const char *tl_an_colour(size_t i)
+{
+    static const char *const tab10[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    return tab10[i % 10];
+}
