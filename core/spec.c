@@ -335,8 +335,9 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     }
     if ((r = get_string(spec, "gpu", &s, origin, "spec", err)) < 0)
         return r;
-    if ((r = tl_gpu_lookup(s ? s : "H100", &e->gpu, err)) < 0)
-        return tl_errf(err, r, "%s: gpu: %s", origin, err ? err->msg : "unknown");
+    tl_err gerr = { 0 };
+    if ((r = tl_gpu_lookup(s ? s : "H100", &e->gpu, &gerr)) < 0)
+        return tl_errf(err, r, "%s: gpu: %s", origin, gerr.msg);
     e->duration_ns = 10 * TL_NS_PER_S;
     if ((r = get_number(spec, "duration_s", &num, &has, origin, "spec", err)) < 0)
         return r;
@@ -548,7 +549,7 @@ int tl_experiment_expand(const tl_experiment *e, tl_run_item **items, size_t *n,
                     it->load = e->n_loads ? (int)l : -1;
                     it->repetition = rep;
                     it->alone_job = j;
-                    it->seed = tl_rng_derive_seed(e->seed, (uint64_t)rep, 0);
+                    it->seed = tl_rng_derive_seed(e->seed, (uint64_t)rep, 0) >> 1; /* fits SQLite's signed integers */
                     finish_item(e, it);
                     bool dup = false;
                     for (size_t q = 0; q < k && !dup; q++)
@@ -570,7 +571,7 @@ int tl_experiment_expand(const tl_experiment *e, tl_run_item **items, size_t *n,
                     it->load = e->n_loads ? (int)l : -1;
                     it->repetition = rep;
                     it->alone_job = -1;
-                    it->seed = tl_rng_derive_seed(e->seed, (uint64_t)rep, 0);
+                    it->seed = tl_rng_derive_seed(e->seed, (uint64_t)rep, 0) >> 1; /* fits SQLite's signed integers */
                     finish_item(e, it);
                 }
     *items = v;

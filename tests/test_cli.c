@@ -1,0 +1,257 @@
+/* The tally-sim command as users run it: options, bad input (one clear line
+ * naming the file, a non-zero sysexits status), determinism of summary and
+ * database, and a sweep killed with -9 that resumes without lost or
+ * duplicated runs. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+static char sim[200];
+static char tmp[64];
+
+#define INFER "traces/bundled/h100/mobilenetv3_infer_b1.json.gz"
+#define TRAIN "traces/bundled/h100/resnet50_train_b32_steps.json.gz"
+#define JOBS " --job trace=" INFER ",role=inference,load=0.5 --job trace=" TRAIN ",role=training"
+
+/* Run a shell command; capture stdout+stderr; return the exit status. */
+static int run(const char *cmd, char *out, size_t n)
+{
+    char full[4096];
+    /* stderr joins stdout unless the command redirects it itself */
+    snprintf(full, sizeof full, strstr(cmd, "2>") ? "%s" : "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int run_sim(char *out, size_t n, const char *fmt, ...)
+{
+    char args[2048], cmd[2400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s", sim, args);
+    return run(cmd, out, n);
+}
+
+static int setup(void **state)
+{
+    const char *b = getenv("TALLY_BUILD");
+    snprintf(sim, sizeof sim, "%s/tally-sim", b ? b : "build");
+    snprintf(tmp, sizeof tmp, "/tmp/tally-test-cli-%d", (int)getpid());
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    return system(cmd);
+}
+
+static void test_help_version(void **state)
+{
+    char out[8192];
+    assert_int_equal(run_sim(out, sizeof out, "--version"), 0);
+    assert_non_null(strstr(out, "tally-sim "));
+    assert_int_equal(run_sim(out, sizeof out, "--help"), 0);
+    assert_non_null(strstr(out, "--spec"));
+    assert_int_equal(run_sim(out, sizeof out, "--list-policies"), 0);
+    assert_non_null(strstr(out, "tally"));
+    assert_non_null(strstr(out, "pipeswitch"));
+}
+
+static void expect_fail(int want, const char *needle1, const char *needle2, const char *fmt, ...)
+{
+    char args[2048], out[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    int st = run_sim(out, sizeof out, "%s", args);
+    if ((want && st != want) || !st || !strstr(out, needle1) || (needle2 && !strstr(out, needle2)))
+        print_error("args: %s\nstatus %d (wanted %d)\noutput: %s\n", args, st, want, out);
+    if (want)
+        assert_int_equal(st, want);
+    assert_true(st != 0);
+    assert_non_null(strstr(out, needle1));
+    if (needle2)
+        assert_non_null(strstr(out, needle2));
+    /* one clear line, not a crash dump */
+    assert_null(strstr(out, "Sanitizer"));
+    assert_null(strstr(out, "Segmentation"));
+}
+
+static void test_bad_input(void **state)
+{
+    expect_fail(EX_USAGE, "try --help", NULL, "--frobnicate");
+    expect_fail(0, "Z80", NULL, "--policy mps --gpu Z80 --db %s/a.db" JOBS, tmp);
+    expect_fail(0, "unknown policy 'nope'", NULL, "--policy nope --db %s/a.db" JOBS, tmp);
+    expect_fail(0, "truncated_gzip.json.gz", "gzip",
+                "--policy mps --db %s/a.db --job trace=tests/data/cli/truncated_gzip.json.gz,role=training", tmp);
+    expect_fail(0, "truncated_json.json.gz", NULL,
+                "--policy mps --db %s/a.db --job trace=tests/data/cli/truncated_json.json.gz,role=training", tmp);
+    expect_fail(0, "malformed.json", NULL,
+                "--policy mps --db %s/a.db --job trace=tests/data/cli/malformed.json,role=training", tmp);
+    expect_fail(EX_NOINPUT, "no-such-trace.json", NULL,
+                "--policy mps --db %s/a.db --job trace=no-such-trace.json,role=training", tmp);
+    expect_fail(EX_DATAERR, "bad_spec.json:1", NULL, "--spec tests/data/cli/bad_spec.json --db %s/a.db", tmp);
+    expect_fail(EX_CANTCREAT, "/nonexistent-dir/r.db", NULL,
+                "--policy mps --duration 0.1 --db /nonexistent-dir/r.db" JOBS);
+    expect_fail(EX_USAGE, "--duration", NULL, "--policy mps --duration ten" JOBS);
+    expect_fail(0, "load", NULL,
+                "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=2", tmp);
+}
+
+static char *dump(const char *db)
+{
+    /* every row that must be identical between two runs of the same spec */
+    static const char *const q[] = {
+        "SELECT run_key, policy, seed, config FROM runs ORDER BY run_key",
+        "SELECT r.run_key, q.job_id, q.req_id, q.arrival_ns, q.start_ns, q.end_ns FROM requests q "
+        "JOIN runs r USING(run_id) ORDER BY 1, 2, 3",
+        "SELECT r.run_key, i.job_id, i.iter_idx, i.start_ns, i.end_ns FROM iterations i "
+        "JOIN runs r USING(run_id) ORDER BY 1, 2, 3",
+        "SELECT r.run_key, m.job_id, m.name, m.value FROM metrics m JOIN runs r USING(run_id) "
+        "ORDER BY 1, 2, 3",
+    };
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(h, q[k], -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const char *v = (const char *)sqlite3_column_text(st, c);
+                size_t n = strlen(v ? v : "") + 2;
+                if (len + n + 1 > cap)
+                    buf = realloc(buf, cap *= 2);
+                len += (size_t)snprintf(buf + len, cap - len, "%s|", v ? v : "");
+            }
+            buf[len++] = '\n';
+            buf[len] = 0;
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return buf;
+}
+
+static void test_deterministic(void **state)
+{
+    static char a[65536], b[65536];
+    const char *args = "--quiet --policy tally --policy mps --duration 0.5 --warmup 0.1 --seed 42" JOBS;
+    assert_int_equal(run_sim(a, sizeof a, "%s --db %s/x.db 2>/dev/null", args, tmp), 0);
+    assert_int_equal(run_sim(b, sizeof b, "%s --db %s/y.db 2>/dev/null", args, tmp), 0);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "seed 42"));
+    char p1[256], p2[256];
+    snprintf(p1, sizeof p1, "%s/x.db", tmp);
+    snprintf(p2, sizeof p2, "%s/y.db", tmp);
+    char *d1 = dump(p1), *d2 = dump(p2);
+    assert_true(strlen(d1) > 1000);
+    assert_string_equal(d1, d2);
+    free(d1);
+    free(d2);
+    /* a rerun into the same database is a resume: nothing runs again */
+    assert_int_equal(run_sim(b, sizeof b, "%s --db %s/x.db", args, tmp), 0);
+    assert_non_null(strstr(b, "already in"));
+}
+
+static int count(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    if (sqlite3_open(db, &h) != SQLITE_OK)
+        return -1;
+    sqlite3_busy_timeout(h, 5000);
+    sqlite3_stmt *st;
+    int n = -1;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return n;
+}
+
+/* Kill a 2-worker sweep with SIGKILL (the whole process group) part-way, then
+ * rerun it: every run is there once, each complete. */
+static void test_kill9_resume(void **state)
+{
+    char spec[256], db[256];
+    snprintf(spec, sizeof spec, "%s/sweep.json", tmp);
+    snprintf(db, sizeof db, "%s/sweep.db", tmp);
+    FILE *f = fopen(spec, "w");
+    fprintf(f, "{\"name\":\"k9\",\"duration_s\":0.6,\"warmup_s\":0.1,\"repetitions\":3,"
+               "\"policies\":[\"priority-streams\",\"time-slicing\",\"mps\",\"tally\"],"
+               "\"loads\":[0.3,0.6],\"jobs\":[{\"trace\":\"%s\",\"role\":\"inference\"},"
+               "{\"trace\":\"%s\",\"role\":\"training\"}]}", INFER, TRAIN);
+    fclose(f);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(sim, sim, "run", "--quiet", "--jobs", "2", "--spec", spec, "--db", db, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    int done = 0;
+    for (int i = 0; i < 600 && done < 6; i++) {
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        done = count(db, "SELECT count(*) FROM runs");
+    }
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    int before = count(db, "SELECT count(*) FROM runs");
+    assert_true(before >= 6);
+    /* the total: 4 policies x 2 loads x 3 reps = 24 shared; alone: inference at
+     * 2 loads + training, x 3 reps = 9 */
+    assert_true(before < 33);
+    char out[65536];
+    assert_int_equal(run_sim(out, sizeof out, "run --quiet --jobs 2 --spec %s --db %s", spec, db), 0);
+    assert_non_null(strstr(out, "skipped (resume)"));
+    assert_int_equal(count(db, "SELECT count(*) FROM runs"), 33);
+    assert_int_equal(count(db, "SELECT count(DISTINCT run_key) FROM runs"), 33);
+    /* complete runs only: jobs, metrics and requests agree with each run */
+    assert_int_equal(count(db, "SELECT count(*) FROM runs WHERE run_id NOT IN (SELECT run_id FROM jobs)"), 0);
+    assert_int_equal(count(db, "SELECT count(*) FROM jobs j WHERE (SELECT count(*) FROM requests q WHERE "
+                               "q.run_id=j.run_id AND q.job_id=j.job_id) + (SELECT count(*) FROM iterations i "
+                               "WHERE i.run_id=j.run_id AND i.job_id=j.job_id AND j.role='training') != "
+                               "(SELECT value FROM metrics m WHERE m.run_id=j.run_id AND m.job_id=j.job_id "
+                               "AND m.name='requests')"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_version),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_kill9_resume),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
