@@ -1,0 +1,169 @@
+/* Backend internals that need no GPU: the kernel-kind rule, register-variant
+ * choice, calibration arithmetic and its SQLite cache, the MPS daemon's
+ * command lines, child-process cleanup and the watchdog. Everything here
+ * builds and is unit-tested on machines without CUDA (tests/test_backend.c).
+ */
+#ifndef TALLY_BACKEND_H
+#define TALLY_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tally/common.h"
+
+/* ---- Kernel kind (kind_rule.c) ------------------------------------------
+ * Which synthetic work stands in for a traced kernel:
+ *   compute (FMA loop)  if the name contains, case-insensitively, one of
+ *       gemm, conv, mma, fmha, attention, attn, flash, xmma, cutlass, cublas,
+ *       sgemm, hgemm, dgrad, wgrad, fprop, implicit, winograd, matmul, dot
+ *   memory (streaming) otherwise: elementwise, reduce, copy, norm, pool,
+ *       softmax, transpose, nchwToNhwc, index, cat, fill, ... and unknowns,
+ *       since most small framework kernels are bandwidth-bound.
+ * A compute word wins over a memory word ("gemv reduce" stays memory only if
+ * no compute word is present); "gemv" and "splitk reduce" count as memory. */
+#define TL_KIND_COMPUTE 0
+#define TL_KIND_MEMORY 1
+int tl_kernel_kind_for_name(const char *name);
+const char *tl_kernel_kind_name(int kind);
+
+/* ---- Register variant (kind_rule.c) -------------------------------------
+ * regs[i]: registers per thread of compiled variant i; max_threads[i]: its
+ * largest block. Picks the variant whose register count is closest to the
+ * traced one among those that can launch a block of 'threads' threads
+ * (registers rounded up per warp to reg_alloc_unit must fit regs_per_block);
+ * ties go to the lower count. -1 if none fits. */
+int tl_pick_variant(const int *regs, const int *max_threads, int n, int traced_regs,
+                    int threads, int regs_per_block, int reg_alloc_unit);
+
+/* ---- Calibration arithmetic (calib_math.c) ------------------------------
+ * A curve is what a kernel shape has shown so far: kernel time at some
+ * numbers of work units per block. Time grows about linearly with units
+ * (waves of equal blocks), so the next guess interpolates between the
+ * measured points that bracket the target, or extrapolates along the last
+ * slope (at most 8x further) when all lie below it. */
+typedef struct tl_calib_point {
+    uint32_t iters;
+    tl_ns ns;
+} tl_calib_point;
+
+#define TL_CALIB_MAX_POINTS 32
+typedef struct tl_calib_curve {
+    tl_calib_point p[TL_CALIB_MAX_POINTS]; /* sorted by iters, unique iters */
+    int n;
+} tl_calib_curve;
+
+#define TL_CALIB_PROBE_ITERS 64u     /* second probe after the floor (iters 0) */
+#define TL_CALIB_MAX_ITERS (1u << 24)
+
+/* Insert or replace (same iters) a measured point; keeps the curve sorted.
+ * When full, the point farthest from 'keep_near_ns' is dropped. */
+void tl_calib_curve_add(tl_calib_curve *c, uint32_t iters, tl_ns ns, tl_ns keep_near_ns);
+/* Point whose time is closest to target; NULL when empty. */
+const tl_calib_point *tl_calib_closest(const tl_calib_curve *c, tl_ns target);
+/* Is 'ns' within tol (fraction) of target? */
+bool tl_calib_within(tl_ns ns, tl_ns target, double tol);
+/* The next number of units to measure for target, or the final answer:
+ * *done is set when no measurement can do better (already within tol, target
+ * below the floor, or the guess was measured before). */
+uint32_t tl_calib_next(const tl_calib_curve *c, tl_ns target, double tol, bool *done);
+/* Median of n values (sorts a copy; n <= 64). 0 if n == 0. */
+tl_ns tl_median_ns(const tl_ns *v, int n);
+
+/* ---- Calibration cache (calib_db.c) --------------------------------------
+ * SQLite, one row per measured point of a shape:
+ *   calib_point(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant,
+ *               iters, ns, PRIMARY KEY(gpu..iters))
+ * and one row per answered target (the brief's key):
+ *   calib(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant,
+ *         target_ns, iters, measured_ns, PRIMARY KEY(gpu..target_ns)). */
+typedef struct tl_calib_key {
+    const char *gpu;
+    int kind, variant;
+    uint64_t blocks;
+    uint32_t block[3];
+    uint32_t smem;
+} tl_calib_key;
+
+typedef struct tl_calib_db {
+    void *db; /* sqlite3 * */
+    char *path;
+} tl_calib_db;
+
+/* Default path: $TALLY_CALIB_DB, else $XDG_CACHE_HOME/tally/calib.sqlite, else
+ * $HOME/.cache/tally/calib.sqlite, else ./tally-calib.sqlite. Caller frees. */
+char *tl_calib_default_path(void);
+int tl_calib_db_open(tl_calib_db *c, const char *path, tl_err *err);
+void tl_calib_db_close(tl_calib_db *c);
+int tl_calib_db_load_curve(tl_calib_db *c, const tl_calib_key *k, tl_calib_curve *out, tl_err *err);
+int tl_calib_db_add_point(tl_calib_db *c, const tl_calib_key *k, uint32_t iters, tl_ns ns, tl_err *err);
+/* found = false if no row for target. */
+int tl_calib_db_get(tl_calib_db *c, const tl_calib_key *k, tl_ns target, uint32_t *iters,
+                    tl_ns *measured, bool *found, tl_err *err);
+int tl_calib_db_put(tl_calib_db *c, const tl_calib_key *k, tl_ns target, uint32_t iters,
+                    tl_ns measured, tl_err *err);
+/* Every answered target of a GPU (current synth version), for bulk loading. */
+typedef void (*tl_calib_row_cb)(void *arg, const tl_calib_key *k, tl_ns target, uint32_t iters, tl_ns measured);
+int tl_calib_db_each(tl_calib_db *c, const char *gpu, tl_calib_row_cb cb, void *arg, tl_err *err);
+int tl_calib_db_begin(tl_calib_db *c);
+int tl_calib_db_commit(tl_calib_db *c);
+
+/* ---- MPS daemon (mps.c) --------------------------------------------------
+ * A private nvidia-cuda-mps-control daemon: its own pipe and log folders (made
+ * under a fresh temporary folder), started with -d, stopped with "quit" on
+ * its control pipe, then SIGKILL for any of its processes left (found by
+ * their environment naming our pipe folder). Clients get
+ * CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY,
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and CUDA_MPS_CLIENT_PRIORITY. */
+typedef struct tl_mps {
+    char control[512];   /* path of nvidia-cuda-mps-control */
+    char root[200];      /* private temporary folder */
+    char pipe_dir[256];
+    char log_dir[256];
+    bool running;
+} tl_mps;
+
+/* Finds nvidia-cuda-mps-control on PATH (or $TALLY_MPS_CONTROL). TL_ENODEV
+ * with a message saying so if absent. */
+int tl_mps_find_control(char *out, size_t cap, tl_err *err);
+/* Fill pipe/log dirs under root (no file-system action). */
+void tl_mps_layout(tl_mps *m, const char *control, const char *root);
+/* Environment entries for the daemon ("NAME=value"); n written, max cap. */
+int tl_mps_daemon_env(const tl_mps *m, char out[][320], int cap);
+/* Environment entries for a client with its SM percentage (0: unset) and
+ * priority (0 normal, 1 below normal). */
+int tl_mps_client_env(const tl_mps *m, double sm_percent, int priority, char out[][320], int cap);
+/* Argument vectors (NULL-terminated, pointing into m or static strings). */
+void tl_mps_start_argv(const tl_mps *m, const char *argv[3]);
+int tl_mps_start(tl_mps *m, tl_err *err);
+/* Safe to call twice and from the exit path. */
+void tl_mps_stop(tl_mps *m);
+
+/* ---- Children and cleanup (procs.c) -----------------------------------------
+ * Every child (context workers) is registered; on exit, SIGINT, SIGTERM,
+ * SIGHUP and on the watchdog, all are killed and the MPS daemon (if any) is
+ * stopped. Children also get PR_SET_PDEATHSIG so a kill -9 of tally-run does
+ * not leave them running. */
+void tl_procs_install(void);          /* handlers + atexit; idempotent */
+void tl_procs_add(pid_t pid);
+void tl_procs_remove(pid_t pid);
+void tl_procs_set_mps(tl_mps *m);     /* stopped by the cleanup */
+void tl_procs_cleanup(void);          /* kill children, stop MPS; idempotent */
+int tl_procs_count(void);
+
+/* ---- Watchdog (watchdog.c) -------------------------------------------------
+ * The event loop kicks it whenever GPU work completes or none is in flight; a
+ * thread checks every 50 ms and, if work has been in flight without any
+ * completion for longer than the limit, prints a message, runs the cleanup
+ * and ends the process (exit status 70). tl_watchdog_expired is the pure
+ * check the thread uses. */
+typedef struct tl_watchdog tl_watchdog;
+bool tl_watchdog_expired(tl_ns now, tl_ns last_progress, bool busy, tl_ns limit);
+int tl_watchdog_start(tl_watchdog **out, tl_ns limit, tl_err *err);
+void tl_watchdog_kick(tl_watchdog *w, bool busy);
+void tl_watchdog_stop(tl_watchdog *w);
+
+/* Monotonic clock in ns. */
+tl_ns tl_mono_ns(void);
+
+#endif

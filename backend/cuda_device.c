@@ -1,0 +1,703 @@
+/* The tl_device on CUDA: contexts, streams, launches, copies, timers and the
+ * event loop (overview in cuda_device.h). */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_internal.h"
+
+#define NSLOTS 8192
+
+static tl_cuda *C(tl_device *d) { return (tl_cuda *)d->impl; }
+
+static tl_ns host_now(tl_cuda *c) { return tl_mono_ns() - c->t0; }
+
+/* ---- events ---------------------------------------------------------------- */
+
+static int ev_get(tl_cuda *c, bool timing, cudaEvent_t *out)
+{
+    if (!timing && c->n_ev_pool) { *out = c->ev_pool[--c->n_ev_pool]; return 0; }
+    if (timing && c->n_evt_pool) { *out = c->evt_pool[--c->n_evt_pool]; return 0; }
+    return (int)cudaEventCreateWithFlags(out, timing ? cudaEventDefault : cudaEventDisableTiming);
+}
+
+static void ev_put(tl_cuda *c, bool timing, cudaEvent_t e)
+{
+    if (!e) return;
+    cudaEvent_t **pool = timing ? &c->evt_pool : &c->ev_pool;
+    size_t *n = timing ? &c->n_evt_pool : &c->n_ev_pool, *cap = timing ? &c->cap_evt_pool : &c->cap_ev_pool;
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *pool = tl_xrealloc(*pool, *cap * sizeof **pool);
+    }
+    (*pool)[(*n)++] = e;
+}
+
+/* ---- stream queues ----------------------------------------------------------- */
+
+static tl_pending *q_push(tl_dstream *s)
+{
+    if (s->n == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 64;
+        tl_pending *nq = tl_xcalloc(ncap, sizeof *nq);
+        for (size_t i = 0; i < s->n; i++) nq[i] = s->q[(s->head + i) % s->cap];
+        free(s->q);
+        s->q = nq;
+        s->head = 0;
+        s->cap = ncap;
+    }
+    tl_pending *p = &s->q[(s->head + s->n) % s->cap];
+    s->n++;
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+static tl_pending *q_head(tl_dstream *s) { return s->n ? &s->q[s->head] : NULL; }
+
+static void q_pop(tl_dstream *s)
+{
+    s->head = (s->head + 1) % s->cap;
+    s->n--;
+}
+
+/* ---- timers (min-heap on (at, seq)) ----------------------------------------------- */
+
+static bool t_less(const tl_timer_ent *a, const tl_timer_ent *b)
+{
+    return a->at < b->at || (a->at == b->at && a->seq < b->seq);
+}
+
+static void t_push(tl_cuda *c, tl_timer_ent e)
+{
+    if (c->n_timers == c->cap_timers) {
+        c->cap_timers = c->cap_timers ? c->cap_timers * 2 : 64;
+        c->timers = tl_xrealloc(c->timers, c->cap_timers * sizeof *c->timers);
+    }
+    size_t i = c->n_timers++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!t_less(&e, &c->timers[p])) break;
+        c->timers[i] = c->timers[p];
+        i = p;
+    }
+    c->timers[i] = e;
+}
+
+static tl_timer_ent t_pop(tl_cuda *c)
+{
+    tl_timer_ent top = c->timers[0], last = c->timers[--c->n_timers];
+    size_t i = 0, n = c->n_timers;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const tl_timer_ent *mv = &last;
+        if (l < n && t_less(&c->timers[l], mv)) { m = l; mv = &c->timers[l]; }
+        if (r < n && t_less(&c->timers[r], mv)) { m = r; }
+        if (m == i) break;
+        c->timers[i] = c->timers[m];
+        i = m;
+    }
+    if (n) c->timers[i] = last;
+    return top;
+}
+
+/* ---- plans ------------------------------------------------------------------ */
+
+static size_t ptr_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static tl_plan_ent *plan_find(tl_cuda *c, const tl_op *op)
+{
+    if (!c->plan_cap) return NULL;
+    for (size_t i = ptr_hash(op) & (c->plan_cap - 1);; i = (i + 1) & (c->plan_cap - 1)) {
+        if (c->plans[i].op == op) return &c->plans[i];
+        if (!c->plans[i].op) return NULL;
+    }
+}
+
+static void plan_put(tl_cuda *c, const tl_op *op, const tl_kernel_plan *pl)
+{
+    if ((c->plan_n + 1) * 2 > c->plan_cap) {
+        size_t ncap = c->plan_cap ? c->plan_cap * 2 : 1024;
+        tl_plan_ent *old = c->plans;
+        size_t ocap = c->plan_cap;
+        c->plans = tl_xcalloc(ncap, sizeof *c->plans);
+        c->plan_cap = ncap;
+        c->plan_n = 0;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].op) plan_put(c, old[i].op, &old[i].plan);
+        free(old);
+    }
+    size_t i = ptr_hash(op) & (c->plan_cap - 1);
+    while (c->plans[i].op && c->plans[i].op != op) i = (i + 1) & (c->plan_cap - 1);
+    if (!c->plans[i].op) c->plan_n++;
+    c->plans[i].op = op;
+    c->plans[i].plan = *pl;
+}
+
+/* Name of an op from the traces we were given (kernel-kind rule needs it);
+ * NULL when the op belongs to none of them. */
+static const char *op_name(tl_cuda *c, const tl_trace *t, const tl_op *op)
+{
+    for (int k = -1; k < c->n_traces; k++) {
+        const tl_trace *tr = k < 0 ? t : c->traces[k];
+        if (!tr) continue;
+        for (uint32_t i = 0; i < tr->n_iters; i++) {
+            const tl_iteration *it = &tr->iters[i];
+            if (op >= it->ops && op < it->ops + it->n_ops)
+                return op->name < tr->n_strings && tr->strings ? tr->strings[op->name] : "";
+        }
+    }
+    return NULL;
+}
+
+int tl_cuda_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err)
+{
+    tl_cuda *c = C(d);
+    tl_plan_ent *e = plan_find(c, op);
+    if (e) { *out = e->plan; return 0; }
+    int r = tl_cuda_calibrate(c, op_name(c, t, op), op, out, err);
+    if (r) return r;
+    plan_put(c, op, out);
+    return 0;
+}
+
+static int ensure_buffers(tl_cuda *c, size_t bytes, tl_err *err)
+{
+    if (bytes <= c->buf_bytes) return 0;
+    size_t nb = c->buf_bytes ? c->buf_bytes : (size_t)1 << 20;
+    while (nb < bytes) nb *= 2;
+    cudaDeviceSynchronize();
+    if (c->host_buf) cudaFreeHost(c->host_buf);
+    if (c->dev_buf) cudaFree(c->dev_buf);
+    c->host_buf = c->dev_buf = NULL;
+    c->buf_bytes = 0;
+    int e;
+    if ((e = cudaHostAlloc(&c->host_buf, nb, 0))) return tl_cuda_errf(err, e, "pinned copy buffer");
+    if ((e = cudaMalloc(&c->dev_buf, 2 * nb))) return tl_cuda_errf(err, e, "device copy buffer");
+    c->buf_bytes = nb;
+    return 0;
+}
+
+int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err)
+{
+    tl_cuda *c = C(d);
+    if (c->n_traces == c->cap_traces) {
+        c->cap_traces = c->cap_traces ? c->cap_traces * 2 : 8;
+        c->traces = tl_xrealloc(c->traces, (size_t)c->cap_traces * sizeof *c->traces);
+    }
+    c->traces[c->n_traces++] = t;
+    size_t maxbytes = 0;
+    tl_calib_db_begin(&c->calib);
+    int r = 0;
+    for (uint32_t i = 0; i < t->n_iters && !r; i++) {
+        for (uint32_t j = 0; j < t->iters[i].n_ops && !r; j++) {
+            const tl_op *op = &t->iters[i].ops[j];
+            if (op->kind == TL_OP_KERNEL) {
+                tl_kernel_plan pl;
+                r = tl_cuda_plan(d, t, op, &pl, err);
+            } else if ((op->kind == TL_OP_MEMCPY || op->kind == TL_OP_MEMSET) && op->bytes > maxbytes) {
+                maxbytes = op->bytes;
+            }
+        }
+    }
+    tl_calib_db_commit(&c->calib);
+    if (r) return r;
+    return ensure_buffers(c, maxbytes, err);
+}
+
+/* ---- ops ---------------------------------------------------------------------- */
+
+static int cu_ctx_create(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out, tl_err *err)
+{
+    tl_cuda *c = C(d);
+    tl_dctx x;
+    memset(&x, 0, sizeof x);
+    x.cfg = *cfg;
+    x.sms = d->gpu.sms;
+    switch (cfg->kind) {
+    case TL_CTX_TIMESLICED:
+        if (c->have_primary)
+            return tl_errf(err, TL_ENODEV,
+                           "context %d: a second time-sliced context needs a process of its own; "
+                           "worker processes are not implemented yet in tally-run", c->n_ctxs);
+        c->have_primary = true;
+        break;
+    case TL_CTX_PARTITION: {
+        if (cfg->sm_count <= 0 || cfg->sm_count > d->gpu.sms)
+            return tl_errf(err, TL_ERANGE, "context %d: sm_count %d outside 1..%d", c->n_ctxs, cfg->sm_count,
+                           d->gpu.sms);
+        int got = 0;
+        int r = tl_cuda_green_create(c, cfg->sm_count, &x.green, &got, err);
+        if (r) return r;
+        x.sms = got;
+        break;
+    }
+    case TL_CTX_MPS:
+        return tl_errf(err, TL_ENODEV,
+                       "context %d: MPS clients need worker processes, not implemented yet in tally-run",
+                       c->n_ctxs);
+    default:
+        return tl_errf(err, TL_EINVAL, "context %d: unknown kind %d", c->n_ctxs, (int)cfg->kind);
+    }
+    if (c->n_ctxs == c->cap_ctxs) {
+        c->cap_ctxs = c->cap_ctxs ? c->cap_ctxs * 2 : 8;
+        c->ctxs = tl_xrealloc(c->ctxs, (size_t)c->cap_ctxs * sizeof *c->ctxs);
+    }
+    c->ctxs[c->n_ctxs] = x;
+    *out = c->n_ctxs++;
+    if (cfg->job >= c->n_jstats) {
+        c->jstats = tl_xrealloc(c->jstats, (size_t)(cfg->job + 1) * sizeof *c->jstats);
+        memset(c->jstats + c->n_jstats, 0, (size_t)(cfg->job + 1 - c->n_jstats) * sizeof *c->jstats);
+        c->n_jstats = cfg->job + 1;
+    }
+    return 0;
+}
+
+static int cu_stream_create(tl_device *d, tl_ctx_id ctx, int prio, tl_stream_id *out, tl_err *err)
+{
+    tl_cuda *c = C(d);
+    if (ctx < 0 || ctx >= c->n_ctxs) return tl_errf(err, TL_EINVAL, "stream: unknown context %d", ctx);
+    if (prio > 0 || prio < d->gpu.stream_prio_greatest)
+        return tl_errf(err, TL_ERANGE, "stream: priority %d outside %d..0", prio, d->gpu.stream_prio_greatest);
+    cudaStream_t s;
+    int r;
+    if (c->ctxs[ctx].green) {
+        if ((r = tl_cuda_green_stream(c, c->ctxs[ctx].green, prio, &s, err))) return r;
+    } else if ((r = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, prio))) {
+        return tl_cuda_errf(err, r, "cudaStreamCreateWithPriority");
+    }
+    if (c->n_streams == c->cap_streams) {
+        c->cap_streams = c->cap_streams ? c->cap_streams * 2 : 16;
+        c->streams = tl_xrealloc(c->streams, (size_t)c->cap_streams * sizeof *c->streams);
+    }
+    tl_dstream *ds = &c->streams[c->n_streams];
+    memset(ds, 0, sizeof *ds);
+    ds->s = s;
+    ds->ctx = ctx;
+    ds->prio = prio;
+    *out = c->n_streams++;
+    return 0;
+}
+
+static int ctx_sms(tl_cuda *c, int ctx)
+{
+    const tl_dctx *x = &c->ctxs[ctx];
+    if (x->cfg.kind == TL_CTX_MPS && x->cfg.sm_percent > 0 && x->cfg.sm_percent < 100) {
+        int n = (int)(x->sms * x->cfg.sm_percent / 100.0 + 0.999);
+        return n < 1 ? 1 : n;
+    }
+    return x->sms;
+}
+
+static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl_launch_cb cb, void *arg,
+                     tl_launch_id *out)
+{
+    tl_cuda *c = C(d);
+    if (sid < 0 || sid >= c->n_streams || !k || !k->op || k->op->kind != TL_OP_KERNEL) return TL_EINVAL;
+    tl_dstream *s = &c->streams[sid];
+    tl_kernel_plan pl;
+    tl_err err;
+    tl_err_clear(&err);
+    if (tl_cuda_plan(d, NULL, k->op, &pl, &err)) {
+        fprintf(stderr, "tally-run: %s\n", err.msg);
+        return err.code ? err.code : TL_EIO;
+    }
+    uint64_t total = tl_op_blocks(k->op);
+    uint64_t end = k->block_end ? k->block_end : total;
+    if (end > total || k->block_begin >= end) return TL_ERANGE;
+    int slot = tl_synth_slot_acquire(c->synth);
+    if (slot < 0) return TL_ENOMEM;
+    tl_synth_launch l;
+    memset(&l, 0, sizeof l);
+    l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
+    l.variant = pl.variant;
+    for (int i = 0; i < 3; i++) l.block[i] = k->op->block[i] ? k->op->block[i] : 1;
+    l.smem = k->op->static_smem + k->op->dynamic_smem;
+    l.begin = k->block_begin;
+    l.end = end;
+    int sms = ctx_sms(c, s->ctx);
+    l.workers = k->ptb_workers_per_sm ? k->ptb_workers_per_sm * (unsigned)sms : 0;
+    l.iters = pl.iters;
+    l.slot = (unsigned)slot;
+    l.salt = c->salt;
+    c->salt += 0x9e3779b97f4a7c15ull >> 20;
+    int e = tl_synth_enqueue(c->synth, &l, s->s);
+    cudaEvent_t ev = NULL;
+    if (!e) e = ev_get(c, false, &ev);
+    if (!e) e = (int)cudaEventRecord(ev, s->s);
+    if (e) {
+        fprintf(stderr, "tally-run: launch: %s\n", cudaGetErrorString((cudaError_t)e));
+        tl_synth_slot_release(c->synth, (unsigned)slot);
+        return TL_EIO;
+    }
+    tl_pending *p = q_push(s);
+    p->id = ++c->next_id;
+    p->stream = sid;
+    p->is_kernel = true;
+    p->ptb = l.workers > 0;
+    p->slot = slot;
+    p->ev_end = ev;
+    p->cb = cb;
+    p->arg = arg;
+    p->op = k->op;
+    p->job = k->job;
+    p->tag = k->tag;
+    p->begin = l.begin;
+    p->end = l.end;
+    uint64_t grid = p->ptb ? (l.workers < end - l.begin ? l.workers : end - l.begin) : end - l.begin;
+    p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
+    p->issued_ns = host_now(c);
+    c->inflight++;
+    tl_watchdog_kick(c->watchdog, true);
+    if (out) *out = p->id;
+    return 0;
+}
+
+static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_launch_cb cb, void *arg,
+                   tl_launch_id *out)
+{
+    tl_cuda *c = C(d);
+    if (sid < 0 || sid >= c->n_streams || !op || (op->kind != TL_OP_MEMCPY && op->kind != TL_OP_MEMSET))
+        return TL_EINVAL;
+    tl_dstream *s = &c->streams[sid];
+    size_t bytes = op->bytes ? op->bytes : 1;
+    if (bytes > c->buf_bytes) {
+        tl_err err;
+        if (ensure_buffers(c, bytes, &err)) {
+            fprintf(stderr, "tally-run: %s\n", err.msg);
+            return TL_ENOMEM;
+        }
+    }
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    int e = ev_get(c, true, &e0);
+    if (!e) e = ev_get(c, true, &e1);
+    if (!e) e = (int)cudaEventRecord(e0, s->s);
+    if (!e) {
+        char *dst = c->dev_buf;
+        if (op->kind == TL_OP_MEMSET) e = (int)cudaMemsetAsync(dst, 0, bytes, s->s);
+        else if (op->copy_kind == TL_COPY_H2D) e = (int)cudaMemcpyAsync(dst, c->host_buf, bytes, cudaMemcpyHostToDevice, s->s);
+        else if (op->copy_kind == TL_COPY_D2H) e = (int)cudaMemcpyAsync(c->host_buf, dst, bytes, cudaMemcpyDeviceToHost, s->s);
+        else e = (int)cudaMemcpyAsync(dst + c->buf_bytes, dst, bytes, cudaMemcpyDeviceToDevice, s->s);
+    }
+    if (!e) e = (int)cudaEventRecord(e1, s->s);
+    if (e) {
+        fprintf(stderr, "tally-run: copy: %s\n", cudaGetErrorString((cudaError_t)e));
+        ev_put(c, true, e0);
+        ev_put(c, true, e1);
+        return TL_EIO;
+    }
+    tl_pending *p = q_push(s);
+    p->id = ++c->next_id;
+    p->stream = sid;
+    p->slot = -1;
+    p->ev_start = e0;
+    p->ev_end = e1;
+    p->cb = cb;
+    p->arg = arg;
+    p->op = op;
+    p->job = job;
+    p->issued_ns = host_now(c);
+    c->inflight++;
+    tl_watchdog_kick(c->watchdog, true);
+    if (out) *out = p->id;
+    return 0;
+}
+
+static int cu_retreat(tl_device *d, tl_launch_id id)
+{
+    tl_cuda *c = C(d);
+    for (int i = 0; i < c->n_streams; i++) {
+        tl_dstream *s = &c->streams[i];
+        for (size_t j = 0; j < s->n; j++) {
+            tl_pending *p = &s->q[(s->head + j) % s->cap];
+            if (p->id != id) continue;
+            if (!p->ptb) return 0;
+            int e = tl_synth_retreat(c->synth, (unsigned)p->slot, c->ctl_stream);
+            return e ? TL_EIO : 0;
+        }
+    }
+    return 0; /* finished already: harmless */
+}
+
+static int cu_timer(tl_device *d, tl_ns at, tl_timer_cb cb, void *arg)
+{
+    tl_cuda *c = C(d);
+    if (!cb) return TL_EINVAL;
+    tl_timer_ent e = {at, c->timer_seq++, cb, arg};
+    t_push(c, e);
+    return 0;
+}
+
+static tl_ns cu_now(tl_device *d) { return host_now(C(d)); }
+
+/* A completed op, collected before its callback runs. */
+typedef struct done_rec {
+    tl_pending p;
+    tl_launch_result r;
+} done_rec;
+
+static int cmp_done(const void *a, const void *b)
+{
+    const done_rec *x = a, *y = b;
+    if (x->r.end_ns != y->r.end_ns) return x->r.end_ns < y->r.end_ns ? -1 : 1;
+    return x->p.id < y->p.id ? -1 : x->p.id > y->p.id;
+}
+
+static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launch_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = p->id;
+    if (p->is_kernel) {
+        const volatile tl_synth_rec *rec = tl_synth_record(c->synth, (unsigned)p->slot);
+        tl_ns start = (tl_ns)rec->start_gt - c->gt_offset - c->t0;
+        tl_ns end = (tl_ns)rec->end_gt - c->gt_offset - c->t0;
+        tl_ns dur = end - start;
+        if (dur < 0 || rec->gen != tl_synth_slot_gen(c->synth, (unsigned)p->slot)) dur = 0;
+        if (end > seen || end < p->issued_ns) end = seen; /* offset error: trust what we saw */
+        start = end - dur;
+        r->start_ns = start;
+        r->end_ns = end;
+        uint64_t count = p->end - p->begin;
+        uint64_t done = count;
+        if (p->ptb) {
+            done = rec->claimed < count ? rec->claimed : count;
+            r->retreated = done < count;
+        }
+        r->next_block = p->begin + done;
+        tl_synth_slot_release(c->synth, (unsigned)p->slot);
+        if (p->job >= 0 && p->job < c->n_jstats) {
+            tl_job_stats *js = &c->jstats[p->job];
+            js->sm_busy_ns += (tl_ns)((double)dur * p->avg_sms);
+            js->kernels++;
+            js->blocks += done;
+        }
+        if (d->observer) {
+            tl_kernel_record kr;
+            memset(&kr, 0, sizeof kr);
+            kr.job = p->job;
+            kr.op = p->op;
+            kr.tag = p->tag;
+            kr.blocks = done;
+            kr.start_ns = start;
+            kr.end_ns = end;
+            kr.avg_sms = p->avg_sms;
+            kr.ptb = p->ptb;
+            kr.retreated = r->retreated;
+            kr.stream = p->stream;
+            d->observer(d->observer_arg, &kr);
+        }
+        ev_put(c, false, p->ev_end);
+    } else {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, p->ev_start, p->ev_end);
+        tl_ns dur = (tl_ns)((double)ms * 1e6);
+        r->end_ns = seen;
+        r->start_ns = seen - dur < p->issued_ns ? p->issued_ns : seen - dur;
+        r->next_block = 0;
+        ev_put(c, true, p->ev_start);
+        ev_put(c, true, p->ev_end);
+    }
+}
+
+/* Collect completed heads of all streams, then run their callbacks in order of
+ * end time. Returns how many completed, or a negative error. */
+static int poll_completions(tl_device *d, tl_err *err)
+{
+    tl_cuda *c = C(d);
+    done_rec buf[64];
+    int n = 0;
+    tl_ns seen = host_now(c);
+    for (int i = 0; i < c->n_streams && n < 64; i++) {
+        tl_dstream *s = &c->streams[i];
+        tl_pending *p;
+        while (n < 64 && (p = q_head(s))) {
+            cudaError_t e = cudaEventQuery(p->ev_end);
+            if (e == cudaErrorNotReady) break;
+            if (e != cudaSuccess) return tl_cuda_errf(err, e, "GPU work failed");
+            buf[n].p = *p;
+            q_pop(s);
+            c->inflight--;
+            n++;
+        }
+    }
+    for (int i = 0; i < n; i++) finish(c, d, &buf[i].p, seen, &buf[i].r);
+    if (n > 1) qsort(buf, (size_t)n, sizeof buf[0], cmp_done);
+    for (int i = 0; i < n; i++)
+        if (buf[i].p.cb) buf[i].p.cb(buf[i].p.arg, &buf[i].r);
+    if (n) tl_watchdog_kick(c->watchdog, c->inflight > 0);
+    return n;
+}
+
+static int cu_run(tl_device *d, tl_ns until, tl_err *err)
+{
+    tl_cuda *c = C(d);
+    for (;;) {
+        int r = poll_completions(d, err);
+        if (r < 0) return r;
+        tl_ns now = host_now(c);
+        /* Fire due timers, earliest first; callbacks may add more. */
+        int fired = 0;
+        while (c->n_timers && c->timers[0].at <= now && fired < 64) {
+            tl_timer_ent t = t_pop(c);
+            t.cb(t.arg, now);
+            fired++;
+            now = host_now(c);
+        }
+        if (!c->inflight && !c->n_timers) {
+            tl_watchdog_kick(c->watchdog, false);
+            return 0;
+        }
+        if (until > 0 && now >= until) return 0;
+        if (!c->inflight) {
+            tl_watchdog_kick(c->watchdog, false);
+            /* Nothing on the GPU: sleep until shortly before the next timer. */
+            tl_ns wait = c->timers[0].at - now - 60000;
+            if (until > 0 && until - now - 60000 < wait) wait = until - now - 60000;
+            if (wait > 0) {
+                struct timespec ts = {wait / TL_NS_PER_S, wait % TL_NS_PER_S};
+                nanosleep(&ts, NULL);
+            }
+        }
+        /* else spin: completions and short host gaps need microsecond timing. */
+    }
+}
+
+static int cu_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err *err)
+{
+    tl_cuda *c = C(d);
+    if (!k || !k->op || k->op->kind != TL_OP_KERNEL) return tl_errf(err, TL_EINVAL, "measure: not a kernel");
+    tl_kernel_plan pl;
+    int r = tl_cuda_plan(d, NULL, k->op, &pl, err);
+    if (r) return r;
+    uint64_t total = tl_op_blocks(k->op);
+    tl_synth_launch l;
+    memset(&l, 0, sizeof l);
+    l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
+    l.variant = pl.variant;
+    for (int i = 0; i < 3; i++) l.block[i] = k->op->block[i] ? k->op->block[i] : 1;
+    l.smem = k->op->static_smem + k->op->dynamic_smem;
+    l.begin = k->block_begin;
+    l.end = k->block_end ? k->block_end : total;
+    if (l.end > total || l.begin >= l.end) return tl_errf(err, TL_ERANGE, "measure: block range outside the grid");
+    l.workers = k->ptb_workers_per_sm * (unsigned)d->gpu.sms;
+    l.iters = pl.iters;
+    return tl_cuda_time_launch(c, &l, 5, c->calib_stream, out, err);
+}
+
+static void cu_job_stats(tl_device *d, int job, tl_job_stats *out)
+{
+    tl_cuda *c = C(d);
+    memset(out, 0, sizeof *out);
+    if (job >= 0 && job < c->n_jstats) *out = c->jstats[job];
+}
+
+static void cu_close(tl_device *d)
+{
+    tl_cuda *c = C(d);
+    if (!c) return;
+    cudaDeviceSynchronize();
+    tl_watchdog_stop(c->watchdog);
+    for (int i = 0; i < c->n_streams; i++) {
+        cudaStreamDestroy(c->streams[i].s);
+        free(c->streams[i].q);
+    }
+    for (int i = 0; i < c->n_ctxs; i++)
+        if (c->ctxs[i].green && c->drv.GreenCtxDestroy) c->drv.GreenCtxDestroy(c->ctxs[i].green);
+    for (size_t i = 0; i < c->n_ev_pool; i++) cudaEventDestroy(c->ev_pool[i]);
+    for (size_t i = 0; i < c->n_evt_pool; i++) cudaEventDestroy(c->evt_pool[i]);
+    if (c->ctl_stream) cudaStreamDestroy(c->ctl_stream);
+    if (c->calib_stream) cudaStreamDestroy(c->calib_stream);
+    if (c->host_buf) cudaFreeHost(c->host_buf);
+    if (c->dev_buf) cudaFree(c->dev_buf);
+    tl_synth_close(c->synth);
+    tl_calib_db_close(&c->calib);
+    free(c->streams);
+    free(c->ctxs);
+    free(c->timers);
+    free(c->ev_pool);
+    free(c->evt_pool);
+    free(c->plans);
+    free(c->traces);
+    free(c->jstats);
+    free(c->mem);
+    free(c);
+    d->impl = NULL;
+    d->ops = NULL;
+}
+
+static const tl_device_ops cuda_ops = {
+    .name = "cuda",
+    .ctx_create = cu_ctx_create,
+    .stream_create = cu_stream_create,
+    .launch = cu_launch,
+    .copy = cu_copy,
+    .retreat = cu_retreat,
+    .timer = cu_timer,
+    .now = cu_now,
+    .run = cu_run,
+    .measure = cu_measure,
+    .job_stats = cu_job_stats,
+    .close = cu_close,
+};
+
+int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
+{
+    memset(d, 0, sizeof *d);
+    tl_cuda_options opt;
+    memset(&opt, 0, sizeof opt);
+    if (o) opt = *o;
+    tl_cuda_info info;
+    int r = tl_cuda_probe(opt.device, &info, err);
+    if (r) return r;
+    int e = (int)cudaSetDevice(opt.device);
+    if (e) return tl_cuda_errf(err, e, "cudaSetDevice");
+    tl_cuda *c = tl_xcalloc(1, sizeof *c);
+    c->opt = opt;
+    c->info = info;
+    c->device = opt.device;
+    d->impl = c;
+    d->ops = &cuda_ops;
+    tl_cuda_fill_props(c, &d->gpu);
+    tl_drv_load(&c->drv); /* optional: only partitions need it */
+    char *path = opt.calib_db ? tl_xstrdup(opt.calib_db) : tl_calib_default_path();
+    r = tl_calib_db_open(&c->calib, path, err);
+    free(path);
+    if (r) goto fail;
+    if ((r = tl_cuda_calib_load(c, err))) goto fail;
+    if ((e = tl_synth_open(&c->synth, NSLOTS))) { r = tl_cuda_errf(err, e, "synthetic kernels"); goto fail; }
+    if ((e = (int)cudaStreamCreateWithPriority(&c->ctl_stream, cudaStreamNonBlocking, d->gpu.stream_prio_greatest)) ||
+        (e = (int)cudaStreamCreateWithFlags(&c->calib_stream, cudaStreamNonBlocking))) {
+        r = tl_cuda_errf(err, e, "control streams");
+        goto fail;
+    }
+    long long res = 0;
+    if (!tl_synth_timer_resolution(c->synth, &res)) c->info.timer_res_ns = res;
+    long long off = 0;
+    if ((e = tl_synth_clock_offset(c->synth, &off))) { r = tl_cuda_errf(err, e, "GPU clock offset"); goto fail; }
+    c->gt_offset = off;
+    c->info.clock_offset_ns = off;
+    c->t0 = tl_mono_ns();
+    if (opt.watchdog_ns >= 0 && (r = tl_watchdog_start(&c->watchdog, opt.watchdog_ns ? opt.watchdog_ns : 20 * TL_NS_PER_S, err)))
+        goto fail;
+    return 0;
+fail:
+    cu_close(d);
+    return r;
+}
+
+void tl_cuda_get_info(tl_device *d, tl_cuda_info *out) { *out = C(d)->info; }
+void tl_cuda_get_calib_stats(tl_device *d, tl_cuda_calib_stats *out) { *out = C(d)->cstats; }
+
+int tl_cuda_sync(tl_device *d, tl_err *err)
+{
+    int e = (int)cudaDeviceSynchronize();
+    return e ? tl_cuda_errf(err, e, "cudaDeviceSynchronize") : 0;
+}

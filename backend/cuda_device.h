@@ -1,0 +1,84 @@
+/* The tl_device on a real CUDA GPU (backend-private; tally-run uses it).
+ *
+ * One process drives the GPU: streams with priorities, green-context SM
+ * partitions (driver API), synthetic kernels for traced ones (synth.h),
+ * copies from pinned buffers. An event-loop on the thread that calls
+ * tl_dev_run polls the completion event at the head of every stream and fires
+ * due timers; every policy callback therefore runs on that thread.
+ *
+ * Time: now() is CLOCK_MONOTONIC ns since tl_cuda_open. Kernel start/end come
+ * from the kernels' own %globaltimer stamps (first block start, last block
+ * end: what CUPTI reports), mapped to the host clock through an offset
+ * measured at open. Copies end when the loop sees their event complete and
+ * last as long as their timing events say.
+ *
+ * Job accounting (job_stats.sm_busy_ns): kernel duration x SMs it could
+ * occupy, min(blocks launched, SMs of its context), an approximation: the
+ * device cannot see per-SM residency.
+ *
+ * Contexts: the first TL_CTX_TIMESLICED context is the process's own primary
+ * context; TL_CTX_PARTITION contexts are green contexts carved from the SMs not
+ * yet given to another partition. TL_CTX_MPS and further TL_CTX_TIMESLICED
+ * contexts need processes of their own: see worker.c (design) -- until that
+ * lands they fail with TL_ENODEV and a message.
+ */
+#ifndef TALLY_BACKEND_CUDA_DEVICE_H
+#define TALLY_BACKEND_CUDA_DEVICE_H
+
+#include <stdbool.h>
+
+#include "tally/device.h"
+#include "tally/trace.h"
+
+typedef struct tl_cuda_options {
+    int device;              /* CUDA ordinal */
+    const char *calib_db;    /* NULL: tl_calib_default_path() */
+    double calib_tol;        /* relative calibration tolerance; 0: 0.02 */
+    int calib_reps;          /* timed runs per calibration point; 0: 5 */
+    tl_ns watchdog_ns;       /* 0: 20 s; < 0: no watchdog */
+    bool verbose;            /* calibration progress on stderr */
+} tl_cuda_options;
+
+typedef struct tl_cuda_info {
+    char name[256];
+    char driver[64];         /* e.g. "580.159.04" (kernel module), else CUDA driver API version */
+    char runtime[32];
+    char clocks[160];        /* nvidia-smi's SM/memory clocks when available */
+    int sms;
+    long long timer_res_ns;  /* smallest %globaltimer step seen */
+    long long clock_offset_ns;
+} tl_cuda_info;
+
+typedef struct tl_cuda_calib_stats {
+    uint64_t kernels;        /* kernel ops planned */
+    uint64_t cache_hits;     /* answered from the calib table */
+    uint64_t curve_hits;     /* answered from points already measured */
+    uint64_t measurements;   /* timed points */
+    uint64_t below_floor;    /* traced shorter than the empty synthetic kernel */
+    uint64_t outside_tol;    /* best point still outside the tolerance */
+} tl_cuda_calib_stats;
+
+/* The synthetic stand-in chosen for a kernel op. */
+typedef struct tl_kernel_plan {
+    int kind;                /* TL_KIND_COMPUTE / TL_KIND_MEMORY */
+    int variant;
+    uint32_t iters;
+    tl_ns expected_ns;       /* calibrated solo time */
+} tl_kernel_plan;
+
+/* Is there a usable GPU? TL_ENODEV with a one-line reason if not; fills info
+ * (may be NULL) otherwise. Safe to call on machines without a driver. */
+int tl_cuda_probe(int device, tl_cuda_info *info, tl_err *err);
+
+int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err);
+/* Calibrate every kernel of the trace and size the copy buffers, before a run
+ * (calibrating during a run would stall it). */
+int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err);
+/* Plan for one op (calibrating now if needed). */
+int tl_cuda_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err);
+void tl_cuda_get_info(tl_device *d, tl_cuda_info *out);
+void tl_cuda_get_calib_stats(tl_device *d, tl_cuda_calib_stats *out);
+/* Wait for all GPU work to finish (without running callbacks). */
+int tl_cuda_sync(tl_device *d, tl_err *err);
+
+#endif

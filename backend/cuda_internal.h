@@ -1,0 +1,149 @@
+/* State shared by the CUDA device's source files (cuda_device.c, cuda_calib.c,
+ * cuda_green.c, cuda_probe.c). Not a public interface. */
+#ifndef TALLY_BACKEND_CUDA_INTERNAL_H
+#define TALLY_BACKEND_CUDA_INTERNAL_H
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "cuda_device.h"
+#include "synth.h"
+
+/* One operation in flight on a stream. */
+typedef struct tl_pending {
+    tl_launch_id id;
+    tl_stream_id stream;
+    bool is_kernel, ptb;
+    int slot;                 /* kernels: synth slot */
+    cudaEvent_t ev_start;     /* copies: timing start (kernels: unused) */
+    cudaEvent_t ev_end;
+    tl_launch_cb cb;
+    void *arg;
+    const tl_op *op;
+    int job;
+    uint64_t tag;
+    uint64_t begin, end;      /* logical blocks */
+    double avg_sms;
+    tl_ns issued_ns;
+} tl_pending;
+
+typedef struct tl_dstream {
+    cudaStream_t s;
+    int ctx;
+    int prio;
+    tl_pending *q;            /* ring */
+    size_t head, n, cap;
+} tl_dstream;
+
+typedef struct tl_dctx {
+    tl_ctx_config cfg;
+    int sms;                  /* SMs its work may use */
+    CUgreenCtx green;         /* PARTITION only */
+} tl_dctx;
+
+typedef struct tl_timer_ent {
+    tl_ns at;
+    uint64_t seq;
+    tl_timer_cb cb;
+    void *arg;
+} tl_timer_ent;
+
+typedef struct tl_plan_ent {
+    const tl_op *op;          /* key; NULL = empty */
+    tl_kernel_plan plan;
+} tl_plan_ent;
+
+/* Driver entry points, fetched through cudaGetDriverEntryPointByVersion so
+ * that the binary needs no libcuda.so at link or load time (it then starts,
+ * and says "no GPU", on machines without a driver). */
+typedef struct tl_drv {
+    bool ok;
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetDevResource)(CUdevice, CUdevResource *, CUdevResourceType);
+    CUresult (*DevSmResourceSplitByCount)(CUdevResource *, unsigned int *, const CUdevResource *,
+                                          CUdevResource *, unsigned int, unsigned int);
+    CUresult (*DevResourceGenerateDesc)(CUdevResourceDesc *, CUdevResource *, unsigned int);
+    CUresult (*GreenCtxCreate)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned int);
+    CUresult (*GreenCtxDestroy)(CUgreenCtx);
+    CUresult (*GreenCtxStreamCreate)(CUstream *, CUgreenCtx, unsigned int, int);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} tl_drv;
+
+/* An answered calibration target held in memory (loaded from the cache at
+ * open, so that per-run lookups cost no SQL). */
+typedef struct tl_calib_mem {
+    bool used;
+    int kind, variant;
+    uint64_t blocks;
+    uint32_t block[3], smem;
+    tl_ns target, measured;
+    uint32_t iters;
+} tl_calib_mem;
+
+typedef struct tl_cuda {
+    tl_cuda_options opt;
+    tl_cuda_info info;
+    int device;
+    tl_ns t0;                 /* host mono ns at open: now() = mono - t0 */
+    long long gt_offset;      /* host_mono = globaltimer - gt_offset */
+    tl_synth *synth;
+    cudaStream_t ctl_stream;  /* retreat flags */
+    cudaStream_t calib_stream;
+
+    tl_dctx *ctxs;
+    int n_ctxs, cap_ctxs;
+    bool have_primary;        /* a TIMESLICED context maps to this process */
+    tl_dstream *streams;
+    int n_streams, cap_streams;
+    size_t inflight;
+
+    tl_timer_ent *timers;     /* min-heap on (at, seq) */
+    size_t n_timers, cap_timers;
+    uint64_t timer_seq;
+    tl_launch_id next_id;
+    unsigned long long salt;
+
+    cudaEvent_t *ev_pool;     /* recycled events (timing disabled / enabled) */
+    size_t n_ev_pool, cap_ev_pool;
+    cudaEvent_t *evt_pool;
+    size_t n_evt_pool, cap_evt_pool;
+
+    /* copy buffers */
+    void *host_buf, *dev_buf;
+    size_t buf_bytes;
+
+    /* plans, open addressing on op pointer */
+    tl_plan_ent *plans;
+    size_t plan_cap, plan_n;
+    const tl_trace **traces;  /* traces seen by prepare (to name ops) */
+    int n_traces, cap_traces;
+
+    tl_calib_db calib;
+    tl_calib_mem *mem;
+    size_t mem_cap, mem_n;
+    tl_cuda_calib_stats cstats;
+    tl_job_stats *jstats;
+    int n_jstats;
+
+    tl_drv drv;
+    CUdevResource sm_left;    /* SMs not yet given to a partition */
+    bool sm_left_valid;
+
+    tl_watchdog *watchdog;
+    bool warned_unnamed;
+} tl_cuda;
+
+int tl_cuda_errf(tl_err *err, int cuda_err, const char *what);
+int tl_drv_load(tl_drv *d);
+int tl_cuda_green_create(tl_cuda *c, int sm_count, CUgreenCtx *out, int *got_sms, tl_err *err);
+int tl_cuda_green_stream(tl_cuda *c, CUgreenCtx g, int prio, cudaStream_t *out, tl_err *err);
+/* Time a synthetic launch (reps back-to-back after one warm-up) on stream s;
+ * median of the kernels' own durations. */
+int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *l, int reps, cudaStream_t s, tl_ns *out,
+                        tl_err *err);
+int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, tl_kernel_plan *out, tl_err *err);
+void tl_cuda_fill_props(tl_cuda *c, tl_gpu_props *g);
+int tl_cuda_calib_load(tl_cuda *c, tl_err *err);
+
+#endif

@@ -1,0 +1,211 @@
+/* tally-run selftest: checks on the real GPU that the device does what the
+ * policies rely on, through the tl_device interface only. Prints one line per
+ * check ("selftest: <name>: <figures> PASS|FAIL"); returns 0 if all pass, 1 if
+ * any fails, <0 on errors. Used by tests/test_backend.c where a GPU exists and
+ * for the committed hardware results. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cuda_device.h"
+
+/* A tiny trace holding the synthetic ops, so the device knows their names. */
+enum { K_LONG, K_SHORT, K_PTB, K_COMPUTE, K_MEMORY, K_N };
+static char *names[] = {"", "selftest_gemm_long", "selftest_gemm_short", "selftest_elementwise_ptb",
+                        "selftest_conv_compute", "selftest_copy_memory"};
+
+static void make_trace(tl_trace *t, tl_op *ops)
+{
+    memset(t, 0, sizeof *t);
+    memset(ops, 0, K_N * sizeof *ops);
+    struct { uint32_t grid, threads; tl_ns dur; } shape[K_N] = {
+        [K_LONG] = {132 * 8 * 20, 256, 4 * TL_NS_PER_MS},   /* 20 waves of 8 blocks/SM */
+        [K_SHORT] = {132, 128, 30 * TL_NS_PER_US},
+        [K_PTB] = {132 * 8 * 50, 256, 10 * TL_NS_PER_MS},
+        [K_COMPUTE] = {132 * 4, 256, 500 * TL_NS_PER_US},
+        [K_MEMORY] = {132 * 16, 256, 200 * TL_NS_PER_US},
+    };
+    for (int i = 0; i < K_N; i++) {
+        ops[i].kind = TL_OP_KERNEL;
+        ops[i].name = (uint32_t)i + 1;
+        ops[i].grid[0] = shape[i].grid;
+        ops[i].grid[1] = ops[i].grid[2] = 1;
+        ops[i].block[0] = shape[i].threads;
+        ops[i].block[1] = ops[i].block[2] = 1;
+        ops[i].regs = 32;
+        ops[i].dur_ns = shape[i].dur;
+    }
+    static tl_iteration it;
+    it.ops = ops;
+    it.n_ops = K_N;
+    t->iters = &it;
+    t->n_iters = 1;
+    t->strings = names;
+    t->n_strings = K_N + 1;
+}
+
+typedef struct done {
+    int n;
+    tl_launch_result r[8];
+    tl_ns issued[8];
+} done;
+
+static void on_done(void *arg, const tl_launch_result *r)
+{
+    done *d = arg;
+    if (d->n < 8) d->r[d->n++] = *r;
+}
+
+typedef struct later {
+    tl_device *dev;
+    tl_stream_id s;
+    tl_kernel_desc k;
+    done *d;
+    tl_launch_id retreat_id;
+    tl_ns at;
+} later;
+
+static void launch_later(void *arg, tl_ns now)
+{
+    later *l = arg;
+    l->at = now;
+    if (l->retreat_id) {
+        tl_dev_retreat(l->dev, l->retreat_id);
+        return;
+    }
+    l->d->issued[l->d->n] = now;
+    tl_dev_launch(l->dev, l->s, &l->k, on_done, l->d, NULL);
+}
+
+static int check(FILE *out, const char *name, bool ok, int *fails)
+{
+    fprintf(out, " %s\n", ok ? "PASS" : "FAIL");
+    (void)name;
+    if (!ok) (*fails)++;
+    fflush(out);
+    return 0;
+}
+
+int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err)
+{
+    tl_device dev;
+    tl_cuda_options opt = *o;
+    int r = tl_cuda_open(&dev, &opt, err);
+    if (r < 0) return r;
+    tl_trace t;
+    tl_op ops[K_N];
+    make_trace(&t, ops);
+    int fails = 0;
+    tl_cuda_info info;
+    tl_cuda_get_info(&dev, &info);
+    fprintf(out, "selftest: gpu: %s, %d SMs, driver %s, clocks %s\n", info.name, info.sms, info.driver, info.clocks);
+    fprintf(out, "selftest: globaltimer step %lld ns, host offset %lld ns\n", info.timer_res_ns, info.clock_offset_ns);
+    if ((r = tl_cuda_prepare_trace(&dev, &t, err)) < 0) goto out;
+
+    /* 1. calibration: the calibrated kernels, timed again. */
+    for (int k = K_LONG; k < K_N; k++) {
+        tl_kernel_desc kd = {.op = &ops[k]};
+        tl_ns m = 0;
+        if ((r = tl_dev_measure(&dev, &kd, &m, err)) < 0) goto out;
+        double e = (double)m / (double)ops[k].dur_ns - 1;
+        fprintf(out, "selftest: calibration %-26s target %8lld ns measured %8lld ns error %+6.2f%%", names[k + 1],
+                (long long)ops[k].dur_ns, (long long)m, 100 * e);
+        check(out, "calibration", e < 0.05 && e > -0.05, &fails);
+    }
+
+    tl_ctx_id ctx;
+    tl_ctx_config cc = {.kind = TL_CTX_TIMESLICED, .job = 0};
+    tl_stream_id s_lo, s_hi, s_lo2, s_ctl;
+    if ((r = tl_dev_ctx_create(&dev, &cc, &ctx, err)) < 0 ||
+        (r = tl_dev_stream_create(&dev, ctx, 0, &s_lo, err)) < 0 ||
+        (r = tl_dev_stream_create(&dev, ctx, 0, &s_lo2, err)) < 0 ||
+        (r = tl_dev_stream_create(&dev, ctx, dev.gpu.stream_prio_greatest, &s_hi, err)) < 0 ||
+        (r = tl_dev_stream_create(&dev, ctx, 0, &s_ctl, err)) < 0)
+        goto out;
+
+    /* 2. PTB: retreat after 1 ms, then resume from next_block. */
+    {
+        done d = {0};
+        tl_kernel_desc kd = {.op = &ops[K_PTB], .job = 0, .ptb_workers_per_sm = 4};
+        tl_launch_id id;
+        tl_ns t0 = tl_dev_now(&dev);
+        if ((r = tl_dev_launch(&dev, s_lo, &kd, on_done, &d, &id)) < 0) goto out;
+        later l = {.dev = &dev, .retreat_id = id};
+        tl_dev_timer(&dev, t0 + TL_NS_PER_MS, launch_later, &l);
+        if ((r = tl_dev_run(&dev, -1, err)) < 0) goto out;
+        uint64_t total = tl_op_blocks(&ops[K_PTB]);
+        bool ok1 = d.n == 1 && d.r[0].retreated && d.r[0].next_block > 0 && d.r[0].next_block < total;
+        fprintf(out, "selftest: ptb retreat: %llu of %llu logical blocks done, retreat-to-end %lld ns",
+                (unsigned long long)d.r[0].next_block, (unsigned long long)total,
+                (long long)(d.r[0].end_ns - l.at));
+        check(out, "ptb retreat", ok1, &fails);
+        kd.block_begin = d.r[0].next_block;
+        if ((r = tl_dev_launch(&dev, s_lo, &kd, on_done, &d, NULL)) < 0) goto out;
+        if ((r = tl_dev_run(&dev, -1, err)) < 0) goto out;
+        bool ok2 = d.n == 2 && !d.r[1].retreated && d.r[1].next_block == total;
+        fprintf(out, "selftest: ptb resume: finished at block %llu of %llu, %lld ns",
+                (unsigned long long)d.r[1].next_block, (unsigned long long)total,
+                (long long)(d.r[1].end_ns - d.r[1].start_ns));
+        check(out, "ptb resume", ok2, &fails);
+        /* an unretreated PTB launch does all the blocks */
+        kd.block_begin = 0;
+        tl_ns m = 0;
+        if ((r = tl_dev_measure(&dev, &kd, &m, err)) < 0) goto out;
+        fprintf(out, "selftest: ptb speed: PTB(4/SM) %lld ns vs original %lld ns (speed %.3f)\n", (long long)m,
+                (long long)ops[K_PTB].dur_ns, (double)ops[K_PTB].dur_ns / (double)m);
+    }
+
+    /* 3. stream priorities: a short kernel issued 0.5 ms into a long one, on a
+     * stream of the greatest priority vs on another stream of priority 0. */
+    tl_ns wait[2];
+    for (int pass = 0; pass < 2; pass++) {
+        done d = {0};
+        tl_kernel_desc kl = {.op = &ops[K_LONG], .job = 0};
+        tl_ns t0 = tl_dev_now(&dev);
+        if ((r = tl_dev_launch(&dev, s_lo, &kl, on_done, &d, NULL)) < 0) goto out;
+        later l = {.dev = &dev, .s = pass ? s_lo2 : s_hi, .k = {.op = &ops[K_SHORT], .job = 0}, .d = &d};
+        tl_dev_timer(&dev, t0 + TL_NS_PER_MS / 2, launch_later, &l);
+        if ((r = tl_dev_run(&dev, -1, err)) < 0) goto out;
+        const tl_launch_result *sh = d.r[0].end_ns < d.r[1].end_ns ? &d.r[0] : &d.r[1];
+        const tl_launch_result *lg = sh == &d.r[0] ? &d.r[1] : &d.r[0];
+        wait[pass] = sh->end_ns - l.at;
+        fprintf(out, "selftest: priority %s: short kernel done %lld ns after issue; long kernel %lld ns\n",
+                pass ? "equal (0 vs 0)" : "greatest vs 0", (long long)wait[pass],
+                (long long)(lg->end_ns - lg->start_ns));
+    }
+    fprintf(out, "selftest: priority streams: high-priority wait %.0f us vs equal-priority %.0f us", wait[0] / 1e3,
+            wait[1] / 1e3);
+    check(out, "priority", wait[0] * 2 < wait[1], &fails);
+
+    /* 4. SM partition: the compute kernel on a 16-SM green context. */
+    {
+        tl_ctx_config pc = {.kind = TL_CTX_PARTITION, .job = 0, .sm_count = 16};
+        tl_ctx_id pctx;
+        tl_stream_id ps;
+        tl_err perr = {0};
+        if (tl_dev_ctx_create(&dev, &pc, &pctx, &perr) < 0 || tl_dev_stream_create(&dev, pctx, 0, &ps, &perr) < 0) {
+            fprintf(out, "selftest: partition: %s", perr.msg);
+            check(out, "partition", false, &fails);
+        } else {
+            tl_ns dur[2];
+            tl_stream_id ss[2] = {s_lo, ps};
+            for (int i = 0; i < 2; i++) {
+                done d = {0};
+                tl_kernel_desc kd = {.op = &ops[K_COMPUTE], .job = 0};
+                if ((r = tl_dev_launch(&dev, ss[i], &kd, on_done, &d, NULL)) < 0) goto out;
+                if ((r = tl_dev_run(&dev, -1, err)) < 0) goto out;
+                dur[i] = d.r[0].end_ns - d.r[0].start_ns;
+            }
+            double ratio = (double)dur[1] / (double)dur[0];
+            fprintf(out, "selftest: partition: 528 blocks on all SMs %lld ns, on a 16-SM green context %lld ns "
+                         "(x%.2f; ideal x%.2f)", (long long)dur[0], (long long)dur[1], ratio, info.sms / 16.0);
+            check(out, "partition", ratio > 0.6 * info.sms / 16.0, &fails);
+        }
+    }
+    r = fails ? 1 : 0;
+    fprintf(out, "selftest: %s\n", fails ? "SOME CHECKS FAILED" : "ALL CHECKS PASSED");
+out:
+    tl_dev_close(&dev);
+    return r;
+}

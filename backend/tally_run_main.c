@@ -1,0 +1,522 @@
+/* tally-run: the same experiments as tally-sim, on a real GPU.
+ *
+ *   tally-run [run] OPTIONS       same spec and options as tally-sim; runs.kind = 'hw'
+ *   tally-run info                the GPU, its driver and clocks, the synthetic kernels
+ *   tally-run calibrate TRACE...  calibrate every kernel of the traces (cached)
+ *   tally-run fidelity TRACE...   replay each trace alone; compare with the trace
+ *   tally-run selftest            PTB retreat/resume, priority streams, SM partitions
+ *
+ * Every subcommand first checks for a GPU and refuses with exit status 69
+ * (EX_UNAVAILABLE) and a one-line reason when there is none.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cuda_device.h"
+#include "tally/policy.h"
+#include "tally/runner.h"
+#include "tally/spec.h"
+#include "tally/sweep.h"
+#include "tally/trace.h"
+
+int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err);
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: tally-run [run] [OPTIONS]       run an experiment on this machine's GPU\n"
+"       tally-run info                   GPU, driver, clocks, synthetic kernels\n"
+"       tally-run calibrate [--csv F] TRACE...   calibrate the traces' kernels\n"
+"       tally-run fidelity [--csv F] [-t S] [-w S] TRACE...  solo replay vs trace\n"
+"       tally-run selftest               PTB retreat, priorities, SM partitions\n"
+"\n"
+"Run options (as tally-sim):\n"
+"  -s, --spec FILE          experiment spec (JSON)\n"
+"  -d, --db PATH            results database (default results.db)\n"
+"  -p, --policy NAME        policy to run (repeatable)\n"
+"  -J, --job KEY=VAL,...    a job without a spec (repeatable; see tally-sim --help)\n"
+"  -t, --duration S         measured seconds (default 10)\n"
+"  -w, --warmup S           discarded warm-up seconds (default 1)\n"
+"  -S, --seed N             random seed\n"
+"  -r, --repetitions N      repetitions with derived seeds\n"
+"  -l, --load F             inference load (repeatable)\n"
+"  -k, --kernels            store per-kernel records\n"
+"      --force              re-run runs already in the database\n"
+"  -q, --quiet              no progress on stderr\n"
+"Hardware options:\n"
+"      --device N           CUDA device (default 0)\n"
+"      --calib-db PATH      calibration cache (default $TALLY_CALIB_DB or\n"
+"                           ~/.cache/tally/calib.sqlite)\n"
+"      --calib-tol F        calibration tolerance (default 0.02)\n"
+"      --watchdog S         end a run whose GPU work makes no progress for S s (20)\n"
+"  -v, --verbose            calibration details on stderr\n"
+"\n"
+"Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
+"70 internal error or watchdog, 73 cannot write the database.\n");
+}
+
+enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV, OPT_VERSION };
+
+static const struct option opts[] = {
+    {"spec", required_argument, NULL, 's'},      {"db", required_argument, NULL, 'd'},
+    {"policy", required_argument, NULL, 'p'},    {"gpu", required_argument, NULL, 'g'},
+    {"job", required_argument, NULL, 'J'},       {"duration", required_argument, NULL, 't'},
+    {"warmup", required_argument, NULL, 'w'},    {"seed", required_argument, NULL, 'S'},
+    {"repetitions", required_argument, NULL, 'r'}, {"load", required_argument, NULL, 'l'},
+    {"kernels", no_argument, NULL, 'k'},         {"force", no_argument, NULL, OPT_FORCE},
+    {"quiet", no_argument, NULL, 'q'},           {"verbose", no_argument, NULL, 'v'},
+    {"device", required_argument, NULL, OPT_DEVICE}, {"calib-db", required_argument, NULL, OPT_CALIB_DB},
+    {"calib-tol", required_argument, NULL, OPT_CALIB_TOL}, {"watchdog", required_argument, NULL, OPT_WATCHDOG},
+    {"csv", required_argument, NULL, OPT_CSV},   {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+};
+
+static int num(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) {
+        fprintf(stderr, "tally-run: --%s: '%s' is not a number\n", opt, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+typedef struct cli {
+    tl_spec_overrides ov;
+    tl_sweep_options so;
+    tl_cuda_options co;
+    const char *csv;
+    double duration_s, warmup_s;
+} cli;
+
+static int parse(cli *c, int argc, char **argv)
+{
+    int ch;
+    double v;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kqvh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': usage(stdout); exit(0);
+        case OPT_VERSION: printf("tally-run %s\n", TL_VERSION); exit(0);
+        case 's': c->ov.spec_path = optarg; break;
+        case 'd': c->so.db_path = optarg; break;
+        case 'g': c->ov.gpu = optarg; break;
+        case 'k': c->ov.kernels = true; break;
+        case 'q': c->so.quiet = true; break;
+        case 'v': c->co.verbose = true; break;
+        case OPT_FORCE: c->so.force = true; break;
+        case OPT_CSV: c->csv = optarg; break;
+        case OPT_CALIB_DB: c->co.calib_db = optarg; break;
+        case 'p': case 'J': case 'l':
+            if ((ch == 'p' ? c->ov.n_policies : ch == 'J' ? c->ov.n_jobs : c->ov.n_loads) >= 64) {
+                fprintf(stderr, "tally-run: too many repeated options (64 at most)\n");
+                return EX_USAGE;
+            }
+            if (ch == 'p') c->ov.policies[c->ov.n_policies++] = optarg;
+            else if (ch == 'J') c->ov.jobs[c->ov.n_jobs++] = optarg;
+            else if (num("load", optarg, &c->ov.loads[c->ov.n_loads++]) < 0) return EX_USAGE;
+            break;
+        case 't':
+            if (num("duration", optarg, &c->ov.duration_s) < 0) return EX_USAGE;
+            c->duration_s = c->ov.duration_s;
+            break;
+        case 'w':
+            if (num("warmup", optarg, &c->ov.warmup_s) < 0) return EX_USAGE;
+            c->warmup_s = c->ov.warmup_s;
+            break;
+        case 'S': case 'r': case OPT_DEVICE:
+            if (num("seed/repetitions/device", optarg, &v) < 0) return EX_USAGE;
+            if (v != floor(v) || v < 0 || v > 9e15) {
+                fprintf(stderr, "tally-run: '%s' is out of range\n", optarg);
+                return EX_USAGE;
+            }
+            if (ch == 'S') c->ov.seed = (long long)v;
+            else if (ch == 'r') c->ov.repetitions = (int)v;
+            else c->co.device = (int)v;
+            break;
+        case OPT_CALIB_TOL:
+            if (num("calib-tol", optarg, &v) < 0 || !(v > 0 && v < 1)) {
+                fprintf(stderr, "tally-run: --calib-tol must be in (0, 1)\n");
+                return EX_USAGE;
+            }
+            c->co.calib_tol = v;
+            break;
+        case OPT_WATCHDOG:
+            if (num("watchdog", optarg, &v) < 0 || !(v > 0)) {
+                fprintf(stderr, "tally-run: --watchdog must be > 0 seconds\n");
+                return EX_USAGE;
+            }
+            c->co.watchdog_ns = (tl_ns)(v * 1e9);
+            break;
+        default:
+            fprintf(stderr, "tally-run: try --help\n");
+            return EX_USAGE;
+        }
+    }
+    return 0;
+}
+
+static int need_gpu(const cli *c, tl_cuda_info *info)
+{
+    tl_err err = {0};
+    int r = tl_cuda_probe(c->co.device, info, &err);
+    if (r < 0) {
+        fprintf(stderr, "tally-run: %s\n", err.msg);
+        return r == TL_ENODEV ? EX_UNAVAILABLE : tl_exit_code(r);
+    }
+    return 0;
+}
+
+static int fail(const tl_err *err, int code)
+{
+    fprintf(stderr, "tally-run: %s\n", err->msg);
+    return code == TL_ENODEV ? EX_UNAVAILABLE : tl_exit_code(code);
+}
+
+/* ---- info ---- */
+
+static int cmd_info(cli *c)
+{
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    tl_device d;
+    tl_err err = {0};
+    c->co.watchdog_ns = -1;
+    if ((r = tl_cuda_open(&d, &c->co, &err)) < 0) return fail(&err, r);
+    tl_cuda_get_info(&d, &info);
+    printf("gpu: %s\nsms: %d\ndriver: %s\nruntime: %s\nclocks: %s\n", info.name, info.sms, info.driver,
+           info.runtime, info.clocks);
+    printf("globaltimer_resolution_ns: %lld\nclock_offset_ns: %lld\n", info.timer_res_ns, info.clock_offset_ns);
+    printf("stream_priorities: 0..%d\n", d.gpu.stream_prio_greatest);
+    tl_dev_close(&d);
+    return 0;
+}
+
+/* ---- calibrate ---- */
+
+static int load_trace(tl_trace *t, const char *path)
+{
+    tl_err err = {0};
+    tl_trace_init(t);
+    int r = tl_trace_load(t, path, NULL, &err);
+    if (r < 0) {
+        fprintf(stderr, "tally-run: %s\n", err.msg);
+        tl_trace_close(t);
+        return tl_exit_code(r);
+    }
+    return 0;
+}
+
+static int cmd_calibrate(cli *c, int argc, char **argv)
+{
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    if (optind >= argc) {
+        fprintf(stderr, "tally-run calibrate: give at least one trace\n");
+        return EX_USAGE;
+    }
+    tl_device d;
+    tl_err err = {0};
+    if ((r = tl_cuda_open(&d, &c->co, &err)) < 0) return fail(&err, r);
+    FILE *csv = NULL;
+    if (c->csv && !(csv = fopen(c->csv, "w"))) {
+        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
+        tl_dev_close(&d);
+        return EX_CANTCREAT;
+    }
+    if (csv) fprintf(csv, "trace,iter,op,kernel,kind,variant,grid,threads,smem,regs,target_ns,iters,calibrated_ns\n");
+    int status = 0;
+    for (int a = optind; a < argc && !status; a++) {
+        tl_trace t;
+        if ((status = load_trace(&t, argv[a]))) break;
+        tl_ns t0 = tl_mono_ns();
+        if ((r = tl_cuda_prepare_trace(&d, &t, &err)) < 0) {
+            status = fail(&err, r);
+        } else {
+            tl_cuda_calib_stats st;
+            tl_cuda_get_calib_stats(&d, &st);
+            fprintf(stderr, "%s: calibrated in %.1f s (cumulative: %llu kernels, %llu cached, %llu measurements, "
+                            "%llu below the floor, %llu outside tolerance)\n",
+                    argv[a], (double)(tl_mono_ns() - t0) / 1e9, (unsigned long long)st.kernels,
+                    (unsigned long long)st.cache_hits, (unsigned long long)st.measurements,
+                    (unsigned long long)st.below_floor, (unsigned long long)st.outside_tol);
+            for (uint32_t i = 0; csv && i < t.n_iters; i++)
+                for (uint32_t j = 0; j < t.iters[i].n_ops; j++) {
+                    const tl_op *op = &t.iters[i].ops[j];
+                    if (op->kind != TL_OP_KERNEL) continue;
+                    tl_kernel_plan pl;
+                    if (tl_cuda_plan(&d, &t, op, &pl, &err) < 0) continue;
+                    const char *name = tl_trace_op_name(&t, op);
+                    fprintf(csv, "\"%s\",%u,%u,\"%.80s\",%s,%d,%llu,%u,%u,%u,%lld,%u,%lld\n", argv[a], i, j, name,
+                            tl_kernel_kind_name(pl.kind), pl.variant, (unsigned long long)tl_op_blocks(op),
+                            tl_op_threads(op), op->static_smem + op->dynamic_smem, op->regs, (long long)op->dur_ns,
+                            pl.iters, (long long)pl.expected_ns);
+                }
+        }
+        tl_trace_close(&t);
+    }
+    if (csv) fclose(csv);
+    tl_dev_close(&d);
+    return status;
+}
+
+/* ---- fidelity: each trace alone, closed loop, against its own numbers ---- */
+
+static int cmp_ns(const void *a, const void *b)
+{
+    tl_ns x = *(const tl_ns *)a, y = *(const tl_ns *)b;
+    return x < y ? -1 : x > y;
+}
+
+static tl_ns median(tl_ns *v, size_t n)
+{
+    if (!n) return 0;
+    qsort(v, n, sizeof *v, cmp_ns);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int cmd_fidelity(cli *c, int argc, char **argv)
+{
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    if (optind >= argc) {
+        fprintf(stderr, "tally-run fidelity: give at least one trace\n");
+        return EX_USAGE;
+    }
+    const tl_policy_ops *pol = tl_policy_find("priority-streams");
+    if (!pol) pol = tl_policy_all()[0];
+    FILE *csv = NULL;
+    if (c->csv && !(csv = fopen(c->csv, "w"))) {
+        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    if (csv)
+        fprintf(csv, "trace,gpu,iterations,traced_iter_ns,measured_iter_ns,iter_err,kernels,"
+                     "traced_kernel_median_ns,measured_kernel_median_ns,kernel_median_err,"
+                     "names,names_within_5pct,traced_busy_ns,measured_busy_ns\n");
+    printf("%-36s %5s %12s %12s %7s %12s %12s %7s %9s\n", "trace", "iters", "traced_it_us", "hw_it_us", "err%",
+           "traced_k_ns", "hw_k_ns", "err%", "names<5%");
+    int status = 0;
+    for (int a = optind; a < argc && !status; a++) {
+        tl_trace t;
+        if ((status = load_trace(&t, argv[a]))) break;
+        tl_device d;
+        tl_err err = {0};
+        if ((r = tl_cuda_open(&d, &c->co, &err)) < 0 || (r = tl_cuda_prepare_trace(&d, &t, &err)) < 0) {
+            status = fail(&err, r);
+            if (d.ops) tl_dev_close(&d);
+            tl_trace_close(&t);
+            break;
+        }
+        tl_dev_close(&d);
+        /* A fresh device for the run, as tally-run's sweep does. */
+        if ((r = tl_cuda_open(&d, &c->co, &err)) < 0 || (r = tl_cuda_prepare_trace(&d, &t, &err)) < 0) {
+            status = fail(&err, r);
+            if (d.ops) tl_dev_close(&d);
+            tl_trace_close(&t);
+            break;
+        }
+        tl_job_spec js = {.name = argv[a], .trace = &t, .role = TL_ROLE_TRAINING, .arrival = TL_ARRIVAL_CLOSED};
+        tl_run_config cfg = {.jobs = &js, .n_jobs = 1, .policy = pol,
+                             .duration_ns = (tl_ns)((c->duration_s > 0 ? c->duration_s : 3) * 1e9),
+                             .warmup_ns = (tl_ns)((c->warmup_s > 0 ? c->warmup_s : 0.5) * 1e9),
+                             .seed = 1, .record_kernels = true};
+        tl_run_result res;
+        r = tl_run(&cfg, &d, &res, &err);
+        tl_dev_close(&d);
+        if (r < 0) {
+            status = fail(&err, r);
+            tl_trace_close(&t);
+            break;
+        }
+        /* Iteration time: traced mean over the trace's iterations vs the mean
+         * of the replayed ones. Busy: GPU busy per iteration. */
+        double traced_it = 0, traced_busy = 0;
+        for (uint32_t i = 0; i < t.n_iters; i++) {
+            traced_it += (double)t.iters[i].traced_ns;
+            traced_busy += (double)t.iters[i].traced_busy_ns;
+        }
+        traced_it /= t.n_iters;
+        traced_busy /= t.n_iters;
+        double hw_it = 0, hw_busy = 0;
+        for (size_t i = 0; i < res.n_recs; i++) {
+            hw_it += (double)(res.recs[i].end_ns - res.recs[i].start_ns);
+            hw_busy += (double)res.recs[i].busy_ns;
+        }
+        if (res.n_recs) {
+            hw_it /= (double)res.n_recs;
+            hw_busy /= (double)res.n_recs;
+        }
+        /* Kernels: median over all replayed launches vs median over the same
+         * ops' traced durations; and per kernel name. */
+        size_t nk = res.n_kernels;
+        tl_ns *a1 = tl_xcalloc(nk + 1, sizeof *a1), *a2 = tl_xcalloc(nk + 1, sizeof *a2);
+        for (size_t i = 0; i < nk; i++) {
+            a1[i] = res.kernels[i].op->dur_ns;
+            a2[i] = res.kernels[i].end_ns - res.kernels[i].start_ns;
+        }
+        tl_ns km_tr = median(a1, nk), km_hw = median(a2, nk);
+        /* per name */
+        int names = 0, names_ok = 0;
+        char *seen = tl_xcalloc(t.n_strings + 1, 1);
+        for (size_t i = 0; i < nk; i++) {
+            uint32_t nm = res.kernels[i].op->name;
+            if (nm >= t.n_strings || seen[nm]) continue;
+            seen[nm] = 1;
+            size_t m = 0;
+            for (size_t k = i; k < nk; k++)
+                if (res.kernels[k].op->name == nm) {
+                    a1[m] = res.kernels[k].op->dur_ns;
+                    a2[m] = res.kernels[k].end_ns - res.kernels[k].start_ns;
+                    m++;
+                }
+            tl_ns mt = median(a1, m), mh = median(a2, m);
+            names++;
+            if (mt > 0 && fabs((double)mh / (double)mt - 1) <= 0.05) names_ok++;
+        }
+        free(seen);
+        free(a1);
+        free(a2);
+        double it_err = traced_it > 0 ? hw_it / traced_it - 1 : 0;
+        double k_err = km_tr > 0 ? (double)km_hw / (double)km_tr - 1 : 0;
+        printf("%-36.36s %5zu %12.1f %12.1f %+7.2f %12lld %12lld %+7.2f %4d/%-4d\n", argv[a], res.n_recs,
+               traced_it / 1e3, hw_it / 1e3, 100 * it_err, (long long)km_tr, (long long)km_hw, 100 * k_err,
+               names_ok, names);
+        if (csv)
+            fprintf(csv, "\"%s\",\"%s\",%zu,%.0f,%.0f,%.5f,%zu,%lld,%lld,%.5f,%d,%d,%.0f,%.0f\n", argv[a], info.name,
+                    res.n_recs, traced_it, hw_it, it_err, nk, (long long)km_tr, (long long)km_hw, k_err, names,
+                    names_ok, traced_busy, hw_busy);
+        tl_run_result_close(&res);
+        tl_trace_close(&t);
+    }
+    if (csv) fclose(csv);
+    return status;
+}
+
+/* ---- run: the sweep with a CUDA device per run ---- */
+
+static int cuda_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
+{
+    (void)gpu;
+    return tl_cuda_open(dev, (const tl_cuda_options *)arg, err);
+}
+
+static bool needs_mps(const tl_experiment *e)
+{
+    for (int i = 0; i < e->n_policies; i++) {
+        const char *n = e->policies[i].ops->name;
+        if (!strncmp(n, "mps", 3)) return true;
+        if (!strcmp(n, "tgs") && e->policies[i].params) {
+            json_t *m = json_object_get(e->policies[i].params, "mps");
+            if (m && json_is_true(m)) return true;
+        }
+    }
+    return false;
+}
+
+static int cmd_run(cli *c, int argc, char **argv)
+{
+    if (optind < argc) {
+        fprintf(stderr, "tally-run: unexpected argument '%s' (try --help)\n", argv[optind]);
+        return EX_USAGE;
+    }
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    tl_experiment e;
+    tl_err err = {0};
+    tl_experiment_init(&e);
+    if ((r = tl_experiment_from_overrides(&e, &c->ov, &err)) < 0) {
+        tl_experiment_close(&e);
+        return fail(&err, r);
+    }
+    if (needs_mps(&e)) {
+        char ctl[512];
+        if ((r = tl_mps_find_control(ctl, sizeof ctl, &err)) < 0) {
+            tl_experiment_close(&e);
+            return fail(&err, r);
+        }
+    }
+    /* The runs are recorded under the real GPU's name, whatever the spec said. */
+    snprintf(e.gpu.name, sizeof e.gpu.name, "%.63s", info.name);
+    /* Calibrate every trace before any run: calibrating mid-run would stall it. */
+    tl_device d;
+    if ((r = tl_cuda_open(&d, &c->co, &err)) < 0) {
+        tl_experiment_close(&e);
+        return fail(&err, r);
+    }
+    for (int s = 0; s < e.n_sets && r >= 0; s++)
+        for (int j = 0; j < e.sets[s].n_jobs && r >= 0; j++) {
+            const tl_job_conf *jc = &e.sets[s].jobs[j];
+            tl_trace_options to = {.iteration_start_kernel = jc->iteration_kernel,
+                                   .skip_iterations = jc->skip_iterations};
+            tl_trace t;
+            tl_trace_init(&t);
+            if ((r = tl_trace_load(&t, jc->trace_path, &to, &err)) >= 0)
+                r = tl_cuda_prepare_trace(&d, &t, &err);
+            tl_trace_close(&t);
+        }
+    tl_dev_close(&d);
+    if (r < 0) {
+        tl_experiment_close(&e);
+        return fail(&err, r);
+    }
+    char clocks[200];
+    snprintf(clocks, sizeof clocks, "%s", info.clocks);
+    c->so.kind = "hw";
+    c->so.workers = 1; /* one GPU: runs one after the other, in this process */
+    c->so.open_device = cuda_factory;
+    c->so.device_arg = &c->co;
+    c->so.driver = info.driver;
+    c->so.clocks = clocks;
+    r = tl_sweep_run(&e, &c->so, stdout, &err);
+    tl_experiment_close(&e);
+    return r < 0 ? fail(&err, r) : 0;
+}
+
+static int cmd_selftest(cli *c)
+{
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    tl_err err = {0};
+    r = tl_hw_selftest(stdout, &c->co, &err);
+    return r < 0 ? fail(&err, r) : r;
+}
+
+int main(int argc, char **argv)
+{
+    tl_procs_install(); /* children and MPS daemons never outlive us */
+    cli c;
+    memset(&c, 0, sizeof c);
+    tl_spec_overrides_init(&c.ov);
+    c.so.db_path = "results.db";
+    const char *sub = "run";
+    if (argc > 1 && argv[1][0] != '-') {
+        sub = argv[1];
+        argc--;
+        argv++;
+    }
+    int r = parse(&c, argc, argv);
+    if (r) return r;
+    if (!strcmp(sub, "run")) return cmd_run(&c, argc, argv);
+    if (!strcmp(sub, "info")) return cmd_info(&c);
+    if (!strcmp(sub, "calibrate")) return cmd_calibrate(&c, argc, argv);
+    if (!strcmp(sub, "fidelity")) return cmd_fidelity(&c, argc, argv);
+    if (!strcmp(sub, "selftest")) return cmd_selftest(&c);
+    fprintf(stderr, "tally-run: unknown command '%s' (try --help)\n", sub);
+    return EX_USAGE;
+}
