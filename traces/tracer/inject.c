@@ -1,0 +1,1135 @@
+/* tally-trace: the CUPTI injection library (libtally_trace.so).
+ *
+ * The CUDA driver loads this library when the process initializes CUDA and
+ * CUDA_INJECTION64_PATH names it, and calls InitializeInjection once. From
+ * there on CUPTI's activity API records kernels (CONCURRENT_KERNEL: the plain
+ * KERNEL kind serializes them), copies, memsets, synchronizations, runtime and
+ * driver API calls (host start/end, thread), CUDA event records, streams and
+ * NVTX ranges. A few callbacks, enabled only where an option needs them, find
+ * iteration boundaries as they happen (to start and stop recording) and see
+ * cudaDeviceReset and context creation (device properties).
+ *
+ * The trace is written (tracer write.c) at exit, on SIGINT/SIGTERM and crash
+ * signals, after cudaDeviceReset and when a stop condition is met. The heavy
+ * work (flush, write) runs on a thread of ours: a signal handler only asks for
+ * it through a pipe and waits, bounded, for the answer.
+ */
+#include <cuda.h>
+#include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
+#include <generated_nvtx_meta.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tracer.h"
+
+#define TT_MAX_DEVICES 64
+#define TT_MAX_CONTEXTS 64
+#define TT_SIGNAL_WAIT_MS 10000
+
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Requests to the writer thread, one byte each through the pipe. */
+enum { REQ_STOP = 'S', REQ_RESET = 'R', REQ_QUIT = 'Q', REQ_SIGNAL = 0x80 /* | signo */ };
+
+static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+                                      SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define N_HANDLED (sizeof handled_signals / sizeof handled_signals[0])
+
+static struct {
+    tt_options opts;
+    pthread_mutex_t mu;        /* store, window, devices, contexts */
+    tt_store store;
+    uint32_t *demangled;       /* demangled[mangled string id] = string id, 0 = not yet */
+    uint32_t n_demangled;
+    uint32_t api_names[2][1024]; /* string id per (runtime/driver, cbid), 0 = not yet */
+    tt_device devices[TT_MAX_DEVICES];
+    int n_devices;
+    CUcontext contexts[TT_MAX_CONTEXTS];
+    int n_contexts;
+    CUpti_SubscriberHandle subscriber;
+
+    /* recording window (CUPTI clock and correlation ids) */
+    bool started;
+    uint64_t start_ts, stop_ts;
+    uint32_t start_corr, stop_corr;
+    uint64_t stop_deadline;    /* CUPTI clock; 0 = none */
+    uint64_t iters_seen;       /* boundaries found */
+    int64_t first_iter;        /* index of the first iteration in the window */
+    bool stopping;             /* stop condition met: no more boundaries matter */
+    bool final_written;        /* the trace is on disk for good */
+    const char *end_reason;
+    char trunc_reason[256];
+    bool truncated;
+    uint64_t dropped, incomplete;
+    int64_t cupti_to_unix;
+    char path[8448];
+    int pid;
+
+    int req_pipe[2], done_pipe[2];
+    pthread_t writer;
+    bool writer_running;
+    atomic_int signal_busy;    /* a signal's write is under way */
+    atomic_bool inert;         /* forked child, or setup failed: do nothing */
+    struct sigaction old_act[65];
+    bool have_old[65];
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_ts = UINT64_MAX, .stop_corr = UINT32_MAX};
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    if (g.opts.quiet)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(line, sizeof line, "tally-trace[%d]: ", (int)getpid());
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(line);
+    if (len + 1 < sizeof line)
+        line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
+
+static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
+
+static uint64_t now_cupti(void)
+{
+    uint64_t t = 0;
+    cuptiGetTimestamp(&t);
+    return t;
+}
+
+/* ---- device properties (driver entry points found at run time: the driver
+ * is the one that loaded us, so it is always there) ---- */
+
+static CUresult (*p_cuDeviceGet)(CUdevice *, int);
+static CUresult (*p_cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+static CUresult (*p_cuDeviceGetName)(char *, int, CUdevice);
+static CUresult (*p_cuDeviceTotalMem)(size_t *, CUdevice);
+static CUresult (*p_cuDeviceGetUuid)(CUuuid *, CUdevice);
+static CUresult (*p_cuCtxPushCurrent)(CUcontext);
+static CUresult (*p_cuCtxPopCurrent)(CUcontext *);
+static CUresult (*p_cuCtxGetStreamPriorityRange)(int *, int *);
+static CUresult (*p_cuCtxSynchronize)(void);
+
+static void load_driver_symbols(void)
+{
+    *(void **)&p_cuDeviceGet = dlsym(RTLD_DEFAULT, "cuDeviceGet");
+    *(void **)&p_cuDeviceGetAttribute = dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
+    *(void **)&p_cuDeviceGetName = dlsym(RTLD_DEFAULT, "cuDeviceGetName");
+    *(void **)&p_cuDeviceTotalMem = dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
+    *(void **)&p_cuDeviceGetUuid = dlsym(RTLD_DEFAULT, "cuDeviceGetUuid");
+    *(void **)&p_cuCtxPushCurrent = dlsym(RTLD_DEFAULT, "cuCtxPushCurrent_v2");
+    *(void **)&p_cuCtxPopCurrent = dlsym(RTLD_DEFAULT, "cuCtxPopCurrent_v2");
+    *(void **)&p_cuCtxGetStreamPriorityRange = dlsym(RTLD_DEFAULT, "cuCtxGetStreamPriorityRange");
+    *(void **)&p_cuCtxSynchronize = dlsym(RTLD_DEFAULT, "cuCtxSynchronize");
+}
+
+static int attr(CUdevice dev, CUdevice_attribute a)
+{
+    int v = 0;
+    if (p_cuDeviceGetAttribute && p_cuDeviceGetAttribute(&v, a, dev) != CUDA_SUCCESS)
+        v = 0;
+    return v;
+}
+
+/* Called with g.mu held, on context creation (the context is current then). */
+static void note_device(CUcontext ctx, uint32_t ordinal)
+{
+    if (g.n_contexts < TT_MAX_CONTEXTS)
+        g.contexts[g.n_contexts++] = ctx;
+    for (int i = 0; i < g.n_devices; i++)
+        if (g.devices[i].ordinal == (int)ordinal)
+            return;
+    if (g.n_devices == TT_MAX_DEVICES || !p_cuDeviceGet)
+        return;
+    CUdevice dev;
+    if (p_cuDeviceGet(&dev, (int)ordinal) != CUDA_SUCCESS)
+        return;
+    tt_device *d = &g.devices[g.n_devices++];
+    memset(d, 0, sizeof *d);
+    d->ordinal = (int)ordinal;
+    if (p_cuDeviceGetName)
+        p_cuDeviceGetName(d->name, sizeof d->name, dev);
+    CUuuid u;
+    if (p_cuDeviceGetUuid && p_cuDeviceGetUuid(&u, dev) == CUDA_SUCCESS) {
+        char *q = d->uuid;
+        for (int i = 0; i < 16; i++)
+            q += sprintf(q, "%02x", (unsigned char)u.bytes[i]);
+    }
+    d->cc_major = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    d->cc_minor = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    d->sms = attr(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    d->max_threads_per_sm = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    d->max_threads_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    d->max_blocks_per_sm = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+    d->regs_per_sm = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+    d->regs_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    d->smem_per_sm = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    d->smem_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    d->smem_per_block_optin = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    d->smem_reserved_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+    d->warp_size = attr(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    d->l2_bytes = attr(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+    d->clock_khz = attr(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    d->mem_clock_khz = attr(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    d->mem_bus_bits = attr(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    d->async_engines = attr(dev, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
+    size_t mem = 0;
+    if (p_cuDeviceTotalMem && p_cuDeviceTotalMem(&mem, dev) == CUDA_SUCCESS)
+        d->total_mem = mem;
+    int least = 0, greatest = 0;
+    CUcontext popped;
+    if (p_cuCtxGetStreamPriorityRange && p_cuCtxPushCurrent && p_cuCtxPopCurrent &&
+        p_cuCtxPushCurrent(ctx) == CUDA_SUCCESS) {
+        if (p_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_SUCCESS) {
+            d->stream_prio_least = least;
+            d->stream_prio_greatest = greatest;
+        }
+        p_cuCtxPopCurrent(&popped);
+    }
+}
+
+/* ---- records from CUPTI buffers ---- */
+
+static uint32_t kernel_name(const char *mangled)
+{
+    uint32_t m = tt_intern(&g.store, mangled);
+    if (m == 0)
+        return 0;
+    if (m >= g.n_demangled) {
+        uint32_t n = g.n_demangled ? g.n_demangled : 256;
+        while (n <= m)
+            n *= 2;
+        uint32_t *p = realloc(g.demangled, n * sizeof *p);
+        if (!p)
+            return m;
+        memset(p + g.n_demangled, 0, (n - g.n_demangled) * sizeof *p);
+        g.demangled = p;
+        g.n_demangled = n;
+    }
+    if (!g.demangled[m]) {
+        int status = -1;
+        char *d = mangled[0] == '_' && mangled[1] == 'Z' ? __cxa_demangle(mangled, NULL, NULL, &status)
+                                                         : NULL;
+        g.demangled[m] = status == 0 && d ? tt_intern(&g.store, d) : m;
+        free(d);
+        if (!g.demangled[m])
+            g.demangled[m] = m;
+    }
+    return g.demangled[m];
+}
+
+static uint32_t api_name(int driver, uint32_t cbid)
+{
+    if (cbid >= 1024)
+        return 0;
+    if (!g.api_names[driver][cbid]) {
+        const char *name = NULL;
+        cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid,
+                             &name);
+        char base[256];
+        tt_api_base_name(name, base, sizeof base);
+        g.api_names[driver][cbid] = tt_intern(&g.store, base);
+    }
+    return g.api_names[driver][cbid];
+}
+
+/* Records outside the window are dropped as they arrive once the window is
+ * known, so memory stays proportional to what will be written. */
+static bool keep_corr(uint32_t corr)
+{
+    if (g.started && g.start_corr && corr < g.start_corr)
+        return false;
+    return corr < g.stop_corr;
+}
+
+static tt_rec *add(uint8_t type)
+{
+    if (g.store.n >= g.opts.max_records) {
+        if (!g.truncated) {
+            g.truncated = true;
+            snprintf(g.trunc_reason, sizeof g.trunc_reason,
+                     "record limit (%zu, TALLY_TRACE_MAX_RECORDS) reached", g.opts.max_records);
+        }
+        return NULL;
+    }
+    tt_rec *r = tt_store_add(&g.store);
+    if (!r && !g.truncated) {
+        g.truncated = true;
+        snprintf(g.trunc_reason, sizeof g.trunc_reason, "out of memory for records");
+    }
+    if (r)
+        r->type = type;
+    return r;
+}
+
+/* Open NVTX ranges, by CUPTI marker id, so that an END finds its START. */
+static struct {
+    uint32_t id;
+    size_t rec;
+} *open_ranges;
+static size_t n_open, cap_open;
+
+static void marker_record(const CUpti_ActivityMarker2 *m)
+{
+    if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+        for (size_t i = n_open; i-- > 0;) {
+            if (open_ranges[i].id == m->id) {
+                tt_store_at(&g.store, open_ranges[i].rec)->end = m->timestamp;
+                open_ranges[i] = open_ranges[--n_open];
+                break;
+            }
+        }
+        return;
+    }
+    if (m->timestamp < g.start_ts || m->timestamp >= g.stop_ts)
+        return;
+    tt_rec *r = add(TT_R_MARKER);
+    if (!r)
+        return;
+    r->start = m->timestamp;
+    r->name = tt_intern(&g.store, m->name);
+    r->domain = tt_intern(&g.store, m->domain);
+    r->id = m->id;
+    if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
+        r->tid = m->objectId.pt.threadId;
+    if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+        r->sub = 1;
+        r->end = m->timestamp;
+        return;
+    }
+    if (n_open == cap_open) {
+        size_t cap = cap_open ? 2 * cap_open : 64;
+        void *p = realloc(open_ranges, cap * sizeof *open_ranges);
+        if (!p)
+            return;
+        open_ranges = p;
+        cap_open = cap;
+    }
+    open_ranges[n_open].id = m->id;
+    open_ranges[n_open++].rec = g.store.n - 1;
+}
+
+static void parse_record(const CUpti_Activity *a)
+{
+    tt_rec *r;
+    switch (a->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
+        if (!keep_corr(k->correlationId))
+            return;
+        if (k->start == 0 || k->end == 0) {
+            g.incomplete++;
+            return;
+        }
+        if (!(r = add(TT_R_KERNEL)))
+            return;
+        r->start = k->start, r->end = k->end, r->corr = k->correlationId;
+        r->device = k->deviceId, r->context = k->contextId, r->stream = k->streamId;
+        r->grid[0] = k->gridX, r->grid[1] = k->gridY, r->grid[2] = k->gridZ;
+        r->block[0] = k->blockX, r->block[1] = k->blockY, r->block[2] = k->blockZ;
+        r->regs = k->registersPerThread;
+        r->static_smem = k->staticSharedMemory, r->dynamic_smem = k->dynamicSharedMemory;
+        r->local_mem = k->localMemoryPerThread;
+        r->cluster[0] = k->clusterX, r->cluster[1] = k->clusterY, r->cluster[2] = k->clusterZ;
+        r->graph = k->graphId;
+        r->name = kernel_name(k->name);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const CUpti_ActivityMemcpy6 *c = (const CUpti_ActivityMemcpy6 *)a;
+        if (!keep_corr(c->correlationId))
+            return;
+        if (c->start == 0 || c->end == 0) {
+            g.incomplete++;
+            return;
+        }
+        if (!(r = add(TT_R_MEMCPY)))
+            return;
+        r->start = c->start, r->end = c->end, r->corr = c->correlationId;
+        r->device = c->deviceId, r->context = c->contextId, r->stream = c->streamId;
+        r->sub = c->copyKind;
+        r->id = (uint32_t)c->srcKind | (uint32_t)c->dstKind << 8;
+        r->bytes = c->bytes;
+        r->graph = c->graphId;
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const CUpti_ActivityMemset4 *s = (const CUpti_ActivityMemset4 *)a;
+        if (!keep_corr(s->correlationId))
+            return;
+        if (s->start == 0 || s->end == 0) {
+            g.incomplete++;
+            return;
+        }
+        if (!(r = add(TT_R_MEMSET)))
+            return;
+        r->start = s->start, r->end = s->end, r->corr = s->correlationId;
+        r->device = s->deviceId, r->context = s->contextId, r->stream = s->streamId;
+        r->bytes = s->bytes;
+        r->graph = s->graphId;
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const CUpti_ActivityAPI *p = (const CUpti_ActivityAPI *)a;
+        if (!keep_corr(p->correlationId))
+            return;
+        if (!(r = add(TT_R_API)))
+            return;
+        r->sub = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+        r->start = p->start, r->end = p->end, r->corr = p->correlationId;
+        r->tid = p->threadId;
+        r->id = p->cbid;
+        r->name = api_name(r->sub, p->cbid);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)a;
+        if (!keep_corr(s->correlationId))
+            return;
+        if (!(r = add(TT_R_SYNC)))
+            return;
+        r->sub = (uint8_t)s->type;
+        r->start = s->start, r->end = s->end, r->corr = s->correlationId;
+        r->context = s->contextId, r->stream = s->streamId, r->id = s->cudaEventId;
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
+        const CUpti_ActivityCudaEvent2 *e = (const CUpti_ActivityCudaEvent2 *)a;
+        if (!keep_corr(e->correlationId))
+            return;
+        if (!(r = add(TT_R_EVENT)))
+            return;
+        r->corr = e->correlationId, r->id = e->eventId;
+        r->device = e->deviceId, r->context = e->contextId, r->stream = e->streamId;
+        r->start = e->deviceTimestamp;
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_STREAM: {
+        const CUpti_ActivityStream *s = (const CUpti_ActivityStream *)a;
+        if (!(r = add(TT_R_STREAM)))
+            return;
+        r->context = s->contextId, r->stream = s->streamId;
+        r->static_smem = (int32_t)s->priority, r->id = s->flag;
+        r->corr = s->correlationId;
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER:
+        marker_record((const CUpti_ActivityMarker2 *)a);
+        return;
+    default:
+        return; /* MARKER_DATA, NAME, OVERHEAD...: nothing the trace needs */
+    }
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    /* CUPTI wants 8-byte alignment; malloc gives 16. */
+    *size = g.opts.buffer_size;
+    *buffer = malloc(*size);
+    if (!*buffer)
+        *size = 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid)
+{
+    if (!atomic_load(&g.inert)) {
+        pthread_mutex_lock(&g.mu);
+        CUpti_Activity *rec = NULL;
+        while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+            parse_record(rec);
+        size_t dropped = 0;
+        if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+            g.dropped += dropped;
+        pthread_mutex_unlock(&g.mu);
+    }
+    free(buffer);
+}
+
+/* ---- iteration boundaries, start and stop ---- */
+
+static void wake_writer(char req)
+{
+    if (g.writer_running) {
+        ssize_t w = write(g.req_pipe[1], &req, 1);
+        (void)w;
+    }
+}
+
+/* A boundary: the iteration with this index starts at ts; its first API call
+ * has correlation id corr (0 when unknown: resolved from ts when writing). */
+static void boundary(uint64_t ts, uint32_t corr)
+{
+    pthread_mutex_lock(&g.mu);
+    if (g.stopping) {
+        pthread_mutex_unlock(&g.mu);
+        return;
+    }
+    uint64_t it = g.opts.iter_sync > 0 && !*g.opts.iter_marker && !*g.opts.iter_kernel
+                      ? g.iters_seen + 1 /* sync: iteration 0 starts with the program */
+                      : g.iters_seen;
+    g.iters_seen++;
+    bool wake = false;
+    if (!g.started && g.opts.start_iters >= 0 && (int64_t)it >= g.opts.start_iters) {
+        g.started = true;
+        g.start_ts = ts;
+        g.start_corr = corr;
+        g.first_iter = (int64_t)it;
+        if (g.opts.stop_seconds >= 0) {
+            g.stop_deadline = ts + (uint64_t)(g.opts.stop_seconds * 1e9);
+            wake = true; /* the writer re-reads its timer */
+        }
+    } else if (!g.started && g.opts.start_seconds >= 0 && ts >= g.start_ts) {
+        g.started = true; /* start by time: iterations count from the first whole one */
+        g.first_iter = (int64_t)it;
+    }
+    if (g.started) {
+        if (g.opts.stop_iters > 0 && (int64_t)it >= g.first_iter + g.opts.stop_iters) {
+            g.stopping = true; /* this boundary starts the first iteration not wanted */
+            g.stop_ts = ts;
+            g.stop_corr = corr ? corr : UINT32_MAX;
+            g.end_reason = "stop-after-iterations";
+            pthread_mutex_unlock(&g.mu);
+            wake_writer(REQ_STOP);
+            return;
+        }
+        tt_rec *r = add(TT_R_ITER);
+        if (r)
+            r->start = ts, r->corr = corr, r->id = (uint32_t)it, r->tid = gettid_();
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (wake)
+        wake_writer('T');
+}
+
+static _Thread_local int in_runtime_launch;
+
+static bool is_runtime_launch(CUpti_CallbackId id)
+{
+    switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static const CUpti_CallbackId driver_launches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+
+static const CUpti_CallbackId runtime_launches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+};
+
+static const CUpti_CallbackId runtime_syncs[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+};
+
+/* Does the launched kernel match --iteration-kernel? The name is looked for
+ * in the symbol and in its demangled form (what the trace shows), once per
+ * symbol: launches of a known symbol cost one hash lookup. */
+static pthread_mutex_t sym_mu = PTHREAD_MUTEX_INITIALIZER;
+typedef struct sym_slot {
+    const char *sym;
+    bool match;
+} sym_slot;
+static sym_slot *sym_cache;
+static size_t sym_slots, sym_used;
+
+static bool kernel_matches(const char *sym)
+{
+    if (!sym)
+        return false;
+    pthread_mutex_lock(&sym_mu);
+    if (2 * (sym_used + 1) > sym_slots) {
+        size_t n = sym_slots ? 2 * sym_slots : 1024;
+        void *p = calloc(n, sizeof *sym_cache);
+        if (!p) {
+            pthread_mutex_unlock(&sym_mu);
+            return strstr(sym, g.opts.iter_kernel) != NULL;
+        }
+        sym_slot *old = sym_cache;
+        size_t old_n = sym_slots;
+        sym_cache = p, sym_slots = n;
+        for (size_t i = 0; i < old_n; i++) {
+            if (!old[i].sym)
+                continue;
+            size_t h = ((uintptr_t)old[i].sym >> 4) & (n - 1);
+            while (sym_cache[h].sym)
+                h = (h + 1) & (n - 1);
+            sym_cache[h] = old[i];
+        }
+        free(old);
+    }
+    size_t h = ((uintptr_t)sym >> 4) & (sym_slots - 1);
+    while (sym_cache[h].sym && sym_cache[h].sym != sym)
+        h = (h + 1) & (sym_slots - 1);
+    if (!sym_cache[h].sym) {
+        bool m = strstr(sym, g.opts.iter_kernel) != NULL;
+        if (!m && sym[0] == '_' && sym[1] == 'Z') {
+            int status = -1;
+            char *d = __cxa_demangle(sym, NULL, NULL, &status);
+            m = status == 0 && d && strstr(d, g.opts.iter_kernel);
+            free(d);
+        }
+        sym_cache[h].sym = sym;
+        sym_cache[h].match = m;
+        sym_used++;
+    }
+    bool match = sym_cache[h].match;
+    pthread_mutex_unlock(&sym_mu);
+    return match;
+}
+
+static bool marker_matches(const char *msg)
+{
+    return msg && strncmp(msg, g.opts.iter_marker, strlen(g.opts.iter_marker)) == 0;
+}
+
+static const char *nvtx_message(CUpti_CallbackId cbid, const void *params)
+{
+    const nvtxEventAttributes_t *at = NULL;
+    switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+        return ((const nvtxRangePushA_params *)params)->message;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        return ((const nvtxRangeStartA_params *)params)->message;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        at = ((const nvtxRangePushEx_params *)params)->eventAttrib;
+        break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        at = ((const nvtxRangeStartEx_params *)params)->eventAttrib;
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+        at = ((const nvtxDomainRangePushEx_params *)params)->core.eventAttrib;
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        at = ((const nvtxDomainRangeStartEx_params *)params)->core.eventAttrib;
+        break;
+    default:
+        return NULL;
+    }
+    return at && at->messageType == NVTX_MESSAGE_TYPE_ASCII ? at->message.ascii : NULL;
+}
+
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data)
+{
+    (void)ud;
+    if (atomic_load(&g.inert))
+        return;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        const CUpti_ResourceData *rd = data;
+        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+            uint32_t dev = 0;
+            cuptiGetDeviceId(rd->context, &dev);
+            pthread_mutex_lock(&g.mu);
+            note_device(rd->context, dev);
+            pthread_mutex_unlock(&g.mu);
+        } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+            pthread_mutex_lock(&g.mu);
+            for (int i = 0; i < g.n_contexts; i++)
+                if (g.contexts[i] == rd->context)
+                    g.contexts[i] = g.contexts[--g.n_contexts];
+            pthread_mutex_unlock(&g.mu);
+        }
+        return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_NVTX) {
+        const CUpti_NvtxData *nd = data;
+        if (marker_matches(nvtx_message(cbid, nd->functionParams)))
+            boundary(now_cupti(), 0);
+        return;
+    }
+    const CUpti_CallbackData *cd = data;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) {
+            if (cd->callbackSite == CUPTI_API_EXIT)
+                wake_writer(REQ_RESET);
+            return;
+        }
+        if (is_runtime_launch(cbid)) {
+            if (cd->callbackSite == CUPTI_API_ENTER) {
+                in_runtime_launch++;
+                if (kernel_matches(cd->symbolName))
+                    boundary(now_cupti(), cd->correlationId);
+            } else {
+                in_runtime_launch--;
+            }
+            return;
+        }
+        /* a synchronize: the next iteration starts when it returns */
+        bool is_device = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
+        if (g.opts.iter_sync_kind == (is_device ? TT_SYNC_STREAM : TT_SYNC_DEVICE))
+            return;
+        if (cd->callbackSite == CUPTI_API_EXIT && g.opts.iter_sync > 0) {
+            static _Atomic uint64_t n_syncs;
+            uint64_t n = atomic_fetch_add(&n_syncs, 1) + 1;
+            if (n % (uint64_t)g.opts.iter_sync == 0)
+                boundary(now_cupti(), cd->correlationId + 1);
+        }
+        return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cd->callbackSite == CUPTI_API_ENTER &&
+        !in_runtime_launch && kernel_matches(cd->symbolName))
+        boundary(now_cupti(), cd->correlationId);
+}
+
+/* ---- writing the trace ---- */
+
+/* Correlation id of the first API call at or after ts (UINT32_MAX if none):
+ * turns a boundary known only by time into one the GPU records can use. */
+static uint32_t corr_at(uint64_t ts)
+{
+    uint32_t best = UINT32_MAX;
+    for (size_t i = 0; i < g.store.n; i++) {
+        const tt_rec *r = tt_store_at(&g.store, i);
+        if (r->type == TT_R_API && r->start >= ts && r->corr < best)
+            best = r->corr;
+    }
+    return best;
+}
+
+/* Called with g.mu held. */
+static int write_now(const char *end_reason, bool truncated, const char *why)
+{
+    tt_trace_meta m = {0};
+    m.pid = g.pid;
+    m.opts = &g.opts;
+    m.devices = g.devices;
+    m.n_devices = g.n_devices;
+    bool any_window = g.opts.start_iters >= 0 || g.opts.start_seconds >= 0;
+    if (any_window && !g.started) {
+        truncated = true;
+        why = "the program ended before the start condition was met";
+        m.window_start_ts = UINT64_MAX; /* nothing in the window */
+        m.window_start_corr = UINT32_MAX;
+    } else {
+        m.window_start_ts = g.start_ts;
+        m.window_start_corr = g.start_corr ? g.start_corr : (g.start_ts ? corr_at(g.start_ts) : 0);
+    }
+    m.window_stop_ts = g.stop_ts;
+    m.window_stop_corr = g.stop_corr != UINT32_MAX ? g.stop_corr
+                         : g.stop_ts != UINT64_MAX ? corr_at(g.stop_ts)
+                                                   : UINT32_MAX;
+    if (g.truncated) { /* a limit hit while recording wins */
+        truncated = true;
+        why = g.trunc_reason;
+    }
+    m.truncated = truncated;
+    m.truncation_reason = why;
+    m.end_reason = end_reason;
+    m.dropped_records = g.dropped;
+    m.incomplete_records = g.incomplete;
+    m.iterations_seen = g.iters_seen;
+    m.cupti_to_unix_ns = g.cupti_to_unix;
+    char msg[9000];
+    int rc = tt_write_trace(&g.store, &m, g.path, msg, sizeof msg);
+    say("%s%s", rc < 0 ? "cannot write the trace: " : "wrote ", msg);
+    return rc;
+}
+
+/* Wait for the GPU work issued so far (so that its records are complete), on
+ * this thread only: the contexts are pushed here, not made current elsewhere. */
+static void sync_contexts(void)
+{
+    CUcontext ctx[TT_MAX_CONTEXTS];
+    pthread_mutex_lock(&g.mu);
+    int n = g.n_contexts;
+    memcpy(ctx, g.contexts, (size_t)n * sizeof ctx[0]);
+    pthread_mutex_unlock(&g.mu);
+    for (int i = 0; i < n; i++) {
+        if (!p_cuCtxPushCurrent || p_cuCtxPushCurrent(ctx[i]) != CUDA_SUCCESS)
+            continue;
+        if (p_cuCtxSynchronize)
+            p_cuCtxSynchronize();
+        CUcontext popped;
+        p_cuCtxPopCurrent(&popped);
+    }
+}
+
+static const unsigned api_kinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                     CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_CUDA_EVENT};
+static const unsigned gpu_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                                     CUPTI_ACTIVITY_KIND_STREAM};
+
+static void disable_kinds(const unsigned *kinds, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cuptiActivityDisable((CUpti_ActivityKind)kinds[i]);
+}
+
+/* The stop condition was met: the window is closed. Stop the host-side
+ * records at once (they are the overhead), let the GPU finish the window's
+ * work, write, then turn everything off. */
+static void finish_stop(void)
+{
+    disable_kinds(api_kinds, sizeof api_kinds / sizeof api_kinds[0]);
+    cuptiEnableAllDomains(0, g.subscriber);
+    sync_contexts();
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&g.mu);
+    if (!g.final_written) {
+        write_now(g.end_reason ? g.end_reason : "stop", false, NULL);
+        g.final_written = true;
+    }
+    pthread_mutex_unlock(&g.mu);
+    disable_kinds(gpu_kinds, sizeof gpu_kinds / sizeof gpu_kinds[0]);
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    default: return "signal";
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals go to the program's threads */
+    for (;;) {
+        int timeout = -1;
+        pthread_mutex_lock(&g.mu);
+        uint64_t deadline = g.final_written ? 0 : g.stop_deadline;
+        pthread_mutex_unlock(&g.mu);
+        if (deadline) {
+            uint64_t now = now_cupti();
+            timeout = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
+        }
+        struct pollfd pfd = {.fd = g.req_pipe[0], .events = POLLIN};
+        int pr = poll(&pfd, 1, timeout);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        unsigned char req = 0;
+        if (pr == 0) {
+            pthread_mutex_lock(&g.mu);
+            bool fire = !g.stopping && g.stop_deadline && now_cupti() >= g.stop_deadline;
+            if (fire) {
+                g.stopping = true;
+                g.stop_ts = g.stop_deadline;
+                g.end_reason = "stop-after-seconds";
+            }
+            g.stop_deadline = 0;
+            pthread_mutex_unlock(&g.mu);
+            if (fire)
+                finish_stop();
+            continue;
+        }
+        if (read(g.req_pipe[0], &req, 1) != 1)
+            continue;
+        if (req == REQ_QUIT)
+            return NULL;
+        if (req == REQ_STOP) {
+            finish_stop();
+        } else if (req == REQ_RESET) {
+            /* cudaDeviceReset returned: the context's records were delivered
+             * when it was destroyed. The program may go on: what is written
+             * now says so, and the exit rewrites it whole. */
+            cuptiActivityFlushAll(0);
+            pthread_mutex_lock(&g.mu);
+            if (!g.final_written)
+                write_now("cudaDeviceReset", true,
+                          "written at cudaDeviceReset; the process had not exited yet");
+            pthread_mutex_unlock(&g.mu);
+        } else if (req & REQ_SIGNAL) {
+            int sig = req & 0x7f;
+            /* Forced: GPU work still running when the signal came has no end
+             * time; those records are counted as incomplete. */
+            cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+            pthread_mutex_lock(&g.mu);
+            if (!g.final_written) {
+                char why[128], end[64];
+                snprintf(end, sizeof end, "signal %s", signal_name(sig));
+                snprintf(why, sizeof why, "the process received %s", signal_name(sig));
+                write_now(end, true, why);
+            }
+            pthread_mutex_unlock(&g.mu);
+            char done = 1;
+            ssize_t w = write(g.done_pipe[1], &done, 1);
+            (void)w;
+        }
+        /* 'T': the stop deadline changed; loop to re-read it */
+    }
+}
+
+/* ---- exit, signals, fork ---- */
+
+static void at_exit(void)
+{
+    if (atomic_load(&g.inert))
+        return;
+    pthread_mutex_lock(&g.mu);
+    bool done = g.final_written;
+    pthread_mutex_unlock(&g.mu);
+    if (done)
+        return;
+    sync_contexts();
+    cuptiActivityFlushAll(0);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&g.mu);
+    if (!g.final_written) {
+        bool trunc = g.incomplete > 0;
+        char why[128];
+        snprintf(why, sizeof why, "%llu GPU records had not completed at exit",
+                 (unsigned long long)g.incomplete);
+        write_now(g.end_reason ? g.end_reason : "exit", trunc, why);
+        g.final_written = true;
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    /* (a crash on the writer thread itself must not wait for the writer) */
+    if (!atomic_load(&g.inert) && g.writer_running && !pthread_equal(pthread_self(), g.writer) &&
+        atomic_exchange(&g.signal_busy, 1) == 0) {
+        char req = (char)(REQ_SIGNAL | sig);
+        if (write(g.req_pipe[1], &req, 1) == 1) {
+            struct pollfd pfd = {.fd = g.done_pipe[0], .events = POLLIN};
+            while (poll(&pfd, 1, TT_SIGNAL_WAIT_MS) < 0 && errno == EINTR)
+                ;
+        }
+    }
+    /* Chain: the program's own handler, or the default action. */
+    struct sigaction *old = &g.old_act[sig];
+    if (g.have_old[sig] && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+        old->sa_sigaction(sig, si, uc);
+    } else if (g.have_old[sig] && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+    } else if (!g.have_old[sig] || old->sa_handler == SIG_DFL) {
+        signal(sig, SIG_DFL);
+        raise(sig); /* blocked while we run: delivered, with the default action, on return */
+    }
+    errno = saved;
+}
+
+static void install_signals(void)
+{
+    for (size_t i = 0; i < N_HANDLED; i++) {
+        int sig = handled_signals[i];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sig, NULL, &g.old_act[sig]) == 0) {
+            g.have_old[sig] = true;
+            if (g.old_act[sig].sa_handler == SIG_IGN)
+                continue; /* the program asked to ignore it (nohup): leave it so */
+        }
+        sigaction(sig, &sa, NULL);
+    }
+}
+
+/* A forked child shares nothing of ours that works (no CUPTI thread, no
+ * writer thread) and must not write its parent's records: it goes inert. If
+ * it execs and uses CUDA, the new image loads us afresh and writes its own
+ * file. */
+static void after_fork_child(void)
+{
+    atomic_store(&g.inert, true);
+}
+
+/* ---- entry point ---- */
+
+static int enable_activities(unsigned acts)
+{
+    struct {
+        unsigned bit;
+        CUpti_ActivityKind kind;
+    } map[] = {
+        {TT_ACT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+        {TT_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+        {TT_ACT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},
+        {TT_ACT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME},
+        {TT_ACT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER},
+        {TT_ACT_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+        {TT_ACT_NVTX, CUPTI_ACTIVITY_KIND_MARKER},
+        {TT_ACT_EVENT, CUPTI_ACTIVITY_KIND_CUDA_EVENT},
+        {TT_ACT_STREAM, CUPTI_ACTIVITY_KIND_STREAM},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        if (!(acts & map[i].bit))
+            continue;
+        CUptiResult r = cuptiActivityEnable(map[i].kind);
+        if (r != CUPTI_SUCCESS) {
+            const char *err = "";
+            cuptiGetResultString(r, &err);
+            say("cannot enable CUPTI activity kind %d: %s", (int)map[i].kind, err);
+            if (map[i].bit == TT_ACT_KERNEL)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int setup_callbacks(void)
+{
+    CUptiResult r = cuptiSubscribe(&g.subscriber, on_callback, NULL);
+    if (r != CUPTI_SUCCESS) {
+        const char *err = "";
+        cuptiGetResultString(r, &err);
+        say("cuptiSubscribe failed (%s): is another CUPTI client (a profiler) active?", err);
+        return -1;
+    }
+    cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                        CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                        CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                        CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+    /* Only what the chosen iteration method needs: each callback costs time
+     * on the program's own thread. */
+    if (*g.opts.iter_marker) {
+        cuptiEnableDomain(1, g.subscriber, CUPTI_CB_DOMAIN_NVTX);
+    } else if (*g.opts.iter_kernel) {
+        for (size_t i = 0; i < sizeof runtime_launches / sizeof runtime_launches[0]; i++)
+            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i]);
+        for (size_t i = 0; i < sizeof driver_launches / sizeof driver_launches[0]; i++)
+            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i]);
+    } else if (g.opts.iter_sync > 0) {
+        for (size_t i = 0; i < sizeof runtime_syncs / sizeof runtime_syncs[0]; i++)
+            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_syncs[i]);
+    }
+    return 0;
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+    static atomic_bool once;
+    if (atomic_exchange(&once, true))
+        return 1;
+    char msg[512];
+    if (tt_options_from_env(&g.opts, msg, sizeof msg) < 0) {
+        say("%s; not tracing", msg);
+        atomic_store(&g.inert, true);
+        return 1;
+    }
+    g.pid = (int)getpid();
+    /* A fixed name (no %p) belongs to the process tally-trace started; its
+     * children get the pid inserted, so that nobody overwrites anybody. */
+    char pattern[4200];
+    snprintf(pattern, sizeof pattern, "%s", g.opts.output);
+    const char *root = getenv("TALLY_TRACE_ROOT_PID");
+    if (!strstr(pattern, "%p") && root && atoi(root) != g.pid) {
+        char *dot = strstr(pattern, ".json");
+        char tail[4200];
+        snprintf(tail, sizeof tail, "%s", dot ? dot : "");
+        snprintf(dot ? dot : pattern + strlen(pattern),
+                 sizeof pattern - (size_t)((dot ? dot : pattern + strlen(pattern)) - pattern),
+                 ".%%p%s", tail);
+    }
+    char rel[4200];
+    if (tt_expand_output(pattern, g.pid, g.opts.gzip, rel, sizeof rel) < 0) {
+        say("output path too long; not tracing");
+        atomic_store(&g.inert, true);
+        return 1;
+    }
+    /* Absolute now: the program may chdir before it exits. */
+    char cwd[PATH_MAX];
+    if (rel[0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(g.path, sizeof g.path, "%s/%s", cwd, rel);
+    else
+        snprintf(g.path, sizeof g.path, "%s", rel);
+    load_driver_symbols();
+    tt_store_init(&g.store);
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t cupti_now = now_cupti();
+    g.cupti_to_unix = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)cupti_now;
+    if (g.opts.start_seconds >= 0) {
+        int64_t t = g.opts.t0_unix_ns + (int64_t)(g.opts.start_seconds * 1e9) - g.cupti_to_unix;
+        g.start_ts = t > 0 ? (uint64_t)t : 1;
+        if (g.start_ts <= cupti_now)
+            g.started = true;
+    } else if (g.opts.start_iters < 0 || (g.opts.start_iters == 0 && g.opts.iter_sync > 0 &&
+                                          !*g.opts.iter_marker && !*g.opts.iter_kernel)) {
+        g.started = true; /* record from the beginning */
+    }
+    if (g.opts.stop_seconds >= 0 && (g.started || g.opts.start_seconds >= 0)) {
+        uint64_t from = g.opts.start_seconds >= 0 ? g.start_ts : cupti_now;
+        g.stop_deadline = from + (uint64_t)(g.opts.stop_seconds * 1e9);
+    }
+    bool counting = *g.opts.iter_marker || *g.opts.iter_kernel || g.opts.iter_sync > 0;
+    if ((g.opts.start_iters >= 0 || g.opts.stop_iters > 0) && !counting)
+        say("--start/stop-after-iterations need an iteration method (--iteration-marker, "
+            "--iteration-kernel or --iteration-sync); they are ignored");
+
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
+        setup_callbacks() < 0 || enable_activities(g.opts.activities) < 0) {
+        say("CUPTI setup failed; not tracing");
+        atomic_store(&g.inert, true);
+        return 1;
+    }
+
+    if (pipe2(g.req_pipe, O_CLOEXEC) == 0 && pipe2(g.done_pipe, O_CLOEXEC) == 0 &&
+        pthread_create(&g.writer, NULL, writer_main, NULL) == 0) {
+        g.writer_running = true;
+        pthread_detach(g.writer);
+    } else {
+        say("cannot start the writer thread: stop conditions and signals will not write");
+    }
+    install_signals();
+    pthread_atfork(NULL, NULL, after_fork_child);
+    atexit(at_exit);
+    return 1;
+}

@@ -1,0 +1,210 @@
+/* tally-trace: options, shared by the command (which checks them and puts
+ * them in the environment) and the injection library (which reads them back).
+ * The environment is the only channel that reaches every traced process,
+ * children spawned by the program included.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tracer.h"
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} activity_names[] = {
+    {"kernel", TT_ACT_KERNEL},   {"memcpy", TT_ACT_MEMCPY}, {"memset", TT_ACT_MEMSET},
+    {"runtime", TT_ACT_RUNTIME}, {"driver", TT_ACT_DRIVER}, {"sync", TT_ACT_SYNC},
+    {"nvtx", TT_ACT_NVTX},       {"event", TT_ACT_EVENT},   {"stream", TT_ACT_STREAM},
+    {"all", TT_ACT_ALL},
+};
+
+int tt_parse_activities(const char *list, unsigned *bits, char *bad, size_t bad_len)
+{
+    unsigned b = 0;
+    bool first = true;
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        bool minus = len > 0 && *p == '-';
+        const char *w = minus ? p + 1 : p;
+        size_t wl = minus ? len - 1 : len;
+        if (minus && first)
+            b = TT_ACT_ALL; /* "-driver" alone means "all but driver" */
+        unsigned bit = 0;
+        for (size_t i = 0; i < sizeof activity_names / sizeof activity_names[0]; i++)
+            if (strlen(activity_names[i].name) == wl && strncmp(activity_names[i].name, w, wl) == 0)
+                bit = activity_names[i].bit;
+        if (!bit) {
+            snprintf(bad, bad_len, "%.*s", (int)len, p);
+            return -1;
+        }
+        b = minus ? b & ~bit : b | bit;
+        first = false;
+        p = e ? e + 1 : p + len;
+    }
+    *bits = b;
+    return 0;
+}
+
+static int env_int(const char *name, int64_t min, int64_t *out, char *msg, size_t msg_len)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < min) {
+        snprintf(msg, msg_len, "%s='%s': expected an integer >= %lld", name, v, (long long)min);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int env_double(const char *name, double *out, char *msg, size_t msg_len)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || *end || !(x >= 0)) {
+        snprintf(msg, msg_len, "%s='%s': expected a number of seconds >= 0", name, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static void env_str(const char *name, char *out, size_t len)
+{
+    const char *v = getenv(name);
+    if (v)
+        snprintf(out, len, "%s", v);
+}
+
+int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->output, sizeof o->output, "tally-trace-%%p.json");
+    o->start_iters = -1;
+    o->stop_iters = -1;
+    o->start_seconds = -1;
+    o->stop_seconds = -1;
+    o->buffer_size = 8u << 20;
+    o->activities = TT_ACT_ALL;
+    o->max_records = 200u * 1000 * 1000; /* ~20 GB of records: a guard, not a plan */
+
+    env_str("TALLY_TRACE_OUTPUT", o->output, sizeof o->output);
+    env_str("TALLY_TRACE_ITERATION_MARKER", o->iter_marker, sizeof o->iter_marker);
+    env_str("TALLY_TRACE_ITERATION_KERNEL", o->iter_kernel, sizeof o->iter_kernel);
+    env_str("TALLY_TRACE_COMMAND", o->command, sizeof o->command);
+    int64_t buf = 0, gz = 0, quiet = 0, t0 = 0, maxrec = 0;
+    if (env_int("TALLY_TRACE_START_ITERATIONS", 0, &o->start_iters, msg, msg_len) < 0 ||
+        env_int("TALLY_TRACE_STOP_ITERATIONS", 1, &o->stop_iters, msg, msg_len) < 0 ||
+        env_double("TALLY_TRACE_START_SECONDS", &o->start_seconds, msg, msg_len) < 0 ||
+        env_double("TALLY_TRACE_STOP_SECONDS", &o->stop_seconds, msg, msg_len) < 0 ||
+        env_int("TALLY_TRACE_BUFFER_SIZE", 4096, &buf, msg, msg_len) < 0 ||
+        env_int("TALLY_TRACE_GZIP", 0, &gz, msg, msg_len) < 0 ||
+        env_int("TALLY_TRACE_QUIET", 0, &quiet, msg, msg_len) < 0 ||
+        env_int("TALLY_TRACE_T0_NS", 0, &t0, msg, msg_len) < 0 ||
+        env_int("TALLY_TRACE_MAX_RECORDS", 1, &maxrec, msg, msg_len) < 0)
+        return -1;
+    if (buf)
+        o->buffer_size = (size_t)buf;
+    if (maxrec)
+        o->max_records = (size_t)maxrec;
+    o->gzip = gz != 0;
+    o->quiet = quiet != 0;
+    if (t0) {
+        o->t0_unix_ns = t0;
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        o->t0_unix_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    const char *sync = getenv("TALLY_TRACE_ITERATION_SYNC");
+    if (sync && *sync && strcmp(sync, "0") != 0 &&
+        tt_parse_iter_sync(sync, &o->iter_sync, &o->iter_sync_kind) < 0) {
+        snprintf(msg, msg_len, "TALLY_TRACE_ITERATION_SYNC='%s': expected [device:|stream:]N, N >= 1",
+                 sync);
+        return -1;
+    }
+    const char *acts = getenv("TALLY_TRACE_ACTIVITIES");
+    if (acts && *acts) {
+        char bad[64];
+        if (tt_parse_activities(acts, &o->activities, bad, sizeof bad) < 0) {
+            snprintf(msg, msg_len, "TALLY_TRACE_ACTIVITIES: unknown activity '%s'", bad);
+            return -1;
+        }
+    }
+    if (!*o->output) {
+        snprintf(msg, msg_len, "TALLY_TRACE_OUTPUT is empty");
+        return -1;
+    }
+    return 0;
+}
+
+int tt_parse_iter_sync(const char *s, int64_t *n, int *kind)
+{
+    *kind = TT_SYNC_ANY;
+    if (strncmp(s, "device:", 7) == 0)
+        *kind = TT_SYNC_DEVICE, s += 7;
+    else if (strncmp(s, "stream:", 7) == 0)
+        *kind = TT_SYNC_STREAM, s += 7;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 1)
+        return -1;
+    *n = v;
+    return 0;
+}
+
+int tt_expand_output(const char *pattern, int pid, bool gzip, char *out, size_t out_len)
+{
+    size_t n = 0;
+    for (const char *p = pattern; *p; p++) {
+        char piece[32];
+        const char *add = piece;
+        if (p[0] == '%' && p[1] == 'p') {
+            snprintf(piece, sizeof piece, "%d", pid);
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            piece[0] = '%', piece[1] = 0;
+            p++;
+        } else {
+            piece[0] = *p, piece[1] = 0;
+        }
+        size_t l = strlen(add);
+        if (n + l + 1 > out_len)
+            return -1;
+        memcpy(out + n, add, l + 1);
+        n += l;
+    }
+    if (gzip && (n < 3 || strcmp(out + n - 3, ".gz") != 0)) {
+        if (n + 4 > out_len)
+            return -1;
+        memcpy(out + n, ".gz", 4);
+    }
+    return 0;
+}
+
+void tt_api_base_name(const char *name, char *out, size_t out_len)
+{
+    snprintf(out, out_len, "%s", name ? name : "");
+    char *v = strrchr(out, '_');
+    if (v && v[1] == 'v' && v[2] >= '0' && v[2] <= '9') {
+        char *q = v + 2;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        if (!*q)
+            *v = 0;
+    }
+}

@@ -1,0 +1,179 @@
+/* tally-trace: the CUPTI injection library's internal interface.
+ *
+ * The library (libtally_trace.so) is loaded by the CUDA driver through
+ * CUDA_INJECTION64_PATH and records, with CUPTI's activity API, every kernel,
+ * copy, memset, synchronization and runtime/driver API call of the process. It
+ * keeps compact records in memory (tt_store) and writes one JSON trace per
+ * process (tt_write_trace) at exit, on SIGINT/SIGTERM/crash signals, at
+ * cudaDeviceReset and when a stop condition is met.
+ *
+ * Nothing here depends on jansson or on libtally.a: the library must build on
+ * machines that have only the CUDA toolkit and a C compiler.
+ */
+#ifndef TALLY_TRACER_H
+#define TALLY_TRACER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TT_VERSION "0.1.0"
+
+/* ---- options (environment variables set by the tally-trace command) ---- */
+
+/* Activity groups the user can turn on or off with --activities. */
+enum {
+    TT_ACT_KERNEL = 1 << 0,
+    TT_ACT_MEMCPY = 1 << 1,
+    TT_ACT_MEMSET = 1 << 2,
+    TT_ACT_RUNTIME = 1 << 3,
+    TT_ACT_DRIVER = 1 << 4,
+    TT_ACT_SYNC = 1 << 5,
+    TT_ACT_NVTX = 1 << 6,
+    TT_ACT_EVENT = 1 << 7,  /* cudaEventRecord: which stream an event marks */
+    TT_ACT_STREAM = 1 << 8, /* stream creation: priority, flags */
+    TT_ACT_ALL = (1 << 9) - 1,
+};
+
+typedef struct tt_options {
+    char output[4096];           /* pattern; %p = pid, %% = '%' */
+    int64_t start_iters;         /* skip this many iterations; -1 unset */
+    double start_seconds;        /* skip the first S seconds; < 0 unset */
+    int64_t stop_iters;          /* record this many iterations; -1 unset */
+    double stop_seconds;         /* stop S seconds after the start; < 0 unset */
+    size_t buffer_size;          /* bytes per CUPTI activity buffer */
+    unsigned activities;         /* TT_ACT_* bits */
+    char iter_marker[256];       /* NVTX range name prefix that starts an iteration */
+    char iter_kernel[256];       /* kernel (symbol substring) that starts an iteration */
+    int64_t iter_sync;           /* every N-th synchronize ends one; 0 off */
+    int iter_sync_kind;          /* TT_SYNC_ANY, TT_SYNC_DEVICE or TT_SYNC_STREAM */
+    bool gzip;
+    bool quiet;
+    int64_t t0_unix_ns;          /* when tally-trace started (seconds count from here) */
+    size_t max_records;          /* memory guard: stop recording past this many */
+    char command[4096];          /* the traced command line, for the file header */
+} tt_options;
+
+/* Parse a comma-separated activity list ("kernel,memcpy,runtime" or "all",
+ * "-driver" removes one). Returns the bits, or -1 and names the bad word. */
+int tt_parse_activities(const char *list, unsigned *bits, char *bad, size_t bad_len);
+enum { TT_SYNC_ANY = 0, TT_SYNC_DEVICE = 1, TT_SYNC_STREAM = 2 };
+/* "[device:|stream:]N", N >= 1: which synchronize calls end an iteration.
+ * Returns 0, or -1 if malformed. */
+int tt_parse_iter_sync(const char *s, int64_t *n, int *kind);
+
+/* Fill o from TALLY_TRACE_* environment variables (defaults where unset).
+ * Returns 0, or -1 with a message in msg for a malformed value. */
+int tt_options_from_env(tt_options *o, char *msg, size_t msg_len);
+/* Expand %p in pattern into out; appends ".gz" when gzip and missing. */
+int tt_expand_output(const char *pattern, int pid, bool gzip, char *out, size_t out_len);
+
+/* ---- records ---- */
+
+typedef enum tt_rec_type {
+    TT_R_API = 0,     /* runtime or driver API call (host start/end, thread) */
+    TT_R_KERNEL = 1,
+    TT_R_MEMCPY = 2,
+    TT_R_MEMSET = 3,
+    TT_R_SYNC = 4,    /* CUPTI synchronization record */
+    TT_R_MARKER = 5,  /* NVTX range (start/end joined) or instant mark */
+    TT_R_EVENT = 6,   /* cudaEventRecord: event id on a stream */
+    TT_R_STREAM = 7,  /* stream creation: priority and flags */
+    TT_R_ITER = 8,    /* iteration boundary found by the tracer */
+} tt_rec_type;
+
+/* One record; which fields are used depends on type (unused ones are 0).
+ * Kept small and flat: ResNet-50 training makes ~3000 per step. */
+typedef struct tt_rec {
+    uint8_t type;        /* tt_rec_type */
+    uint8_t sub;         /* API: 0 runtime, 1 driver; MEMCPY: CUpti copy kind;
+                            SYNC: CUpti sync type; MARKER: 0 range, 1 instant */
+    uint16_t regs;       /* KERNEL: registers per thread */
+    uint32_t corr;       /* correlation id (0 for markers and iterations) */
+    uint64_t start, end; /* ns, CUPTI clock; MARKER end = 0 while open */
+    uint32_t name;       /* string id: kernel, API function or marker */
+    uint32_t tid;        /* API/MARKER/ITER: host thread (system id) */
+    uint32_t stream;     /* CUPTI stream id */
+    uint32_t context;    /* CUPTI context id */
+    uint32_t device;
+    uint32_t id;         /* API: cbid; SYNC/EVENT: CUDA event id; MARKER: range id;
+                            ITER: index; STREAM: flags */
+    int32_t grid[3], block[3];
+    int32_t static_smem, dynamic_smem; /* STREAM: priority in static_smem */
+    uint64_t bytes;      /* MEMCPY/MEMSET size; MEMCPY src/dst kinds in id */
+    uint32_t domain;     /* MARKER: string id of the NVTX domain (0 = default) */
+    uint32_t local_mem;  /* KERNEL: local memory per thread, bytes */
+    uint32_t cluster[3]; /* KERNEL: cluster dims (Hopper), 0 when none */
+    uint32_t graph;      /* KERNEL/MEMCPY/MEMSET: graph id, 0 if not from a graph */
+} tt_rec;
+
+/* Append-only chunked array of records plus an interned string table. Not
+ * thread-safe by itself: the injection library holds its own mutex. */
+typedef struct tt_store {
+    tt_rec **chunks;
+    size_t n_chunks, cap_chunks;
+    size_t n;            /* records */
+    char **strings;      /* strings[0] = "" */
+    uint32_t n_strings, cap_strings;
+    uint32_t *slots;     /* open-addressing hash of string ids, 0 = empty */
+    uint32_t n_slots;
+} tt_store;
+
+void tt_store_init(tt_store *s);
+void tt_store_free(tt_store *s);
+tt_rec *tt_store_add(tt_store *s);           /* zeroed record; NULL if out of memory */
+tt_rec *tt_store_at(const tt_store *s, size_t i);
+uint32_t tt_intern(tt_store *s, const char *str); /* 0 for NULL, "" or no memory */
+void tt_store_clear(tt_store *s);
+
+/* ---- device properties (from the driver, at context creation) ---- */
+
+typedef struct tt_device {
+    int ordinal;
+    char name[256];
+    char uuid[40];
+    int cc_major, cc_minor;
+    int sms;
+    int max_threads_per_sm, max_threads_per_block, max_blocks_per_sm;
+    int regs_per_sm, regs_per_block;
+    int smem_per_sm, smem_per_block, smem_per_block_optin, smem_reserved_per_block;
+    int warp_size;
+    int l2_bytes;
+    int clock_khz, mem_clock_khz, mem_bus_bits;
+    int async_engines;
+    int stream_prio_least, stream_prio_greatest;
+    uint64_t total_mem;
+} tt_device;
+
+/* ---- output ---- */
+
+/* What the writer needs besides the records. */
+typedef struct tt_trace_meta {
+    int pid;
+    const tt_options *opts;
+    const tt_device *devices;
+    int n_devices;
+    uint64_t window_start_ts;  /* keep records at or after (CUPTI clock); 0 = all */
+    uint32_t window_start_corr;/* first correlation id kept; 0 = all */
+    uint64_t window_stop_ts;   /* keep records before; UINT64_MAX = open */
+    uint32_t window_stop_corr; /* first correlation id dropped; UINT32_MAX = open */
+    bool truncated;
+    const char *truncation_reason;
+    const char *end_reason;    /* "exit", "stop-after-iterations", "signal SIGTERM", ... */
+    uint64_t dropped_records;  /* CUPTI said it dropped these (buffer full) */
+    uint64_t incomplete_records; /* GPU records without timestamps at the end */
+    uint64_t iterations_seen;  /* boundaries found by the tracer, whole run */
+    int64_t cupti_to_unix_ns;  /* add to a CUPTI timestamp to get Unix time */
+} tt_trace_meta;
+
+/* Write store (filtered by the window in meta) to path atomically: a temp file
+ * in the same folder, renamed over path when complete. gzip uses zlib loaded
+ * at run time. Returns 0, or -1 with a message in msg. */
+int tt_write_trace(const tt_store *s, const tt_trace_meta *meta, const char *path,
+                   char *msg, size_t msg_len);
+
+/* Strip CUPTI's "_vNNNN" suffix from an API function name into out. */
+void tt_api_base_name(const char *name, char *out, size_t out_len);
+
+#endif

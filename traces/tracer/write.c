@@ -1,0 +1,434 @@
+/* tally-trace: write the recorded trace as JSON ("events" form, traces/FORMAT.md).
+ *
+ * JSON is written by hand: the library must not depend on jansson (it is built
+ * and run on machines that only have the CUDA toolkit). gzip output uses zlib
+ * loaded with dlopen for the same reason (libz.so.1 is on every system, its
+ * headers are not). The file appears atomically: everything goes to a temp
+ * file in the same folder, which is renamed over the target only when
+ * complete, so a process killed while writing never leaves a corrupt trace.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "tracer.h"
+
+/* ---- output sink: plain fd or zlib gz stream ---- */
+
+typedef void *tt_gzfile;
+static struct {
+    tt_gzfile (*gzdopen)(int, const char *);
+    int (*gzwrite)(tt_gzfile, const void *, unsigned);
+    int (*gzclose)(tt_gzfile);
+} zl;
+
+static int load_zlib(void)
+{
+    if (zl.gzdopen)
+        return 0;
+    void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+    *(void **)&zl.gzwrite = dlsym(h, "gzwrite");
+    *(void **)&zl.gzclose = dlsym(h, "gzclose");
+    *(void **)&zl.gzdopen = dlsym(h, "gzdopen");
+    return zl.gzdopen && zl.gzwrite && zl.gzclose ? 0 : -1;
+}
+
+typedef struct sink {
+    int fd;
+    tt_gzfile gz;
+    char *buf;
+    size_t len, cap;
+    int failed; /* errno of the first failure */
+} sink;
+
+static void sink_flush(sink *o)
+{
+    if (o->failed || o->len == 0) {
+        o->len = 0;
+        return;
+    }
+    if (o->gz) {
+        if (zl.gzwrite(o->gz, o->buf, (unsigned)o->len) != (int)o->len)
+            o->failed = EIO;
+    } else {
+        size_t off = 0;
+        while (off < o->len) {
+            ssize_t w = write(o->fd, o->buf + off, o->len - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                o->failed = w < 0 ? errno : EIO;
+                break;
+            }
+            off += (size_t)w;
+        }
+    }
+    o->len = 0;
+}
+
+static void put(sink *o, const char *s, size_t n)
+{
+    if (o->len + n > o->cap)
+        sink_flush(o);
+    if (n > o->cap) { /* a piece larger than the buffer: in buffer-sized steps */
+        while (n) {
+            size_t k = n < o->cap ? n : o->cap;
+            memcpy(o->buf, s, k);
+            o->len = k;
+            sink_flush(o);
+            s += k, n -= k;
+        }
+        return;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+static void puts_(sink *o, const char *s) { put(o, s, strlen(s)); }
+
+static void putf(sink *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(sink *o, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        put(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* JSON string with escapes; bytes >= 0x80 pass through (names are UTF-8). */
+static void put_str(sink *o, const char *s)
+{
+    put(o, "\"", 1);
+    const char *run = s;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p >= 0x20 && *p != '"' && *p != '\\')
+            continue;
+        put(o, run, (size_t)((const char *)p - run));
+        char esc[8];
+        switch (*p) {
+        case '"': puts_(o, "\\\""); break;
+        case '\\': puts_(o, "\\\\"); break;
+        case '\n': puts_(o, "\\n"); break;
+        case '\t': puts_(o, "\\t"); break;
+        case '\r': puts_(o, "\\r"); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+            puts_(o, esc);
+        }
+        run = (const char *)p + 1;
+    }
+    puts_(o, run);
+    put(o, "\"", 1);
+}
+
+/* ---- names of CUPTI enums, as the format spells them ---- */
+
+static const char *copy_kind_name(unsigned k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "unknown";
+    }
+}
+
+static const char *mem_kind_name(unsigned k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "device_static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "managed_static";
+    default: return "unknown";
+    }
+}
+
+static const char *sync_kind_name(unsigned k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "stream_wait_event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "stream";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "device";
+    default: return "unknown";
+    }
+}
+
+/* ---- the window and the order of events ---- */
+
+static bool has_corr(const tt_rec *r)
+{
+    return r->type != TT_R_MARKER && r->type != TT_R_STREAM && r->type != TT_R_ITER;
+}
+
+static bool in_window(const tt_rec *r, const tt_trace_meta *m)
+{
+    if (r->type == TT_R_STREAM)
+        return true; /* stream properties hold for the whole run */
+    if (has_corr(r) && r->corr)
+        return r->corr >= m->window_start_corr && r->corr < m->window_stop_corr;
+    return r->start >= m->window_start_ts && r->start < m->window_stop_ts;
+}
+
+static const tt_store *sort_store;
+static int by_start(const void *a, const void *b)
+{
+    size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+    const tt_rec *ra = tt_store_at(sort_store, ia), *rb = tt_store_at(sort_store, ib);
+    if (ra->start != rb->start)
+        return ra->start < rb->start ? -1 : 1;
+    return ia < ib ? -1 : ia > ib; /* ties keep arrival order: deterministic */
+}
+
+/* ---- the file ---- */
+
+static void put_device(sink *o, const tt_device *d)
+{
+    puts_(o, "{\"ordinal\":");
+    putf(o, "%d,\"name\":", d->ordinal);
+    put_str(o, d->name);
+    puts_(o, ",\"uuid\":");
+    put_str(o, d->uuid);
+    putf(o,
+         ",\"cc_major\":%d,\"cc_minor\":%d,\"sms\":%d,\"max_threads_per_sm\":%d,"
+         "\"max_threads_per_block\":%d,\"max_warps_per_sm\":%d,\"max_blocks_per_sm\":%d,",
+         d->cc_major, d->cc_minor, d->sms, d->max_threads_per_sm, d->max_threads_per_block,
+         d->warp_size ? d->max_threads_per_sm / d->warp_size : 0, d->max_blocks_per_sm);
+    putf(o,
+         "\"regs_per_sm\":%d,\"regs_per_block\":%d,\"smem_per_sm\":%d,\"smem_per_block\":%d,"
+         "\"smem_per_block_optin\":%d,\"smem_reserved_per_block\":%d,\"warp_size\":%d,",
+         d->regs_per_sm, d->regs_per_block, d->smem_per_sm, d->smem_per_block,
+         d->smem_per_block_optin, d->smem_reserved_per_block, d->warp_size);
+    putf(o,
+         "\"l2_bytes\":%d,\"clock_khz\":%d,\"mem_clock_khz\":%d,\"mem_bus_bits\":%d,"
+         "\"copy_engines\":%d,\"stream_prio_least\":%d,\"stream_prio_greatest\":%d,"
+         "\"total_mem_bytes\":%" PRIu64 "}",
+         d->l2_bytes, d->clock_khz, d->mem_clock_khz, d->mem_bus_bits, d->async_engines,
+         d->stream_prio_least, d->stream_prio_greatest, d->total_mem);
+}
+
+static void put_options(sink *o, const tt_options *op)
+{
+    puts_(o, "{\"output\":");
+    put_str(o, op->output);
+    putf(o, ",\"start_after_iterations\":%" PRId64 ",\"stop_after_iterations\":%" PRId64,
+         op->start_iters, op->stop_iters);
+    putf(o, ",\"start_after_seconds\":%.9g,\"stop_after_seconds\":%.9g", op->start_seconds,
+         op->stop_seconds);
+    putf(o, ",\"buffer_size\":%zu,\"activities\":%u,\"iteration_marker\":", op->buffer_size,
+         op->activities);
+    put_str(o, op->iter_marker);
+    puts_(o, ",\"iteration_kernel\":");
+    put_str(o, op->iter_kernel);
+    static const char *const sync_kinds[] = {"any", "device", "stream"};
+    putf(o, ",\"iteration_sync\":%" PRId64 ",\"iteration_sync_kind\":\"%s\",\"gzip\":%s}",
+         op->iter_sync, sync_kinds[op->iter_sync_kind], op->gzip ? "true" : "false");
+}
+
+static const char *iteration_method(const tt_options *op)
+{
+    if (*op->iter_marker)
+        return "marker";
+    if (*op->iter_kernel)
+        return "kernel";
+    if (op->iter_sync > 0)
+        return "sync";
+    return "";
+}
+
+static void put_event(sink *o, const tt_store *s, const tt_rec *r, uint64_t base)
+{
+    const char *name = r->name < s->n_strings ? s->strings[r->name] : "";
+    int64_t st = (int64_t)(r->start - base), en = (int64_t)(r->end - base);
+    switch (r->type) {
+    case TT_R_API:
+        puts_(o, "{\"type\":\"api\",\"api\":");
+        puts_(o, r->sub ? "\"driver\"" : "\"runtime\"");
+        puts_(o, ",\"name\":");
+        put_str(o, name);
+        putf(o, ",\"cbid\":%u,\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"tid\":%u,\"corr\":%u}",
+             r->id, st, en, r->tid, r->corr);
+        break;
+    case TT_R_KERNEL:
+        puts_(o, "{\"type\":\"kernel\",\"name\":");
+        put_str(o, name);
+        putf(o,
+             ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"corr\":%u,\"device\":%u,"
+             "\"context\":%u,\"stream\":%u,\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],",
+             st, en, r->corr, r->device, r->context, r->stream, r->grid[0], r->grid[1],
+             r->grid[2], r->block[0], r->block[1], r->block[2]);
+        putf(o,
+             "\"regs\":%u,\"static_smem\":%d,\"dynamic_smem\":%d,\"local_mem\":%u,"
+             "\"cluster\":[%u,%u,%u],\"graph\":%u}",
+             r->regs, r->static_smem, r->dynamic_smem, r->local_mem, r->cluster[0],
+             r->cluster[1], r->cluster[2], r->graph);
+        break;
+    case TT_R_MEMCPY:
+        putf(o, "{\"type\":\"memcpy\",\"copy_kind\":\"%s\",\"src_kind\":\"%s\",\"dst_kind\":\"%s\",",
+             copy_kind_name(r->sub), mem_kind_name(r->id & 0xff), mem_kind_name(r->id >> 8));
+        putf(o,
+             "\"bytes\":%" PRIu64 ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"corr\":%u,"
+             "\"device\":%u,\"context\":%u,\"stream\":%u,\"graph\":%u}",
+             r->bytes, st, en, r->corr, r->device, r->context, r->stream, r->graph);
+        break;
+    case TT_R_MEMSET:
+        putf(o,
+             "{\"type\":\"memset\",\"bytes\":%" PRIu64 ",\"start\":%" PRId64 ",\"end\":%" PRId64
+             ",\"corr\":%u,\"device\":%u,\"context\":%u,\"stream\":%u,\"graph\":%u}",
+             r->bytes, st, en, r->corr, r->device, r->context, r->stream, r->graph);
+        break;
+    case TT_R_SYNC:
+        putf(o,
+             "{\"type\":\"sync\",\"sync\":\"%s\",\"start\":%" PRId64 ",\"end\":%" PRId64
+             ",\"corr\":%u,\"context\":%u,\"stream\":%d,\"event\":%d}",
+             sync_kind_name(r->sub), st, en, r->corr, r->context,
+             r->stream == UINT32_MAX ? -1 : (int)r->stream, r->id == UINT32_MAX ? -1 : (int)r->id);
+        break;
+    case TT_R_EVENT:
+        putf(o,
+             "{\"type\":\"event_record\",\"event\":%u,\"corr\":%u,\"device\":%u,\"context\":%u,"
+             "\"stream\":%u,\"start\":%" PRId64 "}",
+             r->id, r->corr, r->device, r->context, r->stream, r->start ? st : -1);
+        break;
+    case TT_R_MARKER:
+        puts_(o, "{\"type\":\"marker\",\"name\":");
+        put_str(o, name);
+        puts_(o, ",\"domain\":");
+        put_str(o, r->domain < s->n_strings ? s->strings[r->domain] : "");
+        putf(o, ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"tid\":%u,\"id\":%u}", st,
+             r->end ? en : st, r->tid, r->id);
+        break;
+    case TT_R_STREAM:
+        putf(o, "{\"type\":\"stream\",\"context\":%u,\"stream\":%u,\"priority\":%d,\"flags\":%u}",
+             r->context, r->stream, r->static_smem, r->id);
+        break;
+    case TT_R_ITER:
+        putf(o, "{\"type\":\"iteration\",\"index\":%u,\"start\":%" PRId64 ",\"tid\":%u,\"corr\":%u}",
+             r->id, st, r->tid, r->corr);
+        break;
+    }
+}
+
+int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, char *msg,
+                   size_t msg_len)
+{
+    /* Select and order the records first: the header names the time base. */
+    size_t *idx = malloc((s->n ? s->n : 1) * sizeof *idx);
+    if (!idx) {
+        snprintf(msg, msg_len, "%s: out of memory for %zu records", path, s->n);
+        return -1;
+    }
+    size_t n = 0;
+    uint64_t counts[9] = {0};
+    for (size_t i = 0; i < s->n; i++) {
+        const tt_rec *r = tt_store_at(s, i);
+        if (in_window(r, m)) {
+            idx[n++] = i;
+            counts[r->type]++;
+        }
+    }
+    sort_store = s;
+    qsort(idx, n, sizeof *idx, by_start);
+    uint64_t base = 0;
+    for (size_t i = 0; i < n && !base; i++) /* stream records carry no time */
+        base = tt_store_at(s, idx[i])->start;
+
+    char tmp[8600];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, m->pid);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(msg, msg_len, "%s: cannot create: %s", tmp, strerror(errno));
+        free(idx);
+        return -1;
+    }
+    sink o = {.fd = fd, .cap = 1 << 20};
+    o.buf = malloc(o.cap);
+    if (m->opts->gzip) {
+        if (load_zlib() < 0 || !(o.gz = zl.gzdopen(dup(fd), "wb6")))
+            o.failed = ENOSYS;
+    }
+    if (!o.buf)
+        o.failed = ENOMEM;
+
+    puts_(&o, "{\"format\":\"tally-trace\",\"version\":1,\"form\":\"events\",");
+    puts_(&o, "\"tool\":\"tally-trace " TT_VERSION "\",");
+    putf(&o, "\"pid\":%d,\"command\":", m->pid);
+    put_str(&o, m->opts->command);
+    putf(&o, ",\"time_unit\":\"ns\",\"time_base\":%" PRIu64 ",\"time_base_unix_ns\":%" PRId64 ",",
+         base, (int64_t)base + m->cupti_to_unix_ns);
+    puts_(&o, "\"iteration_method\":");
+    put_str(&o, iteration_method(m->opts));
+    puts_(&o, ",\"options\":");
+    put_options(&o, m->opts);
+    puts_(&o, ",\"devices\":[");
+    for (int i = 0; i < m->n_devices; i++) {
+        if (i)
+            puts_(&o, ",");
+        put_device(&o, &m->devices[i]);
+    }
+    putf(&o,
+         "],\"counts\":{\"api\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"memcpy\":%" PRIu64
+         ",\"memset\":%" PRIu64 ",\"sync\":%" PRIu64 ",\"marker\":%" PRIu64
+         ",\"event_record\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"iteration\":%" PRIu64 "},",
+         counts[TT_R_API], counts[TT_R_KERNEL], counts[TT_R_MEMCPY], counts[TT_R_MEMSET],
+         counts[TT_R_SYNC], counts[TT_R_MARKER], counts[TT_R_EVENT], counts[TT_R_STREAM],
+         counts[TT_R_ITER]);
+    puts_(&o, "\"events\":[\n");
+    for (size_t i = 0; i < n && !o.failed; i++) {
+        put_event(&o, s, tt_store_at(s, idx[i]), base);
+        puts_(&o, i + 1 < n ? ",\n" : "\n");
+    }
+    puts_(&o, "],");
+    putf(&o, "\"iterations_seen\":%" PRIu64 ",\"dropped_records\":%" PRIu64
+             ",\"incomplete_records\":%" PRIu64 ",\"end\":",
+         m->iterations_seen, m->dropped_records, m->incomplete_records);
+    put_str(&o, m->end_reason ? m->end_reason : "exit");
+    putf(&o, ",\"truncated\":%s,\"truncation_reason\":", m->truncated ? "true" : "false");
+    put_str(&o, m->truncated && m->truncation_reason ? m->truncation_reason : "");
+    puts_(&o, "}\n");
+    sink_flush(&o);
+    free(idx);
+    free(o.buf);
+    if (o.gz && zl.gzclose(o.gz) != 0 && !o.failed)
+        o.failed = EIO;
+    if (close(fd) < 0 && !o.failed)
+        o.failed = errno;
+    if (o.failed) {
+        snprintf(msg, msg_len, "%s: write failed: %s%s", tmp, strerror(o.failed),
+                 o.failed == ENOSYS ? " (zlib: libz.so.1 not loadable)" : "");
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) < 0) {
+        snprintf(msg, msg_len, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    snprintf(msg, msg_len, "%s: %zu events (%" PRIu64 " kernels)%s", path, n,
+             counts[TT_R_KERNEL], m->truncated ? ", truncated" : "");
+    return 0;
+}
