@@ -52,7 +52,7 @@ size_t tl_an_experiments(const tl_groups *g, const char ***out);
 
 /* One run's description and jobs (timeline, Chrome export). */
 typedef struct tl_an_run {
-    char *experiment, *policy, *kind;
+    char *experiment, *policy, *kind, *gpu;
     int n_jobs;
     int *job_ids;
     char **names;    /* cleaned for labels */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "an_internal.h"
+#include "tally/gpu.h"
 
 typedef struct occ_event {
     int64_t t;
@@ -40,6 +41,7 @@ void tl_an_run_info_free(tl_an_run *ri)
     free(ri->experiment);
     free(ri->policy);
     free(ri->kind);
+    free(ri->gpu);
     memset(ri, 0, sizeof *ri);
 }
 
@@ -47,7 +49,7 @@ int tl_an_run_info(tl_analysis *a, long long run_id, tl_an_run *ri, tl_err *err)
 {
     memset(ri, 0, sizeof *ri);
     sqlite3_stmt *st;
-    int r = tl_an_prepare(a, "SELECT COALESCE(experiment,''), policy, kind FROM runs WHERE "
+    int r = tl_an_prepare(a, "SELECT COALESCE(experiment,''), policy, kind, gpu FROM runs WHERE "
                              "run_id=?1 AND COALESCE(status,'done')='done'",
                           &st, err);
     if (r < 0)
@@ -61,6 +63,7 @@ int tl_an_run_info(tl_analysis *a, long long run_id, tl_an_run *ri, tl_err *err)
     ri->experiment = tl_an_clean_label((const char *)sqlite3_column_text(st, 0));
     ri->policy = tl_an_clean_label((const char *)sqlite3_column_text(st, 1));
     ri->kind = tl_an_clean_label((const char *)sqlite3_column_text(st, 2));
+    ri->gpu = tl_an_clean_label((const char *)sqlite3_column_text(st, 3));
     sqlite3_finalize(st);
     if ((r = tl_an_prepare(a, "SELECT job_id, name, role FROM jobs WHERE run_id=?1 ORDER BY job_id",
                            &st, err)) < 0) {
@@ -85,9 +88,6 @@ int tl_an_run_info(tl_analysis *a, long long run_id, tl_an_run *ri, tl_err *err)
     sqlite3_finalize(st);
     return 0;
 }
-
-static const char *palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
-                                "#8c564b", "#e377c2", "#17becf", "#bcbd22"};
 
 int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl_err *err)
 {
@@ -193,7 +193,7 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
         fprintf(f, " %s_sms", ri.names[j]);
     fputc('\n', f);
     double *occ = tl_xcalloc((size_t)ri.n_jobs + 1, sizeof *occ);
-    double peak = 0;
+    double peak = 0; /* the largest single job's occupancy */
     /* One row of the current state. */
 #define ROW(T)                                                                                     \
     do {                                                                                           \
@@ -215,11 +215,8 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
             /* sums of doubles drift: a job with nothing running is exactly 0 */
             if (fabs(occ[ev[i].job]) < 1e-9)
                 occ[ev[i].job] = 0;
+            peak = occ[ev[i].job] > peak ? occ[ev[i].job] : peak;
         }
-        double total = 0;
-        for (int j = 0; j < ri.n_jobs; j++)
-            total += occ[j];
-        peak = total > peak ? total : peak;
         ROW(t);
     }
     ROW(t1);
@@ -227,7 +224,17 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
     free(occ);
     free(ev);
 
-    /* Requests overlapping the window, one block per job that has any. */
+    /* Requests go in a band above the occupancy, each on a lane of its own so
+     * that overlapping (queued) requests stay apart; y is written in the data. */
+    tl_gpu_props gpu;
+    tl_err gerr = {0};
+    int sms = ri.gpu && tl_gpu_lookup(ri.gpu, &gpu, &gerr) == 0 ? gpu.sms : 0;
+    double top = peak > sms ? peak : sms;
+    if (top <= 0)
+        top = 1;
+    double base_y = top * 1.06, step = top * 0.035;
+    int lanes_used = 0;
+    enum { MAX_LANES = 12 };
     if ((r = tl_an_prepare(a, "SELECT req_id, arrival_ns, end_ns, latency_ns FROM requests "
                               "WHERE run_id=?1 AND job_id=?2 AND end_ns>=?3 AND arrival_ns<=?4 "
                               "ORDER BY arrival_ns, req_id",
@@ -247,22 +254,36 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
         sqlite3_bind_int64(st, 3, t0);
         sqlite3_bind_int64(st, 4, t1);
         size_t n = 0;
+        int64_t lane_end[MAX_LANES];
+        int lanes = 0;
         while (sqlite3_step(st) == SQLITE_ROW) {
             if (n++ == 0) {
-                fprintf(f, "\n\n# block %d: requests of job \"%s\"\n"
-                           "# req_id arrival_ms end_ms latency_ms\n",
+                fprintf(f, "\n\n# block %d: requests of job \"%s\" (y: plotting height of its "
+                           "lane)\n# req_id arrival_ms end_ms latency_ms y\n",
                         blocks, ri.names[j]);
                 req_block[j] = blocks++;
             }
+            int64_t arr = sqlite3_column_int64(st, 1), end = sqlite3_column_int64(st, 2);
+            int lane = 0;
+            while (lane < lanes && lane_end[lane] > arr)
+                lane++;
+            if (lane == MAX_LANES) /* very deep queues share the top lanes */
+                lane = (int)(n % MAX_LANES);
+            else if (lane == lanes)
+                lanes++;
+            lane_end[lane] = end;
             fprintf(f, "%lld ", (long long)sqlite3_column_int64(st, 0));
-            tl_an_put_num(f, sqlite3_column_int64(st, 1) / 1e6);
+            tl_an_put_num(f, arr / 1e6);
             fputc(' ', f);
-            tl_an_put_num(f, sqlite3_column_int64(st, 2) / 1e6);
+            tl_an_put_num(f, end / 1e6);
             fputc(' ', f);
             tl_an_put_num(f, sqlite3_column_int64(st, 3) / 1e6);
+            fputc(' ', f);
+            tl_an_put_num(f, base_y + (lanes_used + lane) * step);
             fputc('\n', f);
         }
         req_count[j] = n;
+        lanes_used += lanes ? lanes + 1 : 0;
     }
     sqlite3_finalize(st);
     if ((r = tl_an_finish(f, o, name, err)) < 0)
@@ -273,54 +294,51 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
         r = err ? err->code : TL_EIO;
         goto out;
     }
-    if (peak <= 0)
-        peak = 1;
-    int nreq = 0;
-    for (int j = 0; j < ri.n_jobs; j++)
-        nreq += req_block[j] >= 0;
     char *exp = tl_an_gp_string(*ri.experiment ? ri.experiment : "(no experiment)");
     tl_an_gp_preamble(f, base, 1200, 600);
     fprintf(f, "set title \"%s: run %lld, policy %s (%s): SM occupancy per job, %.6g-%.6g ms\"\n",
             exp, run_id, ri.policy, ri.kind, t0 / 1e6, t1 / 1e6);
     free(exp);
     fprintf(f, "set xlabel \"time since run start (ms)\"\n"
-               "set ylabel \"SMs occupied (stacked over jobs)\"\n"
+               "set ylabel \"SMs holding the job's blocks (sum of avg_sms of its kernels)\"\n"
                "set xrange [%.9g:%.9g]\n"
                "set yrange [0:%.9g]\n"
                "set grid\n"
                "set key outside right top\n"
-               "set style fill transparent solid 0.6 noborder\n"
+               "set style fill transparent solid 0.45 noborder\n"
                "# block 0 columns: 1 time ms, then one column per job: SMs it occupies\n"
-               "peak = %.9g\n",
-            t0 / 1e6, t1 / 1e6, peak * (1.12 + 0.1 * nreq), peak);
-    fprintf(f, "plot ");
-    /* stacked areas: job j fills between the sum of jobs < j and the sum of jobs <= j */
-    for (int j = 0; j < ri.n_jobs; j++) {
-        fprintf(f, "%s\"%s.dat\" index 0 using 1:(", j ? ", \\\n     " : "", base);
-        if (j == 0)
-            fprintf(f, "0");
-        for (int k = 0; k < j; k++)
-            fprintf(f, "%s$%d", k ? "+" : "", k + 2);
-        fprintf(f, "):(");
-        for (int k = 0; k <= j; k++)
-            fprintf(f, "%s$%d", k ? "+" : "", k + 2);
-        fprintf(f, ") with filledcurves lc rgb \"%s\" title \"%s: SMs occupied\"",
-                palette[j % 8], ri.names[j]);
+               "# blocks 1..: requests (2 arrival ms, 3 completion ms, 5 lane height)\n",
+            t0 / 1e6, t1 / 1e6, base_y + (lanes_used + 1) * step);
+    if (sms > 0) {
+        char *g = tl_an_gp_string(ri.gpu);
+        fprintf(f, "set arrow from graph 0, first %d to graph 1, first %d nohead dt 2 lc rgb "
+                   "\"black\"\n"
+                   "set label \"%s: %d SMs\" at graph 0.01, first %g tc rgb \"black\"\n",
+                sms, sms, g, sms, sms + top * 0.02);
+        free(g);
     }
-    int q = 0;
+    if (lanes_used)
+        fprintf(f, "set label \"requests (one lane each while they overlap)\" at graph 0.01, "
+                   "first %g tc rgb \"gray30\"\n",
+                base_y + (lanes_used - 0.4) * step);
+    fprintf(f, "plot ");
+    for (int j = 0; j < ri.n_jobs; j++)
+        fprintf(f, "%s\"%s.dat\" index 0 using 1:(0):%d with filledcurves lc rgb \"%s\" "
+                   "title \"%s: SMs occupied\"",
+                j ? ", \\\n     " : "", base, j + 2, tl_an_colour((size_t)j), ri.names[j]);
     for (int j = 0; j < ri.n_jobs; j++) {
         if (req_block[j] < 0)
             continue;
-        double y = peak * (1.08 + 0.1 * q++);
+        const char *c = tl_an_colour((size_t)j);
         fprintf(f,
-                ", \\\n     \"%s.dat\" index %d using 2:(%.6g):($3-$2):(0) with vectors nohead "
-                "lc rgb \"%s\" lw 1 notitle"
-                ", \\\n     \"\" index %d using 2:(%.6g) with points pt 9 ps 1.2 lc rgb \"%s\" "
+                ", \\\n     \"%s.dat\" index %d using 2:5:($3-$2):(0) with vectors nohead "
+                "lc rgb \"%s\" lw 1.5 notitle"
+                ", \\\n     \"\" index %d using 2:5 with points pt 9 ps 1.1 lc rgb \"%s\" "
                 "title \"%s: arrivals (%zu)\""
-                ", \\\n     \"\" index %d using 3:(%.6g) with points pt 7 ps 0.8 lc rgb \"black\" "
+                ", \\\n     \"\" index %d using 3:5 with points pt 7 ps 0.7 lc rgb \"black\" "
                 "title \"%s: completions\"",
-                base, req_block[j], y, palette[j % 8], req_block[j], y, palette[j % 8],
-                ri.names[j], req_count[j], req_block[j], y, ri.names[j]);
+                base, req_block[j], c, req_block[j], c, ri.names[j], req_count[j], req_block[j],
+                ri.names[j]);
     }
     fprintf(f, "\n");
     if ((r = tl_an_finish(f, o, name, err)) < 0)
