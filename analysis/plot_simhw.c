@@ -55,12 +55,20 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
                        "experiment %s: no policy has both simulated (sim) and hardware (hw) runs",
                        shown);
     }
+    /* Tick labels: policy, then what tells pairs apart among the shared runs
+     * (load, job list), then the job when runs have several; 'alone' runs are
+     * "alone: JOB". */
     bool loads = false, sigs = false, multi_job = false;
+    const tl_group *ref = NULL;
     for (size_t i = 0; i < np; i++) {
         const tl_group *g = pv[i].sim;
-        loads |= g->has_load != pv[0].sim->has_load || g->load != pv[0].sim->load;
-        sigs |= strcmp(g->jobsig, pv[0].sim->jobsig) != 0;
         multi_job |= g->n_jobs > 1;
+        if (tl_group_is_alone(g))
+            continue;
+        if (!ref)
+            ref = g;
+        loads |= g->has_load != ref->has_load || g->load != ref->load;
+        sigs |= strcmp(g->jobsig, ref->jobsig) != 0;
     }
     char *safe = tl_an_safe_name(exp);
     char base[300], name[320];
@@ -91,9 +99,9 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
                 tl_sbuf_printf(&t, "%s", s->policy);
                 if (loads && s->has_load)
                     tl_sbuf_printf(&t, " load=%g", s->load);
-                if (sigs || tl_group_is_alone(s))
+                if (sigs && !tl_group_is_alone(s))
                     tl_sbuf_printf(&t, " [%s]", s->jobsig);
-                if (multi_job && !tl_group_is_alone(s))
+                if (multi_job || tl_group_is_alone(s))
                     tl_sbuf_printf(&t, ": %s", s->jobs[j].name);
                 char *tick = tl_an_clean_label(t.s);
                 tl_sbuf_free(&t);
