@@ -1,0 +1,429 @@
+/* The block scheduler and block groups.
+ *
+ * Dispatch runs once per instant for the active unit (engine flush), after
+ * every event of that instant, so blocks that end together are replaced
+ * together. Rules (FACTS.md, "Published rules of the hardware block
+ * scheduler"):
+ *  - per context, one execution-engine (EE) queue per priority level; only the
+ *    head of a queue dispatches, the next kernel gets the leftovers once the
+ *    head has dispatched all its blocks (head-of-line blocking);
+ *  - a level dispatches only when every higher level of the context is empty;
+ *  - a block goes only where threads, registers, shared memory and a block
+ *    slot are free; placement ignores contention; running blocks are never
+ *    preempted;
+ *  - blocks are spread breadth-first (one per SM, then a second, ...).
+ * Contexts of one unit (MPS clients, partitions) dispatch independently, in
+ * order of (MPS client priority, arrival of their head kernel); a priority-1
+ * MPS client dispatches nothing while a priority-0 client waits for room. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+enum { PLACE_DONE = 0, PLACE_ROOM = 1, PLACE_CAP = 2 };
+
+static uint64_t u64_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+void launch_kernel_prepare(sim *s, launch *l)
+{
+    const tl_op *op = l->op;
+    int threads = (int)((uint64_t)op->block[0] * op->block[1] * op->block[2]);
+    uint64_t smem = (uint64_t)op->static_smem + op->dynamic_smem;
+    int occ = tl_block_cost_of(&s->gpu, threads, (int)(op->regs > 100000 ? 100000 : op->regs),
+                               (int)(smem > (1u << 30) ? (1u << 30) : smem), &l->cost, NULL);
+    if (occ == 0) {
+        /* The block does not fit this GPU (a trace from a bigger one): run it
+         * one block per SM holding the whole SM, and count it. */
+        occ = 1;
+        s->stats.unfit_kernels++;
+    }
+    l->occ = occ;
+    uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
+    uint64_t per_wave = (uint64_t)occ * (uint64_t)s->gpu.sms;
+    uint64_t waves = (grid + per_wave - 1) / per_wave;
+    tl_ns dur = op->dur_ns > 0 ? op->dur_ns : 0;
+    l->blk_ns = dur / (tl_ns)waves;
+    l->blk_rem = (uint32_t)u64_min((uint64_t)(dur % (tl_ns)waves), UINT32_MAX);
+    uint64_t logical = l->block_end - l->block_begin;
+    if (l->ptb) {
+        sctx *c = l->st->c;
+        l->max_per_sm = (int)u64_min((uint64_t)l->max_per_sm, (uint64_t)occ);
+        l->blk_ns += s->p.ptb_block_overhead_ns;
+        l->blk_rem = 0;
+        l->to_dispatch = u64_min(logical, (uint64_t)l->max_per_sm * (uint64_t)c->cap_sms);
+    } else {
+        l->max_per_sm = occ;
+        l->to_dispatch = logical;
+    }
+}
+
+void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
+{
+    if (!s->act_fn)
+        return;
+    launch *l = g->l;
+    tl_sim_activity a = {
+        .kind = kind, .time = sim_now(s), .ctx = l->st->c->id, .job = l->job,
+        .launch = l->id, .tag = l->tag, .blocks = g->blocks, .sms = g->sms,
+        .ctx_sms = l->st->c->sms_now, .paused = paused,
+    };
+    s->act_fn(s->act_arg, &a);
+}
+
+/* ---------- groups ---------- */
+
+static double group_slowdown(const sim *s, const group *g)
+{
+    if (g->foreign <= 0 || g->sms <= 0)
+        return 1.0;
+    double f = (double)g->foreign / ((double)g->sms * (double)s->gpu.max_threads_per_sm);
+    return contention_slowdown(&s->p.contention, f);
+}
+
+static void group_end_ev(void *ctx, void *arg, uint64_t u);
+
+static void group_schedule(sim *s, group *g)
+{
+    double t = g->remaining * g->slowdown;
+    tl_ns d = (tl_ns)ceil(t);
+    g->ev = tl_engine_at(&s->eng, sim_now(s) + d, group_end_ev, s, g, 0);
+}
+
+void group_rate_dirty(sim *s, group *g)
+{
+    if (!g->dirty) {
+        g->dirty = true;
+        g->dirty_next = s->dirty_groups;
+        s->dirty_groups = g;
+    }
+}
+
+static void group_release(sim *s, group *g)
+{
+    g->next = s->gfree;
+    s->gfree = g;
+}
+
+/* Apply rate changes batched during this instant. Groups that ended in the
+ * meantime (l == NULL) are released here. */
+void groups_reevaluate(sim *s)
+{
+    group *g = s->dirty_groups;
+    s->dirty_groups = NULL;
+    while (g) {
+        group *next = g->dirty_next;
+        g->dirty = false;
+        if (!g->l) {
+            group_release(s, g);
+        } else if (!g->paused && g->ev) {
+            double sd = group_slowdown(s, g);
+            if (sd != g->slowdown) {
+                tl_ns now = sim_now(s);
+                g->remaining -= (double)(now - g->last_t) / g->slowdown;
+                if (g->remaining < 0)
+                    g->remaining = 0;
+                g->last_t = now;
+                g->slowdown = sd;
+                tl_engine_cancel(&s->eng, g->ev);
+                group_schedule(s, g);
+            }
+        }
+        g = next;
+    }
+}
+
+void group_pause(sim *s, group *g)
+{
+    if (g->paused)
+        return;
+    tl_ns now = sim_now(s);
+    if (g->ev) {
+        g->remaining -= (double)(now - g->last_t) / g->slowdown;
+        if (g->remaining < 0)
+            g->remaining = 0;
+        tl_engine_cancel(&s->eng, g->ev);
+        g->ev = 0;
+    }
+    g->last_t = now;
+    g->paused = true;
+    emit_activity(s, g, TL_SIM_RUN_STOP, true);
+}
+
+void group_resume(sim *s, group *g)
+{
+    if (!g->paused)
+        return;
+    g->paused = false;
+    g->last_t = sim_now(s);
+    g->slowdown = group_slowdown(s, g);
+    group_schedule(s, g);
+    emit_activity(s, g, TL_SIM_RUN_START, true);
+}
+
+/* PTB: hand the group's workers their next logical blocks. */
+static void ptb_claim(launch *l, group *g)
+{
+    uint64_t total = l->block_end - l->block_begin;
+    uint64_t c = u64_min(g->blocks, total - l->claimed);
+    l->claimed += c;
+    g->round_blocks = c;
+    g->remaining = (double)l->blk_ns;
+}
+
+static void group_start(sim *s, group *g)
+{
+    launch *l = g->l;
+    tl_ns now = sim_now(s);
+    if (!l->started) {
+        l->started = true;
+        l->start_ns = now;
+    }
+    if (l->ptb)
+        ptb_claim(l, g);
+    else
+        g->remaining = (double)(l->blk_ns + (l->groups_started < l->blk_rem ? 1 : 0));
+    l->groups_started++;
+    l->groups_live++;
+    g->last_t = now;
+    g->slowdown = group_slowdown(s, g);
+    group_schedule(s, g);
+    s->stats.block_groups++;
+    emit_activity(s, g, TL_SIM_RUN_START, false);
+}
+
+static void group_end_ev(void *ctx, void *arg, uint64_t u)
+{
+    sim *s = ctx;
+    group *g = arg;
+    launch *l = g->l;
+    unit *un = g->u;
+    job_acct *j = acct_job(s, l->job);
+    g->ev = 0;
+    if (l->ptb) {
+        l->blocks_done += g->round_blocks;
+        if (j)
+            j->blocks += g->round_blocks;
+        if (!l->retreat && l->claimed < l->block_end - l->block_begin) {
+            ptb_claim(l, g);
+            g->last_t = sim_now(s);
+            group_schedule(s, g);
+            return;
+        }
+    } else {
+        l->blocks_done += g->blocks;
+        if (j)
+            j->blocks += g->blocks;
+    }
+    emit_activity(s, g, TL_SIM_RUN_STOP, false);
+    sm_remove(s, g);
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        un->groups = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    l->groups_live--;
+    g->l = NULL;
+    if (!g->dirty)
+        group_release(s, g);
+    unit_dirty(s, un);
+    if (l->to_dispatch == 0 && l->groups_live == 0)
+        launch_complete(s, l);
+}
+
+static group *group_new(sim *s, launch *l, unit *u)
+{
+    group *g = s->gfree;
+    if (g)
+        s->gfree = g->next;
+    else
+        g = tl_xmalloc(sizeof *g);
+    memset(g, 0, sizeof *g);
+    g->uid = ++s->next_group_uid;
+    g->l = l;
+    g->u = u;
+    g->slowdown = 1.0;
+    g->next = u->groups;
+    if (u->groups)
+        u->groups->prev = g;
+    u->groups = g;
+    return g;
+}
+
+/* ---------- placement ---------- */
+
+typedef struct cand {
+    int ci;      /* class index */
+    int m;       /* SMs usable */
+    int f;       /* blocks per SM that fit */
+} cand;
+
+typedef struct piece {
+    int ci, m, bps;
+} piece;
+
+/* Place as many undispatched blocks of l as fit; returns PLACE_*. */
+static int place(sim *s, sctx *c, launch *l)
+{
+    unit *u = c->u;
+    int n_cls = u->n_cls;
+    cand stack_cands[16];
+    cand *cands = n_cls <= 16 ? stack_cands : tl_xmalloc((size_t)n_cls * sizeof *cands);
+    int nc = 0;
+    bool capped = c->cap_sms < u->pools[c->pool].sms;
+    bool cap_limited = false;
+    /* Without a cap every SM of the pool is usable. With one (MPS), SMs that
+     * already hold the client's blocks are free to use; new ones only up to
+     * the cap. */
+    for (int pass = 0; pass < (capped ? 2 : 1); pass++) {
+        int allowed = c->cap_sms - c->sms_now;
+        for (int ci = 0; ci < n_cls; ci++) {
+            smclass *k = u->cls[ci];
+            if (k->pool != c->pool)
+                continue;
+            bool present = capped && sm_ctx_present(k, c);
+            if (capped && present != (pass == 0))
+                continue;
+            int f = sm_fit(s, k, l);
+            if (f == 0)
+                continue;
+            int m = k->n;
+            if (capped && !present) {
+                if (m > allowed) {
+                    cap_limited = true;
+                    m = allowed;
+                }
+                allowed -= m;
+            }
+            if (m > 0)
+                cands[nc++] = (cand){ ci, m, f };
+        }
+    }
+    uint64_t cap = 0;
+    int maxf = 0;
+    for (int i = 0; i < nc; i++) {
+        cap += (uint64_t)cands[i].m * (uint64_t)cands[i].f;
+        if (cands[i].f > maxf)
+            maxf = cands[i].f;
+    }
+    if (cap == 0) {
+        if (cands != stack_cands)
+            free(cands);
+        return cap_limited ? PLACE_CAP : PLACE_ROOM;
+    }
+    uint64_t need = l->to_dispatch;
+    piece stack_pieces[32];
+    piece *pieces = 2 * nc <= 32 ? stack_pieces : tl_xmalloc((size_t)(2 * nc) * sizeof *pieces);
+    int np = 0;
+    uint64_t placed = 0;
+    if (need >= cap) {
+        for (int i = 0; i < nc; i++)
+            pieces[np++] = (piece){ cands[i].ci, cands[i].m, cands[i].f };
+        placed = cap;
+    } else {
+        /* Breadth-first: every usable SM gets min(f, k) blocks, where k is
+         * the largest number of full rounds that fits in 'need'; the rest go
+         * one more per SM, in class order. */
+        int k = 0;
+        uint64_t tot_k = 0;
+        for (;;) {
+            uint64_t t = 0;
+            for (int i = 0; i < nc; i++)
+                t += (uint64_t)cands[i].m * (uint64_t)(cands[i].f < k + 1 ? cands[i].f : k + 1);
+            if (t > need || k >= maxf)
+                break;
+            tot_k = t;
+            k++;
+        }
+        uint64_t rest = need - tot_k;
+        for (int i = 0; i < nc; i++) {
+            int lo = cands[i].f < k ? cands[i].f : k;
+            int x = 0;
+            if (cands[i].f > k && rest > 0) {
+                x = (int)u64_min((uint64_t)cands[i].m, rest);
+                rest -= (uint64_t)x;
+                pieces[np++] = (piece){ cands[i].ci, x, k + 1 };
+            }
+            if (lo > 0 && cands[i].m - x > 0)
+                pieces[np++] = (piece){ cands[i].ci, cands[i].m - x, lo };
+        }
+        placed = need;
+    }
+    group *g = group_new(s, l, u);
+    g->blocks = placed;
+    for (int i = 0; i < np; i++)
+        sm_place(s, u, pieces[i].ci, pieces[i].m, pieces[i].bps, g);
+    l->to_dispatch -= placed;
+    group_start(s, g);
+    if (pieces != stack_pieces)
+        free(pieces);
+    if (cands != stack_cands)
+        free(cands);
+    if (l->to_dispatch == 0)
+        return PLACE_DONE;
+    return cap_limited ? PLACE_CAP : PLACE_ROOM;
+}
+
+/* Dispatch one context's EE queues; returns PLACE_* for its first blocked head. */
+static int dispatch_ctx(sim *s, sctx *c)
+{
+    while (c->ee_mask) {
+        int lvl = __builtin_ctzll(c->ee_mask);
+        launch *l = c->ee_head[lvl];
+        int r = PLACE_DONE;
+        if (l->ptb) { /* no more workers than logical blocks left to hand out */
+            uint64_t left = l->block_end - l->block_begin - l->claimed;
+            if (l->to_dispatch > left)
+                l->to_dispatch = left;
+        }
+        if (l->to_dispatch > 0)
+            r = place(s, c, l);
+        if (l->to_dispatch == 0) {
+            ee_pop(s, c, lvl);
+            continue;
+        }
+        return r;
+    }
+    return PLACE_DONE;
+}
+
+static int ctx_order(const void *a, const void *b)
+{
+    const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
+    if (x->cfg.mps_priority != y->cfg.mps_priority)
+        return x->cfg.mps_priority < y->cfg.mps_priority ? -1 : 1;
+    uint64_t sx = x->ee_head[__builtin_ctzll(x->ee_mask)]->ee_seq;
+    uint64_t sy = y->ee_head[__builtin_ctzll(y->ee_mask)]->ee_seq;
+    return sx < sy ? -1 : sx > sy;
+}
+
+void dispatch_unit(sim *s, unit *u)
+{
+    if (u->n_ctxs == 1) {
+        if (u->ctxs[0]->ee_mask)
+            dispatch_ctx(s, u->ctxs[0]);
+        return;
+    }
+    sctx *stack[16];
+    sctx **order = u->n_ctxs <= 16 ? stack : tl_xmalloc((size_t)u->n_ctxs * sizeof *order);
+    int n = 0;
+    for (int i = 0; i < u->n_ctxs; i++)
+        if (u->ctxs[i]->ee_mask)
+            order[n++] = u->ctxs[i];
+    if (n > 1)
+        qsort(order, (size_t)n, sizeof *order, ctx_order);
+    bool p0_waiting = false;
+    for (int i = 0; i < n; i++) {
+        sctx *c = order[i];
+        if (!c->ee_mask)
+            continue;
+        if (c->cfg.mps_priority > 0 && p0_waiting)
+            continue;
+        int r = dispatch_ctx(s, c);
+        if (r == PLACE_ROOM && c->cfg.mps_priority == 0)
+            p0_waiting = true;
+    }
+    if (order != stack)
+        free(order);
+}

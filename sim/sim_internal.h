@@ -1,0 +1,258 @@
+/* Internals of the simulated GPU (sim/README.md explains the model).
+ *
+ * Vocabulary:
+ *  - unit: what the GPU time-slices between. Each TIMESLICED context is a
+ *    unit; all MPS clients together are one unit (the MPS server); all
+ *    PARTITION contexts together are one unit. Only the active unit has blocks
+ *    running. Each unit keeps its own SM state, so pausing a unit is just
+ *    "stop its clocks" and resuming restores the exact placement.
+ *  - SM class: a set of SMs of one pool whose residents are identical (the
+ *    same block groups, the same number of blocks of each). SMs are counted,
+ *    not iterated: dispatch, end and contention cost grow with the number of
+ *    classes (a handful), never with SMs or blocks.
+ *  - block group: blocks of one launch placed in one dispatch step. They start
+ *    together, run at one rate and end together: one event.
+ *  - launch: a stream work item (kernel launch or copy).
+ */
+#ifndef TALLY_SIM_INTERNAL_H
+#define TALLY_SIM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/device.h"
+#include "tally/engine.h"
+#include "tally/sim.h"
+
+#define SIM_MAX_LEVELS 64
+
+typedef struct sim sim;
+typedef struct launch launch;
+typedef struct group group;
+typedef struct smclass smclass;
+typedef struct sctx sctx;
+typedef struct sstream sstream;
+typedef struct unit unit;
+
+typedef enum { ITEM_KERNEL = 0, ITEM_COPY = 1 } item_kind;
+
+struct launch {
+    tl_launch_id id;
+    uint32_t slot;
+    item_kind kind;
+    sstream *st;
+    launch *next;           /* stream FIFO */
+    launch *ee_next;        /* EE queue / copy lane queue */
+    const tl_op *op;
+    int job;
+    uint64_t tag;
+    tl_launch_cb cb;
+    void *arg;
+    tl_ns ready_at;         /* earliest GPU start (launch latency) */
+    tl_event_id ready_ev;
+    bool active;            /* moved from its stream to an EE queue / copy lane */
+    bool done;
+    bool dead;              /* slot free */
+    /* kernels */
+    uint64_t block_begin, block_end;
+    uint64_t to_dispatch;   /* blocks (PTB: worker blocks) not yet dispatched */
+    uint32_t groups_live;   /* groups running or paused */
+    uint32_t groups_started;
+    tl_ns blk_ns;           /* solo time of one block (PTB: one logical block) */
+    uint32_t blk_rem;       /* the first blk_rem groups take one ns more (exact solo time) */
+    tl_block_cost cost;
+    int occ;
+    int max_per_sm;         /* PTB: workers per SM; else occ */
+    uint64_t ee_seq;        /* order of entry into its EE queue */
+    bool ptb, retreat;
+    uint64_t claimed;       /* PTB: logical blocks handed out */
+    uint64_t blocks_done;   /* logical blocks completed */
+    tl_ns start_ns, end_ns;
+    bool started;
+    int sms_now;            /* SMs with one of its blocks resident (running) */
+    tl_ns sms_last;
+    double sms_integral;    /* SM-ns, for avg_sms */
+    /* copies */
+    int lane;
+    tl_ns copy_ns;
+};
+
+struct group {
+    uint64_t uid;           /* creation order: hashing, determinism */
+    launch *l;
+    unit *u;
+    group *prev, *next;     /* the unit's live groups */
+    group *dirty_next;
+    bool dirty, paused;
+    int sms;                /* SMs the group occupies */
+    uint64_t blocks;        /* blocks (PTB: workers) */
+    int64_t foreign;        /* sum over its SMs of other launches' threads there */
+    double slowdown;
+    double remaining;       /* solo ns of the current work (PTB: current round) */
+    tl_ns last_t;
+    tl_event_id ev;
+    uint64_t round_blocks;  /* PTB: logical blocks in the current round */
+};
+
+typedef struct cls_ent {
+    group *g;
+    int bps;                /* blocks per SM */
+} cls_ent;
+
+struct smclass {
+    int pool;
+    int n;                  /* SMs in the class */
+    int thr, regs, smem, blocks; /* used per SM */
+    cls_ent *ents;
+    int n_ents, cap_ents;
+    uint64_t hash;          /* order-independent hash of ents */
+};
+
+typedef struct pool_info {
+    int sms;
+} pool_info;
+
+struct unit {
+    int index;
+    tl_ctx_kind kind;
+    smclass **cls;
+    int n_cls, cap_cls;
+    pool_info *pools;
+    int n_pools;
+    sctx **ctxs;
+    int n_ctxs;
+    int pending;            /* kernels in EE queues or running/paused */
+    group *groups;          /* live groups (running or paused) */
+    bool dirty;             /* dispatch needed */
+};
+
+struct sctx {
+    tl_ctx_id id;
+    tl_ctx_config cfg;
+    unit *u;
+    int pool;
+    int cap_sms;            /* MPS: SM cap; else the pool size */
+    int sms_now;            /* SMs with one of its blocks resident */
+    launch *ee_head[SIM_MAX_LEVELS], *ee_tail[SIM_MAX_LEVELS];
+    uint64_t ee_mask;       /* bit per non-empty level */
+};
+
+struct sstream {
+    tl_stream_id id;
+    sctx *c;
+    int level;              /* 0 = greatest priority */
+    launch *head, *tail;
+};
+
+typedef struct job_acct {
+    int sms_now;
+    tl_ns last;
+    tl_ns busy;
+    uint64_t kernels, blocks;
+} job_acct;
+
+typedef struct copy_lane {
+    launch *head, *tail;    /* waiting */
+    launch *busy;
+} copy_lane;
+
+struct sim {
+    tl_device *dev;
+    tl_gpu_props gpu;
+    tl_sim_params p;
+    tl_engine eng;
+    int levels;
+    /* contexts, streams, units */
+    sctx **ctxs;
+    int n_ctxs;
+    sstream **streams;
+    int n_streams, cap_streams;
+    unit **units;
+    int n_units;
+    unit *mps_unit, *part_unit;
+    int part_sms_used;
+    /* time slicing */
+    unit *active;
+    bool switching;
+    unit *switch_to;
+    tl_event_id slice_ev, switch_ev;
+    /* launches: slot pool */
+    launch **lslots;
+    uint32_t n_lslots, cap_lslots;
+    uint32_t *lfree;
+    uint32_t n_lfree, cap_lfree;
+    uint32_t *lgen;
+    /* groups: free list */
+    group *gfree;
+    uint64_t next_group_uid;
+    group *dirty_groups;
+    uint64_t next_ee_seq;
+    /* copies */
+    copy_lane lanes[3];
+    /* accounting */
+    job_acct *jobs;
+    int n_jobs;
+    tl_sim_stats stats;
+    tl_sim_activity_fn act_fn;
+    void *act_arg;
+    bool running;
+    bool in_flush;
+    struct timer_rec *tfree;
+};
+
+static inline sim *sim_of(tl_device *d) { return (sim *)d->impl; }
+static inline tl_ns sim_now(sim *s) { return s->eng.now; }
+
+/* sim_sm.c: SM classes */
+smclass *sm_class_new(int pool, int n);
+void sm_class_free(smclass *c);
+void unit_add_pool(unit *u, int pool, int sms);
+int sm_fit(const sim *s, const smclass *c, const launch *l);
+/* Place a group of launch l with bps blocks per SM on m SMs of class index ci
+ * of unit u. */
+void sm_place(sim *s, unit *u, int ci, int m, int bps, group *g);
+/* Remove group g from every class of its unit, merge classes. */
+void sm_remove(sim *s, group *g);
+/* Running-SM accounting of a whole unit on pause (-1) / resume (+1). */
+void sm_presence_all(sim *s, unit *u, int sign);
+bool sm_ctx_present(const smclass *c, const sctx *ctx);
+int sm_launch_blocks_in(const smclass *c, const launch *l);
+
+/* accounting */
+void acct_launch_sms(sim *s, launch *l, int delta);
+void acct_job_sms(sim *s, int job, int delta);
+job_acct *acct_job(sim *s, int job);
+
+/* sim_dispatch.c */
+void dispatch_unit(sim *s, unit *u);
+void group_rate_dirty(sim *s, group *g);
+void groups_reevaluate(sim *s);
+void group_pause(sim *s, group *g);
+void group_resume(sim *s, group *g);
+void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused);
+void launch_kernel_prepare(sim *s, launch *l);
+
+/* sim_stream.c */
+void stream_advance(sim *s, sstream *st);
+void launch_complete(sim *s, launch *l);
+void launch_complete_later(sim *s, launch *l);
+void ee_push(sim *s, launch *l);
+void ee_pop(sim *s, sctx *c, int level);
+void copy_lane_start(sim *s, int lane);
+launch *launch_alloc(sim *s);
+void launch_free(sim *s, launch *l);
+launch *launch_find(sim *s, tl_launch_id id);
+
+/* sim_slice.c */
+void unit_dirty(sim *s, unit *u);
+void slice_update(sim *s);
+void unit_work_added(sim *s, unit *u);
+void unit_work_removed(sim *s, unit *u);
+
+/* contention.c */
+double contention_slowdown(const tl_contention_params *p, double foreign_frac);
+
+/* sim_device.c */
+void sim_flush(void *ctx);
+
+#endif

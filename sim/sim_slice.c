@@ -1,0 +1,113 @@
+/* Time slicing between units (contexts; the MPS server; the partition set).
+ *
+ * Only the active unit has blocks running. While it is the only unit with
+ * kernel work it runs without switches. As soon as another unit has work, the
+ * active one gets a slice of timeslice_ns (counted from that moment, or from
+ * its switch-in); at the end of the slice its resident blocks are paused
+ * (their remaining time kept), nothing is resident for ctx_switch_ns, and the
+ * next unit with work in round-robin order resumes. A unit that runs out of
+ * work hands over at once, without a gap (nothing to save). Decisions are
+ * taken at the end of an instant (engine flush), so work that a completion
+ * callback launches at the same instant keeps its unit active. */
+#include "sim_internal.h"
+
+void unit_dirty(sim *s, unit *u)
+{
+    u->dirty = true;
+    tl_engine_request_flush(&s->eng);
+}
+
+void unit_work_added(sim *s, unit *u)
+{
+    u->pending++;
+    tl_engine_request_flush(&s->eng);
+}
+
+void unit_work_removed(sim *s, unit *u)
+{
+    u->pending--;
+    tl_engine_request_flush(&s->eng);
+}
+
+/* The next unit with work after 'after' (round robin), or NULL. */
+static unit *next_with_work(sim *s, const unit *after, bool include_after)
+{
+    int start = after ? after->index + 1 : 0;
+    for (int i = 0; i < s->n_units; i++) {
+        unit *u = s->units[(start + i) % s->n_units];
+        if (u == after && !include_after)
+            continue;
+        if (u->pending > 0)
+            return u;
+    }
+    return NULL;
+}
+
+static bool others_have_work(sim *s, const unit *u)
+{
+    for (int i = 0; i < s->n_units; i++)
+        if (s->units[i] != u && s->units[i]->pending > 0)
+            return true;
+    return false;
+}
+
+static void activate(sim *s, unit *u)
+{
+    s->active = u;
+    s->switching = false;
+    bool any_paused = false;
+    for (group *g = u->groups; g; g = g->next)
+        if (g->paused)
+            any_paused = true;
+    if (any_paused) {
+        sm_presence_all(s, u, +1);
+        for (group *g = u->groups; g; g = g->next)
+            group_resume(s, g);
+    }
+    unit_dirty(s, u);
+}
+
+static void switch_in_ev(void *ctx, void *arg, uint64_t x)
+{
+    sim *s = ctx;
+    s->switch_ev = 0;
+    activate(s, arg);
+}
+
+static void slice_end_ev(void *ctx, void *arg, uint64_t x)
+{
+    sim *s = ctx;
+    s->slice_ev = 0;
+    unit *u = s->active;
+    if (!u || s->switching || !others_have_work(s, u))
+        return;
+    /* Preempt: save the resident blocks' progress, then a gap. */
+    for (group *g = u->groups; g; g = g->next)
+        group_pause(s, g);
+    sm_presence_all(s, u, -1);
+    s->stats.ctx_switches++;
+    s->switching = true;
+    s->switch_to = next_with_work(s, u, false);
+    s->switch_ev = tl_engine_at(&s->eng, sim_now(s) + s->gpu.ctx_switch_ns, switch_in_ev, s,
+                                s->switch_to, 0);
+}
+
+void slice_update(sim *s)
+{
+    if (s->switching)
+        return;
+    unit *u = s->active;
+    if (!u || u->pending == 0) {
+        /* Idle hand-over: nothing resident, nothing to save, no gap. An idle
+         * active unit keeps its place for round robin until then. */
+        tl_engine_cancel(&s->eng, s->slice_ev);
+        s->slice_ev = 0;
+        unit *next = next_with_work(s, u, true);
+        if (next && next != u)
+            activate(s, next);
+    }
+    u = s->active;
+    if (u && u->pending > 0 && !s->slice_ev && others_have_work(s, u))
+        s->slice_ev = tl_engine_at(&s->eng, sim_now(s) + s->gpu.timeslice_ns, slice_end_ev, s,
+                                   NULL, 0);
+}

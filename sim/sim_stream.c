@@ -1,0 +1,214 @@
+/* Streams, execution-engine queues, copy engines and launch completion.
+ *
+ * A stream is a FIFO: only its head is active. A kernel at the head enters
+ * its context's EE queue for the stream's priority level; a copy at the head
+ * enters its copy engine's queue. The head leaves the stream when it
+ * completes, and the next item becomes active (after its launch latency). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+/* ---------- launch slots (ids stay valid and unique; stale ids are ignored) ---------- */
+
+launch *launch_alloc(sim *s)
+{
+    uint32_t slot;
+    if (s->n_lfree) {
+        slot = s->lfree[--s->n_lfree];
+    } else {
+        if (s->n_lslots == s->cap_lslots) {
+            s->cap_lslots = s->cap_lslots ? s->cap_lslots * 2 : 256;
+            s->lslots = tl_xrealloc(s->lslots, s->cap_lslots * sizeof *s->lslots);
+            s->lgen = tl_xrealloc(s->lgen, s->cap_lslots * sizeof *s->lgen);
+        }
+        slot = s->n_lslots++;
+        s->lslots[slot] = tl_xmalloc(sizeof(launch));
+        s->lgen[slot] = 0;
+    }
+    launch *l = s->lslots[slot];
+    memset(l, 0, sizeof *l);
+    s->lgen[slot]++;
+    l->slot = slot;
+    l->id = ((uint64_t)s->lgen[slot] << 32) | (uint64_t)(slot + 1);
+    return l;
+}
+
+void launch_free(sim *s, launch *l)
+{
+    l->dead = true;
+    s->lgen[l->slot]++; /* the id no longer resolves */
+    if (s->n_lfree == s->cap_lfree) {
+        s->cap_lfree = s->cap_lfree ? s->cap_lfree * 2 : 256;
+        s->lfree = tl_xrealloc(s->lfree, s->cap_lfree * sizeof *s->lfree);
+    }
+    s->lfree[s->n_lfree++] = l->slot;
+}
+
+launch *launch_find(sim *s, tl_launch_id id)
+{
+    uint32_t slot1 = (uint32_t)(id & 0xffffffffu);
+    if (slot1 == 0 || slot1 > s->n_lslots)
+        return NULL;
+    launch *l = s->lslots[slot1 - 1];
+    if (l->dead || l->id != id)
+        return NULL;
+    return l;
+}
+
+/* ---------- EE queues ---------- */
+
+void ee_push(sim *s, launch *l)
+{
+    sctx *c = l->st->c;
+    int lvl = l->st->level;
+    l->ee_next = NULL;
+    if (c->ee_tail[lvl])
+        c->ee_tail[lvl]->ee_next = l;
+    else
+        c->ee_head[lvl] = l;
+    c->ee_tail[lvl] = l;
+    c->ee_mask |= 1ull << lvl;
+    l->ee_seq = s->next_ee_seq++;
+    unit_work_added(s, c->u);
+    unit_dirty(s, c->u);
+}
+
+void ee_pop(sim *s, sctx *c, int lvl)
+{
+    launch *l = c->ee_head[lvl];
+    c->ee_head[lvl] = l->ee_next;
+    if (!c->ee_head[lvl]) {
+        c->ee_tail[lvl] = NULL;
+        c->ee_mask &= ~(1ull << lvl);
+    }
+    l->ee_next = NULL;
+    /* A PTB launch told to retreat before any worker ran has nothing left. */
+    if (l->to_dispatch == 0 && l->groups_live == 0 && !l->done)
+        launch_complete_later(s, l);
+}
+
+/* ---------- copy engines ---------- */
+
+static void copy_end_ev(void *ctx, void *arg, uint64_t u)
+{
+    sim *s = ctx;
+    launch *l = arg;
+    int lane = l->lane;
+    s->lanes[lane].busy = NULL;
+    launch_complete(s, l);
+    copy_lane_start(s, lane);
+}
+
+void copy_lane_start(sim *s, int lane)
+{
+    copy_lane *q = &s->lanes[lane];
+    if (q->busy || !q->head)
+        return;
+    launch *l = q->head;
+    q->head = l->ee_next;
+    if (!q->head)
+        q->tail = NULL;
+    q->busy = l;
+    l->started = true;
+    l->start_ns = sim_now(s);
+    tl_engine_at(&s->eng, sim_now(s) + l->copy_ns, copy_end_ev, s, l, 0);
+}
+
+static void lane_push(sim *s, launch *l)
+{
+    copy_lane *q = &s->lanes[l->lane];
+    l->ee_next = NULL;
+    if (q->tail)
+        q->tail->ee_next = l;
+    else
+        q->head = l;
+    q->tail = l;
+    copy_lane_start(s, l->lane);
+}
+
+/* ---------- streams ---------- */
+
+static void ready_ev(void *ctx, void *arg, uint64_t u)
+{
+    sim *s = ctx;
+    launch *l = arg;
+    l->ready_ev = 0;
+    stream_advance(s, l->st);
+}
+
+void stream_advance(sim *s, sstream *st)
+{
+    launch *l = st->head;
+    if (!l || l->active)
+        return;
+    if (l->ready_at > sim_now(s)) {
+        if (!l->ready_ev)
+            l->ready_ev = tl_engine_at(&s->eng, l->ready_at, ready_ev, s, l, 0);
+        return;
+    }
+    l->active = true;
+    if (l->kind == ITEM_KERNEL)
+        ee_push(s, l);
+    else
+        lane_push(s, l);
+}
+
+static void complete_ev(void *ctx, void *arg, uint64_t u)
+{
+    launch_complete(ctx, arg);
+}
+
+void launch_complete_later(sim *s, launch *l)
+{
+    l->done = true; /* not to be completed twice */
+    tl_engine_at(&s->eng, sim_now(s), complete_ev, s, l, 0);
+}
+
+void launch_complete(sim *s, launch *l)
+{
+    tl_ns now = sim_now(s);
+    sstream *st = l->st;
+    l->done = true;
+    l->end_ns = now;
+    if (!l->started)
+        l->start_ns = now;
+    st->head = l->next;
+    if (!st->head)
+        st->tail = NULL;
+
+    uint64_t total = l->block_end - l->block_begin;
+    uint64_t next_block = l->ptb ? l->block_begin + l->claimed : l->block_end;
+    tl_launch_result r = {
+        .id = l->id, .start_ns = l->start_ns, .end_ns = l->end_ns,
+        .next_block = l->kind == ITEM_KERNEL ? next_block : 0,
+        .retreated = l->kind == ITEM_KERNEL && l->ptb && l->claimed < total,
+    };
+    if (l->kind == ITEM_KERNEL) {
+        unit_work_removed(s, st->c->u);
+        job_acct *j = acct_job(s, l->job);
+        if (j)
+            j->kernels++;
+        s->stats.kernels++;
+        tl_device *d = s->dev;
+        if (d && d->observer) {
+            tl_kernel_record rec = {
+                .job = l->job, .stream = st->id, .op = l->op, .tag = l->tag,
+                .blocks = l->blocks_done, .start_ns = l->start_ns, .end_ns = l->end_ns,
+                .avg_sms = l->end_ns > l->start_ns
+                               ? l->sms_integral / (double)(l->end_ns - l->start_ns)
+                               : 0.0,
+                .ptb = l->ptb, .retreated = r.retreated,
+            };
+            d->observer(d->observer_arg, &rec);
+        }
+    } else {
+        s->stats.copies++;
+    }
+    tl_launch_cb cb = l->cb;
+    void *arg = l->arg;
+    launch_free(s, l);
+    stream_advance(s, st);
+    if (cb)
+        cb(arg, &r);
+}

@@ -1,0 +1,1001 @@
+/* The simulated GPU, on small synthetic kernels whose answer is worked out by
+ * hand (comments give the arithmetic). Most tests use a "toy" H100 with 4 SMs
+ * and contention off (alpha = 0) so that times are easy to follow; the
+ * contention test turns it on. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tally/sim.h"
+
+#define MS 1000000LL
+#define US 1000LL
+#define MAXREC 4096
+
+typedef struct h {
+    tl_device d;
+    tl_gpu_props g;
+    tl_sim_params p;
+    tl_sim_activity acts[MAXREC];
+    int n_acts;
+    tl_kernel_record recs[MAXREC];
+    int n_recs;
+    int running[16];      /* running groups per ctx */
+    int max_ctx_running;  /* most contexts with running groups at once */
+    int max_ctx_sms[16];  /* most SMs a ctx held */
+} h;
+
+static tl_op mk(uint32_t grid, uint32_t threads, uint32_t regs, uint32_t smem, tl_ns dur)
+{
+    tl_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = TL_OP_KERNEL;
+    op.grid[0] = grid, op.grid[1] = 1, op.grid[2] = 1;
+    op.block[0] = threads, op.block[1] = 1, op.block[2] = 1;
+    op.regs = regs;
+    op.dynamic_smem = smem;
+    op.dur_ns = dur;
+    op.event = -1;
+    return op;
+}
+
+static void on_act(void *arg, const tl_sim_activity *a)
+{
+    h *x = arg;
+    if (x->n_acts < MAXREC)
+        x->acts[x->n_acts++] = *a;
+    assert_true(a->ctx >= 0 && a->ctx < 16);
+    x->running[a->ctx] += a->kind == TL_SIM_RUN_START ? 1 : -1;
+    assert_true(x->running[a->ctx] >= 0);
+    int n = 0;
+    for (int i = 0; i < 16; i++)
+        n += x->running[i] > 0;
+    if (n > x->max_ctx_running)
+        x->max_ctx_running = n;
+    if (a->ctx_sms > x->max_ctx_sms[a->ctx])
+        x->max_ctx_sms[a->ctx] = a->ctx_sms;
+}
+
+static void on_rec(void *arg, const tl_kernel_record *r)
+{
+    h *x = arg;
+    if (x->n_recs < MAXREC)
+        x->recs[x->n_recs++] = *r;
+}
+
+/* sms: 0 = the real H100 (132); alpha < 0: default contention */
+static h *open_h(int sms, double alpha)
+{
+    h *x = calloc(1, sizeof *x);
+    tl_err err;
+    assert_int_equal(tl_gpu_lookup("H100", &x->g, &err), 0);
+    if (sms)
+        x->g.sms = sms;
+    tl_sim_params_default(&x->p, &x->g);
+    if (alpha >= 0)
+        x->p.contention.alpha = alpha;
+    x->p.ptb_block_overhead_ns = 0;
+    x->p.slice_launch_ns = 0;
+    return x;
+}
+
+static void start_h(h *x)
+{
+    tl_err err;
+    int r = tl_sim_open(&x->d, &x->g, &x->p, &err);
+    if (r < 0)
+        fail_msg("%s", err.msg);
+    x->d.observer = on_rec;
+    x->d.observer_arg = x;
+    tl_sim_set_activity_hook(&x->d, on_act, x);
+}
+
+static void close_h(h *x)
+{
+    tl_dev_close(&x->d);
+    free(x);
+}
+
+static tl_ctx_id ctx(h *x, tl_ctx_kind kind, double pct, int prio, int sms)
+{
+    tl_ctx_config c = { .kind = kind, .job = 0, .sm_percent = pct, .mps_priority = prio,
+                        .sm_count = sms };
+    tl_ctx_id id;
+    tl_err err;
+    int r = tl_dev_ctx_create(&x->d, &c, &id, &err);
+    if (r < 0)
+        fail_msg("%s", err.msg);
+    return id;
+}
+
+static tl_stream_id stream(h *x, tl_ctx_id c, int prio)
+{
+    tl_stream_id s;
+    tl_err err;
+    assert_int_equal(tl_dev_stream_create(&x->d, c, prio, &s, &err), 0);
+    return s;
+}
+
+static tl_launch_id launch(h *x, tl_stream_id s, const tl_op *op, int job, uint64_t tag)
+{
+    tl_kernel_desc k = { .op = op, .job = job, .tag = tag };
+    tl_launch_id id;
+    assert_int_equal(tl_dev_launch(&x->d, s, &k, NULL, NULL, &id), 0);
+    return id;
+}
+
+static void run(h *x)
+{
+    tl_err err;
+    assert_int_equal(tl_dev_run(&x->d, -1, &err), 0);
+}
+
+static const tl_kernel_record *rec_of(h *x, uint64_t tag)
+{
+    for (int i = 0; i < x->n_recs; i++)
+        if (x->recs[i].tag == tag)
+            return &x->recs[i];
+    fail_msg("no record with tag %llu", (unsigned long long)tag);
+    return NULL;
+}
+
+/* ---------- a kernel alone takes its traced duration ---------- */
+
+static void test_solo_exact(void **st)
+{
+    /* (grid, threads, regs, smem, dur): waves on H100 = ceil(grid / (occ x 132)) */
+    struct { uint32_t grid, thr, regs, smem; tl_ns dur; uint64_t waves; } c[] = {
+        { 132, 256, 32, 0, 10 * US, 1 },           /* occ 8: 1056 per wave */
+        { 5000, 256, 32, 0, 1000003, 5 },          /* 5000/1056 -> 5 waves, 3 ns remainder */
+        { 1, 1024, 64, 0, 7777, 1 },
+        { 512, 128, 214, 81920, 20416, 2 },        /* occ 2: 264 per wave -> 2 */
+        { 100352, 256, 32, 4224, 628813, 96 },     /* 100352/1056 = 95.03 -> 96 */
+        { 200, 1024, 32, 0, 999999, 1 },           /* occ 2 -> 264 per wave: 1 wave */
+        { 7, 64, 0, 0, 1, 1 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        h *x = open_h(0, -1);
+        start_h(x);
+        tl_stream_id s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+        tl_op op = mk(c[i].grid, c[i].thr, c[i].regs, c[i].smem, c[i].dur);
+        launch(x, s, &op, 0, 1);
+        run(x);
+        assert_int_equal(x->n_recs, 1);
+        assert_int_equal(x->recs[0].start_ns, 0);
+        assert_int_equal(x->recs[0].end_ns, c[i].dur);
+        assert_int_equal(x->recs[0].blocks, c[i].grid);
+        tl_sim_stats ss;
+        tl_sim_get_stats(&x->d, &ss);
+        /* one event and one block group per wave */
+        assert_int_equal(ss.block_groups, c[i].waves);
+        assert_int_equal(ss.events, c[i].waves);
+        assert_int_equal(ss.kernels, 1);
+        tl_job_stats js;
+        tl_dev_job_stats(&x->d, 0, &js);
+        assert_int_equal(js.kernels, 1);
+        assert_int_equal(js.blocks, c[i].grid);
+        close_h(x);
+    }
+}
+
+/* A trace from a bigger GPU: the block does not fit a V100 (200 KB shared
+ * memory); it still runs, one block per SM, and is counted. */
+static void test_unfit_kernel_runs(void **st)
+{
+    h *x = open_h(0, -1);
+    tl_err err;
+    assert_int_equal(tl_gpu_lookup("V100", &x->g, &err), 0);
+    start_h(x);
+    tl_stream_id s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    tl_op op = mk(160, 128, 32, 200000, 2 * MS); /* 160 blocks on 80 SMs: 2 waves */
+    launch(x, s, &op, 0, 1);
+    run(x);
+    assert_int_equal(x->recs[0].end_ns, 2 * MS);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.unfit_kernels, 1);
+    assert_int_equal(ss.block_groups, 2);
+    close_h(x);
+}
+
+/* ---------- cost grows with waves, not blocks ---------- */
+
+static uint64_t events_for(uint32_t grid_scale)
+{
+    h *x = open_h(0, -1);
+    start_h(x);
+    tl_stream_id s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    static tl_op ops[50];
+    for (int i = 0; i < 50; i++) {
+        /* grids of 1..50 blocks (x10: 10..500, still one wave of 1056) */
+        ops[i] = mk((uint32_t)(i + 1) * grid_scale, 256, 32, 0, (tl_ns)(5 + i) * US);
+        launch(x, s, &ops[i], 0, (uint64_t)i);
+    }
+    run(x);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.kernels, 50);
+    close_h(x);
+    return ss.events;
+}
+
+static void test_cost_waves_not_blocks(void **st)
+{
+    uint64_t e1 = events_for(1), e10 = events_for(10);
+    assert_int_equal(e1, 50); /* one event per kernel */
+    assert_int_equal(e10, e1);
+    /* a multi-wave kernel: one event per wave, whatever the blocks per wave */
+    h *x = open_h(0, -1);
+    start_h(x);
+    tl_stream_id s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    tl_op big = mk(1056 * 3, 256, 32, 0, 3 * MS);
+    launch(x, s, &big, 0, 1);
+    run(x);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.events, 3);
+    assert_int_equal(ss.block_groups, 3);
+    assert_int_equal(x->recs[0].end_ns, 3 * MS);
+    assert_true(x->recs[0].avg_sms > 131.99 && x->recs[0].avg_sms < 132.01);
+    close_h(x);
+}
+
+/* ---------- time slicing ---------- */
+
+/* Two time-sliced contexts, one 10 ms kernel each, launched at 0.
+ * A runs [0, 2.09], gap to 2.39, B [2.39, 4.48], gap, A [4.78, 6.87], ...
+ * A's k-th slice starts at (k-1) x 4.78 ms; after 4 slices A has 8.36 ms
+ * done, its 5th slice starts at 19.12 and ends the kernel at 20.76 ms. B's
+ * 4 slices start at 2.39, 7.17, 11.95, 16.73 (8.36 ms); A going idle at
+ * 20.76 hands over at once (no gap): B ends at 20.76 + 1.64 = 22.40 ms. */
+static void test_timeslice_two_contexts(void **st)
+{
+    h *x = open_h(0, -1);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_op op = mk(1056, 256, 32, 0, 10 * MS); /* one wave: one block group */
+    launch(x, sa, &op, 0, 1);
+    launch(x, sb, &op, 1, 2);
+    run(x);
+    assert_int_equal(x->max_ctx_running, 1); /* never resident at the same time */
+    const tl_kernel_record *ra = rec_of(x, 1), *rb = rec_of(x, 2);
+    assert_int_equal(ra->start_ns, 0);
+    assert_int_equal(ra->end_ns, 20760000);
+    assert_int_equal(rb->start_ns, 2390000);
+    assert_int_equal(rb->end_ns, 22400000);
+    /* every run interval: full slices of 2.09 ms except the last of each;
+     * 0.30 ms between one context stopping and the other starting */
+    tl_ns last_stop = -1;
+    int slices = 0;
+    for (int i = 0; i < x->n_acts; i++) {
+        const tl_sim_activity *e = &x->acts[i];
+        if (e->kind == TL_SIM_RUN_START) {
+            if (last_stop >= 0 && e->time < 20760000)
+                assert_int_equal(e->time - last_stop, 300000);
+            for (int j = i + 1; j < x->n_acts; j++)
+                if (x->acts[j].ctx == e->ctx) {
+                    tl_ns len = x->acts[j].time - e->time;
+                    if (x->acts[j].paused)
+                        assert_int_equal(len, 2090000);
+                    else
+                        assert_int_equal(len, 1640000);
+                    slices++;
+                    break;
+                }
+        } else {
+            last_stop = e->time;
+        }
+    }
+    assert_int_equal(slices, 10);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.ctx_switches, 8);
+    /* SM-time: each job had its 132 SMs for exactly 10 ms of running */
+    tl_job_stats js;
+    tl_dev_job_stats(&x->d, 0, &js);
+    assert_int_equal(js.sm_busy_ns, 132 * 10 * MS);
+    tl_dev_job_stats(&x->d, 1, &js);
+    assert_int_equal(js.sm_busy_ns, 132 * 10 * MS);
+    close_h(x);
+}
+
+/* A context alone never switches, even with several contexts existing. */
+static void test_timeslice_alone_no_switch(void **st)
+{
+    h *x = open_h(0, -1);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op op = mk(1056, 256, 32, 0, 10 * MS);
+    launch(x, stream(x, a, 0), &op, 0, 1);
+    run(x);
+    assert_int_equal(x->recs[0].end_ns, 10 * MS);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.ctx_switches, 0);
+    close_h(x);
+}
+
+/* ---------- priorities, FIFO, leftovers ---------- */
+
+typedef struct later {
+    h *x;
+    tl_stream_id s;
+    const tl_op *op;
+    uint64_t tag;
+} later;
+
+static void launch_later(void *arg, tl_ns now)
+{
+    later *l = arg;
+    launch(l->x, l->s, l->op, 0, l->tag);
+}
+
+/* Toy GPU, 4 SMs. L (priority 0): 96 blocks x 256 threads, occ 8 -> 32 per
+ * wave, 3 waves, 3 ms -> 1 ms per block. H (priority -5) arrives at 0.5 ms:
+ * 24 blocks x 512 threads, occ 4 -> 16 per wave, 2 waves, 2 ms -> 1 ms.
+ *   0    L wave 1: 32 blocks (all threads)
+ *   0.5  H arrives: no room; running L blocks are not preempted
+ *   1    L wave 1 ends: H first, 16 blocks (fills the SMs); 8 wait, so L
+ *        (lower level) gets nothing
+ *   2    H group ends: H's last 8 blocks (2 per SM); H has dispatched all,
+ *        L gets the leftovers: 1024 threads per SM -> 4 x 4 = 16 blocks
+ *   3    H ends; L group ends; L: 32 more (48 done), 4: the last 16, 5: end. */
+static void test_priority_streams(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5);
+    tl_op L = mk(96, 256, 32, 0, 3 * MS), H = mk(24, 512, 32, 0, 2 * MS);
+    launch(x, lo, &L, 0, 1);
+    later lh = { x, hi, &H, 2 };
+    tl_dev_timer(&x->d, MS / 2, launch_later, &lh);
+    run(x);
+    struct { tl_ns t; uint64_t tag, blocks; } want[] = {
+        { 0, 1, 32 }, { 1 * MS, 2, 16 }, { 2 * MS, 2, 8 }, { 2 * MS, 1, 16 },
+        { 3 * MS, 1, 32 }, { 4 * MS, 1, 16 },
+    };
+    int k = 0;
+    for (int i = 0; i < x->n_acts; i++) {
+        if (x->acts[i].kind != TL_SIM_RUN_START)
+            continue;
+        assert_true(k < 6);
+        assert_int_equal(x->acts[i].time, want[k].t);
+        assert_int_equal(x->acts[i].tag, want[k].tag);
+        assert_int_equal(x->acts[i].blocks, want[k].blocks);
+        k++;
+    }
+    assert_int_equal(k, 6);
+    assert_int_equal(rec_of(x, 2)->start_ns, 1 * MS);
+    assert_int_equal(rec_of(x, 2)->end_ns, 3 * MS);
+    assert_int_equal(rec_of(x, 1)->end_ns, 5 * MS);
+    close_h(x);
+}
+
+/* Priorities clamp into [greatest, 0] as CUDA does: -100 is the greatest. */
+static void test_priority_clamp(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id lo = stream(x, c, 7), hi = stream(x, c, -100);
+    tl_op big = mk(64, 1024, 32, 0, 2 * MS); /* occ 2: 8 per wave, 8 waves */
+    tl_op small = mk(8, 1024, 32, 0, 1 * MS);
+    launch(x, lo, &big, 0, 1);
+    later lh = { x, hi, &small, 2 };
+    tl_dev_timer(&x->d, 1, launch_later, &lh);
+    run(x);
+    /* big: 8 waves of 0.25 ms; small takes the SMs at the first wave end */
+    assert_int_equal(rec_of(x, 2)->start_ns, 250000);
+    assert_int_equal(rec_of(x, 2)->end_ns, 1250000);
+    assert_int_equal(rec_of(x, 1)->end_ns, 3 * MS);
+    close_h(x);
+}
+
+/* One stream is a FIFO: the second kernel waits for the first to complete
+ * even though the GPU has room. */
+static void test_stream_fifo(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_stream_id s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    tl_op a = mk(1, 64, 32, 0, 100 * US), b = mk(1, 64, 32, 0, 50 * US);
+    launch(x, s, &a, 0, 1);
+    launch(x, s, &b, 0, 2);
+    run(x);
+    assert_int_equal(rec_of(x, 2)->start_ns, 100 * US);
+    assert_int_equal(rec_of(x, 2)->end_ns, 150 * US);
+    close_h(x);
+}
+
+/* Same level, two streams: only the EE head dispatches; the next kernel gets
+ * leftovers only after the head has dispatched ALL its blocks, even if its
+ * own small blocks would fit earlier (head-of-line blocking).
+ * K1: 12 blocks x 128 threads with 100000 B smem -> 2 per SM by shared
+ * memory -> 8 per wave, 2 waves, 2 ms -> 1 ms per block. K2: 64-thread
+ * blocks without shared memory (they would fit next to K1's blocks).
+ * At 0 K1 places 8, 4 wait: K2 waits. At 1 ms K1 places its last 4 and
+ * leaves the queue: K2 starts at 1 ms in the leftovers. With K1 alone in the
+ * queue, K3 on a third stream arriving later gets leftovers at once. */
+static void test_leftover_dispatch(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id s1 = stream(x, c, 0), s2 = stream(x, c, 0), s3 = stream(x, c, 0);
+    tl_op k1 = mk(12, 128, 32, 100000, 2 * MS), k2 = mk(4, 64, 32, 0, 300 * US);
+    tl_op k3 = mk(4, 64, 32, 0, 300 * US);
+    launch(x, s1, &k1, 0, 1);
+    launch(x, s2, &k2, 0, 2);
+    later l3 = { x, s3, &k3, 3 };
+    tl_dev_timer(&x->d, 1200 * US, launch_later, &l3);
+    run(x);
+    assert_int_equal(rec_of(x, 2)->start_ns, 1 * MS);
+    assert_int_equal(rec_of(x, 2)->end_ns, 1300 * US);
+    assert_int_equal(rec_of(x, 1)->end_ns, 2 * MS);
+    assert_int_equal(rec_of(x, 3)->start_ns, 1200 * US); /* K1 dispatched all: leftovers */
+    /* breadth-first: K1's last 4 blocks went one per SM */
+    for (int i = 0; i < x->n_acts; i++)
+        if (x->acts[i].tag == 1 && x->acts[i].kind == TL_SIM_RUN_START &&
+            x->acts[i].time == 1 * MS) {
+            assert_int_equal(x->acts[i].blocks, 4);
+            assert_int_equal(x->acts[i].sms, 4);
+        }
+    close_h(x);
+}
+
+/* ---------- MPS and partitions ---------- */
+
+/* Two MPS clients at 50% of 4 SMs: a cap of 2 SMs each, never exceeded;
+ * they run concurrently on disjoint SMs (each fills its SMs' threads).
+ * Each kernel: 100 blocks x 256 threads (occ 8), traced 4 ms on 4 SMs ->
+ * ceil(100/32) = 4 waves -> 1 ms per block; on 2 SMs: 16 per wave -> 7
+ * waves -> 7 ms. */
+static void test_mps_cap(void **st)
+{
+    h *x = open_h(4, -1);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_MPS, 50, 0, 0), b = ctx(x, TL_CTX_MPS, 50, 0, 0);
+    tl_op op = mk(100, 256, 32, 0, 4 * MS);
+    launch(x, stream(x, a, 0), &op, 0, 1);
+    launch(x, stream(x, b, 0), &op, 1, 2);
+    run(x);
+    assert_int_equal(x->max_ctx_running, 2); /* concurrent */
+    assert_int_equal(x->max_ctx_sms[a], 2);
+    assert_int_equal(x->max_ctx_sms[b], 2);
+    assert_int_equal(rec_of(x, 1)->end_ns, 7 * MS);
+    assert_int_equal(rec_of(x, 2)->end_ns, 7 * MS);
+    assert_true(rec_of(x, 1)->avg_sms > 1.99 && rec_of(x, 1)->avg_sms < 2.01);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.ctx_switches, 0);
+    close_h(x);
+}
+
+/* 33% of 4 SMs: ceil(1.32) = 2 SMs. */
+static void test_mps_cap_rounding(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_MPS, 33, 0, 0);
+    tl_op op = mk(64, 256, 32, 0, 2 * MS);
+    launch(x, stream(x, a, 0), &op, 0, 1);
+    run(x);
+    assert_int_equal(x->max_ctx_sms[a], 2);
+    assert_int_equal(rec_of(x, 1)->end_ns, 4 * MS);
+    close_h(x);
+}
+
+/* MPS client priority 1 (below normal): at 0 the low client's 3-wave kernel
+ * takes the GPU; the normal client's kernel arrives at 0.5 ms; at the wave
+ * end (1 ms) the normal client goes first although the low client's blocks
+ * were waiting longer. With both at priority 0, arrival order wins. */
+static void mps_prio_case(int low_prio, tl_ns *normal_start, tl_ns *low_end)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id lo = ctx(x, TL_CTX_MPS, 0, low_prio, 0), no = ctx(x, TL_CTX_MPS, 0, 0, 0);
+    tl_op L = mk(96, 256, 32, 0, 3 * MS), N = mk(32, 256, 32, 0, 1 * MS);
+    launch(x, stream(x, lo, 0), &L, 0, 1);
+    later ln = { x, stream(x, no, 0), &N, 2 };
+    tl_dev_timer(&x->d, MS / 2, launch_later, &ln);
+    run(x);
+    *normal_start = rec_of(x, 2)->start_ns;
+    *low_end = rec_of(x, 1)->end_ns;
+    close_h(x);
+}
+
+static void test_mps_client_priority(void **st)
+{
+    tl_ns ns, le;
+    mps_prio_case(1, &ns, &le);
+    assert_int_equal(ns, 1 * MS);
+    assert_int_equal(le, 4 * MS);
+    mps_prio_case(0, &ns, &le);
+    assert_int_equal(ns, 3 * MS); /* behind the two remaining waves */
+    assert_int_equal(le, 3 * MS);
+}
+
+/* Partitions: fixed disjoint SM sets, concurrent. A: 1 SM, 8 blocks (occ 8):
+ * 1 wave anyway -> its traced 1 ms. B: 3 SMs, 64 blocks, traced 2 waves on 4
+ * SMs (2 ms -> 1 ms per block) -> on 3 SMs 24 per wave -> 3 waves = 3 ms. */
+static void test_partitions(void **st)
+{
+    h *x = open_h(4, -1);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_PARTITION, 0, 0, 1), b = ctx(x, TL_CTX_PARTITION, 0, 0, 3);
+    tl_op A = mk(8, 256, 32, 0, 1 * MS), B = mk(64, 256, 32, 0, 2 * MS);
+    launch(x, stream(x, a, 0), &A, 0, 1);
+    launch(x, stream(x, b, 0), &B, 1, 2);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->end_ns, 1 * MS);
+    assert_int_equal(rec_of(x, 2)->end_ns, 3 * MS);
+    assert_int_equal(x->max_ctx_sms[a], 1);
+    assert_int_equal(x->max_ctx_sms[b], 3);
+    assert_int_equal(x->max_ctx_running, 2);
+    tl_ctx_config c = { .kind = TL_CTX_PARTITION, .sm_count = 1 };
+    tl_ctx_id id;
+    tl_err err;
+    assert_int_equal(tl_dev_ctx_create(&x->d, &c, &id, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "sm_count"));
+    close_h(x);
+}
+
+/* ---------- PTB and slices ---------- */
+
+typedef struct ptb_run {
+    h *x;
+    tl_stream_id s;
+    tl_op op;
+    uint32_t workers;
+    uint64_t next;          /* first logical block not done */
+    uint64_t done_sum;
+    int launches;
+    tl_launch_id cur;
+    tl_launch_result last;
+    tl_ns retreat_every;    /* retreat this long after each launch */
+} ptb_run;
+
+static void ptb_launch(ptb_run *p);
+
+static void ptb_done(void *arg, const tl_launch_result *r)
+{
+    ptb_run *p = arg;
+    assert_int_equal(r->next_block >= p->next, 1);
+    p->done_sum += r->next_block - p->next;
+    p->next = r->next_block;
+    p->last = *r;
+    if (r->retreated)
+        ptb_launch(p); /* resume where it stopped */
+}
+
+static void ptb_retreat(void *arg, tl_ns now)
+{
+    ptb_run *p = arg;
+    assert_int_equal(tl_dev_retreat(&p->x->d, p->cur), 0);
+}
+
+static void ptb_launch(ptb_run *p)
+{
+    tl_kernel_desc k = { .op = &p->op, .job = 0, .block_begin = p->next,
+                         .ptb_workers_per_sm = p->workers, .tag = 100 + (uint64_t)p->launches };
+    assert_int_equal(tl_dev_launch(&p->x->d, p->s, &k, ptb_done, p, &p->cur), 0);
+    p->launches++;
+    if (p->retreat_every)
+        tl_dev_timer(&p->x->d, tl_dev_now(&p->x->d) + p->retreat_every, ptb_retreat, p);
+}
+
+/* 4 SMs; 1000 blocks x 256 threads (occ 8), traced 32 ms: ceil(1000/32) = 32
+ * waves -> 1 ms per logical block, plus 0.1 ms PTB overhead. 2 workers per
+ * SM -> 8 workers; rounds of 1.1 ms. Retreat 2.5 ms after each launch: the
+ * round in progress ends at 3.3 ms, 24 blocks done; relaunch resumes at 24. */
+static void test_ptb_retreat_resume(void **st)
+{
+    h *x = open_h(4, 0);
+    x->p.ptb_block_overhead_ns = 100 * US;
+    start_h(x);
+    ptb_run p = { .x = x, .op = mk(1000, 256, 32, 0, 32 * MS), .workers = 2,
+                  .retreat_every = 2500 * US };
+    p.s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    ptb_launch(&p);
+    run(x);
+    /* first launch: stopped at 3.3 ms with 24 blocks done */
+    assert_int_equal(x->recs[0].end_ns, 3300 * US);
+    assert_int_equal(x->recs[0].blocks, 24);
+    assert_true(x->recs[0].retreated && x->recs[0].ptb);
+    assert_true(x->recs[0].avg_sms > 3.99 && x->recs[0].avg_sms < 4.01);
+    /* nothing lost, nothing repeated */
+    assert_int_equal(p.next, 1000);
+    assert_int_equal(p.done_sum, 1000);
+    uint64_t sum = 0;
+    for (int i = 0; i < x->n_recs; i++)
+        sum += x->recs[i].blocks;
+    assert_int_equal(sum, 1000);
+    assert_false(p.last.retreated);
+    tl_job_stats js;
+    tl_dev_job_stats(&x->d, 0, &js);
+    assert_int_equal(js.blocks, 1000);
+    /* 1000 / 24 per launch: 41 full launches + 16 blocks (2 rounds) */
+    assert_int_equal(p.launches, 42);
+    close_h(x);
+}
+
+/* Without retreat: 1000 blocks / 8 workers = 125 rounds of 1.1 ms. */
+static void test_ptb_full_and_measure(void **st)
+{
+    h *x = open_h(4, 0);
+    x->p.ptb_block_overhead_ns = 100 * US;
+    start_h(x);
+    ptb_run p = { .x = x, .op = mk(1000, 256, 32, 0, 32 * MS), .workers = 2 };
+    p.s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    ptb_launch(&p);
+    run(x);
+    assert_int_equal(x->recs[0].end_ns, 125 * 1100 * US);
+    assert_false(x->recs[0].retreated);
+    tl_ns t;
+    tl_err err;
+    tl_kernel_desc k = { .op = &p.op, .ptb_workers_per_sm = 2 };
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 125 * 1100 * US);
+    k.ptb_workers_per_sm = 0;
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 32 * MS);
+    /* workers above occupancy are capped at it: 8 per SM, 32 workers */
+    k.ptb_workers_per_sm = 50;
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 32 * 1100 * US); /* ceil(1000/32) = 32 rounds */
+    /* measure leaves the device untouched */
+    assert_int_equal(tl_dev_now(&x->d), 125 * 1100 * US);
+    close_h(x);
+}
+
+/* A retreat before the launch starts: it completes, retreated, with nothing
+ * done; a retreat after completion is harmless; non-PTB launches refuse. */
+static void test_ptb_retreat_early_and_late(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_stream_id s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    tl_op first = mk(4, 256, 32, 0, 1 * MS), op = mk(100, 256, 32, 0, 4 * MS);
+    tl_launch_id f = launch(x, s, &first, 0, 1);
+    ptb_run p = { .x = x, .s = s, .op = op, .workers = 1 };
+    p.next = 10;
+    ptb_launch(&p);
+    assert_int_equal(tl_dev_retreat(&x->d, p.cur), 0);
+    assert_int_equal(tl_dev_retreat(&x->d, f), TL_EINVAL);
+    p.retreat_every = 0;
+    run(x);
+    /* retreated at once (10 -> 10), then relaunched and ran to the end */
+    assert_int_equal(x->n_recs, 3);
+    assert_true(x->recs[1].retreated);
+    assert_int_equal(x->recs[1].blocks, 0);
+    assert_int_equal(x->recs[1].start_ns, 1 * MS);
+    assert_int_equal(x->recs[1].end_ns, 1 * MS);
+    assert_int_equal(p.next, 100);
+    assert_int_equal(tl_dev_retreat(&x->d, p.cur), 0); /* finished: harmless */
+    assert_int_equal(tl_dev_retreat(&x->d, 0), 0);
+    close_h(x);
+}
+
+/* Slices: 96 blocks (occ 8, 3 waves on 4 SMs), traced 3 ms -> 1 ms per
+ * block; three 32-block slices chained from completion callbacks; every
+ * slice after the first pays slice_launch_ns (50 us). */
+typedef struct slicer {
+    h *x;
+    tl_stream_id s;
+    tl_op op;
+    uint64_t next;
+} slicer;
+
+static void slice_next(void *arg, const tl_launch_result *r)
+{
+    slicer *sl = arg;
+    if (r)
+        assert_int_equal(r->next_block, sl->next + 32);
+    if (r)
+        sl->next = r->next_block;
+    if (sl->next >= 96)
+        return;
+    tl_kernel_desc k = { .op = &sl->op, .block_begin = sl->next, .block_end = sl->next + 32,
+                         .tag = sl->next };
+    assert_int_equal(tl_dev_launch(&sl->x->d, sl->s, &k, slice_next, sl, NULL), 0);
+}
+
+static void test_slices(void **st)
+{
+    h *x = open_h(4, 0);
+    x->p.slice_launch_ns = 50 * US;
+    start_h(x);
+    slicer sl = { x, stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0), mk(96, 256, 32, 0, 3 * MS),
+                  0 };
+    slice_next(&sl, NULL);
+    run(x);
+    assert_int_equal(x->n_recs, 3);
+    assert_int_equal(rec_of(x, 0)->end_ns, 1 * MS);
+    assert_int_equal(rec_of(x, 32)->start_ns, 1050 * US);
+    assert_int_equal(rec_of(x, 64)->start_ns, 2100 * US);
+    assert_int_equal(rec_of(x, 64)->end_ns, 3100 * US);
+    assert_int_equal(rec_of(x, 64)->blocks, 32);
+    close_h(x);
+}
+
+/* ---------- contention ---------- */
+
+/* Two kernels of one context on two streams share every SM: K1 4 blocks x
+ * 128 threads (1 ms), K2 the same shape (2 ms); one block of each per SM.
+ * Each sees 128 foreign threads of 2048: f = 1/16, slowdown 1 + 0.5/16 =
+ * 1.03125. K1 ends at 1.03125 ms; K2 has then done 1 ms of solo work and
+ * runs its last 1 ms alone: 2.03125 ms. */
+static void test_contention(void **st)
+{
+    h *x = open_h(4, 0.5);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op k1 = mk(4, 128, 32, 0, 1 * MS), k2 = mk(4, 128, 32, 0, 2 * MS);
+    launch(x, stream(x, c, 0), &k1, 0, 1);
+    launch(x, stream(x, c, 0), &k2, 0, 2);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->end_ns, 1031250);
+    assert_int_equal(rec_of(x, 2)->end_ns, 2031250);
+    close_h(x);
+}
+
+/* The cap: a foreign kernel filling 1920 of 2048 threads with alpha 100
+ * would give 94.75; max_slowdown 3 caps it. */
+static void test_contention_cap(void **st)
+{
+    h *x = open_h(1, 100);
+    x->p.contention.max_slowdown = 3;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op k1 = mk(1, 128, 32, 0, 1 * MS), k2 = mk(15, 128, 32, 0, 10 * MS);
+    launch(x, stream(x, c, 0), &k1, 0, 1);
+    launch(x, stream(x, c, 0), &k2, 0, 2);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->end_ns, 3 * MS);
+    close_h(x);
+}
+
+/* ---------- copies ---------- */
+
+static void test_copies(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id s1 = stream(x, c, 0), s2 = stream(x, c, 0), s3 = stream(x, c, 0);
+    tl_op h2d = { .kind = TL_OP_MEMCPY, .copy_kind = TL_COPY_H2D, .bytes = 1 << 20 };
+    tl_op h2d2 = { .kind = TL_OP_MEMCPY, .copy_kind = TL_COPY_H2D, .dur_ns = 10 * US };
+    tl_op d2h = { .kind = TL_OP_MEMCPY, .copy_kind = TL_COPY_D2H, .dur_ns = 30 * US };
+    tl_op k = mk(4, 256, 32, 0, 100 * US);
+    tl_launch_id id;
+    /* s1: H2D of 1 MiB at 50 GB/s = 20971.52 -> 20972 ns, then the kernel */
+    assert_int_equal(tl_dev_copy(&x->d, s1, &h2d, 0, NULL, NULL, &id), 0);
+    launch(x, s1, &k, 0, 1);
+    /* s2: another H2D waits for the H2D engine; s3: D2H runs at once */
+    assert_int_equal(tl_dev_copy(&x->d, s2, &h2d2, 0, NULL, NULL, &id), 0);
+    tl_op k2 = mk(4, 256, 32, 0, 100 * US);
+    launch(x, s2, &k2, 0, 2);
+    assert_int_equal(tl_dev_copy(&x->d, s3, &d2h, 0, NULL, NULL, &id), 0);
+    tl_op k3 = mk(4, 256, 32, 0, 100 * US);
+    launch(x, s3, &k3, 0, 3);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->start_ns, 20972);
+    assert_int_equal(rec_of(x, 2)->start_ns, 20972 + 10 * US);
+    assert_int_equal(rec_of(x, 3)->start_ns, 30 * US);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.copies, 3);
+    /* bad copies */
+    assert_int_equal(tl_dev_copy(&x->d, s1, &k, 0, NULL, NULL, &id), TL_EINVAL);
+    assert_int_equal(tl_dev_copy(&x->d, 99, &h2d, 0, NULL, NULL, &id), TL_EINVAL);
+    close_h(x);
+}
+
+static void test_one_copy_engine(void **st)
+{
+    h *x = open_h(4, 0);
+    x->p.copy_engines = 1;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op h2d = { .kind = TL_OP_MEMCPY, .copy_kind = TL_COPY_H2D, .dur_ns = 10 * US };
+    tl_op d2h = { .kind = TL_OP_MEMCPY, .copy_kind = TL_COPY_D2H, .dur_ns = 30 * US };
+    tl_op k = mk(4, 256, 32, 0, 100 * US);
+    tl_stream_id s1 = stream(x, c, 0), s2 = stream(x, c, 0);
+    assert_int_equal(tl_dev_copy(&x->d, s1, &h2d, 0, NULL, NULL, NULL), 0);
+    assert_int_equal(tl_dev_copy(&x->d, s2, &d2h, 0, NULL, NULL, NULL), 0);
+    launch(x, s2, &k, 0, 1);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->start_ns, 40 * US);
+    close_h(x);
+}
+
+/* ---------- latency, timers, bad input ---------- */
+
+static int timer_hits;
+static tl_ns timer_at[4];
+static void on_timer(void *arg, tl_ns now)
+{
+    timer_at[timer_hits++] = now;
+}
+
+static void test_latency_timers_errors(void **st)
+{
+    h *x = open_h(4, 0);
+    x->p.launch_latency_ns = 5 * US;
+    start_h(x);
+    tl_err err;
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id s = stream(x, c, 0);
+    tl_op k = mk(4, 256, 32, 0, 100 * US);
+    launch(x, s, &k, 0, 1);
+    timer_hits = 0;
+    tl_dev_timer(&x->d, 7, on_timer, NULL);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->start_ns, 5 * US);
+    assert_int_equal(rec_of(x, 1)->end_ns, 105 * US);
+    assert_int_equal(timer_hits, 1);
+    assert_int_equal(timer_at[0], 7);
+    tl_dev_timer(&x->d, 3, on_timer, NULL); /* in the past: fires now */
+    run(x);
+    assert_int_equal(timer_at[1], 105 * US);
+    /* run(until) stops the clock there */
+    tl_dev_timer(&x->d, 200 * US, on_timer, NULL);
+    assert_int_equal(tl_dev_run(&x->d, 150 * US, &err), 0);
+    assert_int_equal(tl_dev_now(&x->d), 150 * US);
+    assert_int_equal(timer_hits, 2);
+    run(x);
+    assert_int_equal(timer_hits, 3);
+
+    tl_op bad = mk(0, 256, 32, 0, 10);
+    tl_kernel_desc kd = { .op = &bad };
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    bad = mk(4, 2048, 32, 0, 10);
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    bad = mk(4, 256, 32, 0, -1);
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    bad = mk(4, 256, 32, 0, 10);
+    kd.block_begin = 3, kd.block_end = 3;
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    kd.block_begin = 0, kd.block_end = 5;
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    kd.block_end = 0;
+    assert_int_equal(tl_dev_launch(&x->d, 42, &kd, NULL, NULL, NULL), TL_EINVAL);
+    assert_int_equal(tl_dev_launch(&x->d, -1, &kd, NULL, NULL, NULL), TL_EINVAL);
+    kd.op = NULL;
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_EINVAL);
+    tl_stream_id s2;
+    assert_int_equal(tl_dev_stream_create(&x->d, 77, 0, &s2, &err), TL_EINVAL);
+    tl_ctx_config cc = { .kind = TL_CTX_MPS, .sm_percent = 150 };
+    tl_ctx_id id;
+    assert_int_equal(tl_dev_ctx_create(&x->d, &cc, &id, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "sm_percent"));
+    cc.sm_percent = 50, cc.mps_priority = 2;
+    assert_int_equal(tl_dev_ctx_create(&x->d, &cc, &id, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "mps_priority"));
+    cc.kind = (tl_ctx_kind)9;
+    assert_int_equal(tl_dev_ctx_create(&x->d, &cc, &id, &err), TL_ERANGE);
+    close_h(x);
+
+    /* bad parameters and GPUs at open */
+    tl_device d;
+    tl_gpu_props g;
+    tl_sim_params p;
+    assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    p.contention.max_slowdown = 0.5;
+    assert_int_equal(tl_sim_open(&d, &g, &p, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "max_slowdown"));
+    g.sms = 0;
+    assert_int_equal(tl_sim_open(&d, &g, NULL, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "sms"));
+}
+
+static void nested_run(void *arg, tl_ns now)
+{
+    tl_err err;
+    assert_int_equal(tl_dev_run(arg, -1, &err), TL_EINVAL);
+}
+
+static void test_nested_run_refused(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_dev_timer(&x->d, 10, nested_run, &x->d);
+    run(x);
+    close_h(x);
+}
+
+/* ---------- determinism ---------- */
+
+static void mixed_scenario(h *x, ptb_run *p)
+{
+    static tl_op ops[40];
+    tl_ctx_id m1 = ctx(x, TL_CTX_MPS, 60, 0, 0), m2 = ctx(x, TL_CTX_MPS, 0, 1, 0);
+    tl_ctx_id t = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id s[4] = { stream(x, m1, -5), stream(x, m1, 0), stream(x, m2, 0), stream(x, t, 0) };
+    for (int i = 0; i < 40; i++) {
+        ops[i] = mk((uint32_t)(3 + 37 * i % 211), (uint32_t)(64 * (1 + i % 8)), 24 + i % 40,
+                    (uint32_t)(i % 5) * 9000, (tl_ns)(20 + 13 * i) * US);
+        launch(x, s[i % 4], &ops[i], i % 3, (uint64_t)i);
+    }
+    p->x = x;
+    p->s = s[1];
+    p->op = mk(3000, 128, 32, 0, 5 * MS);
+    p->workers = 3;
+    p->retreat_every = 700 * US;
+    ptb_launch(p);
+    run(x);
+}
+
+static void test_determinism(void **st)
+{
+    h *a = open_h(8, -1), *b = open_h(8, -1);
+    start_h(a);
+    start_h(b);
+    ptb_run pa = { 0 }, pb = { 0 };
+    mixed_scenario(a, &pa);
+    mixed_scenario(b, &pb);
+    assert_true(a->n_recs > 40);
+    assert_int_equal(a->n_recs, b->n_recs);
+    assert_int_equal(a->n_acts, b->n_acts);
+    for (int i = 0; i < a->n_recs; i++) {
+        assert_int_equal(a->recs[i].tag, b->recs[i].tag);
+        assert_int_equal(a->recs[i].start_ns, b->recs[i].start_ns);
+        assert_int_equal(a->recs[i].end_ns, b->recs[i].end_ns);
+        assert_int_equal(a->recs[i].blocks, b->recs[i].blocks);
+        assert_true(a->recs[i].avg_sms == b->recs[i].avg_sms);
+    }
+    for (int i = 0; i < a->n_acts; i++) {
+        const tl_sim_activity *x = &a->acts[i], *y = &b->acts[i];
+        assert_true(x->kind == y->kind && x->time == y->time && x->ctx == y->ctx &&
+                    x->job == y->job && x->launch == y->launch && x->tag == y->tag &&
+                    x->blocks == y->blocks && x->sms == y->sms && x->ctx_sms == y->ctx_sms &&
+                    x->paused == y->paused);
+    }
+    assert_int_equal(pa.done_sum, 3000);
+    assert_int_equal(pb.done_sum, 3000);
+    /* MPS cap of 60% of 8 SMs = 5 */
+    assert_true(a->max_ctx_sms[0] <= 5);
+    close_h(a);
+    close_h(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_solo_exact),
+        cmocka_unit_test(test_unfit_kernel_runs),
+        cmocka_unit_test(test_cost_waves_not_blocks),
+        cmocka_unit_test(test_timeslice_two_contexts),
+        cmocka_unit_test(test_timeslice_alone_no_switch),
+        cmocka_unit_test(test_priority_streams),
+        cmocka_unit_test(test_priority_clamp),
+        cmocka_unit_test(test_stream_fifo),
+        cmocka_unit_test(test_leftover_dispatch),
+        cmocka_unit_test(test_mps_cap),
+        cmocka_unit_test(test_mps_cap_rounding),
+        cmocka_unit_test(test_mps_client_priority),
+        cmocka_unit_test(test_partitions),
+        cmocka_unit_test(test_ptb_retreat_resume),
+        cmocka_unit_test(test_ptb_full_and_measure),
+        cmocka_unit_test(test_ptb_retreat_early_and_late),
+        cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_contention),
+        cmocka_unit_test(test_contention_cap),
+        cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_one_copy_engine),
+        cmocka_unit_test(test_latency_timers_errors),
+        cmocka_unit_test(test_nested_run_refused),
+        cmocka_unit_test(test_determinism),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
