@@ -1,5 +1,6 @@
 /* Open the results database read-only and check that it holds the Tally
  * results schema (results.h), so that every later query can trust its columns. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -99,7 +100,8 @@ int tl_analysis_open(tl_analysis *a, const char *path, tl_err *err)
     if (!path || !*path)
         return tl_errf(err, TL_EINVAL, "no results database given");
     if (access(path, R_OK) != 0)
-        return tl_errf(err, TL_EIO, "%s: cannot read the results database: %m", path);
+        return tl_errf(err, TL_EIO, "%s: cannot read the results database: %s", path,
+                       strerror(errno));
     a->path = tl_xstrdup(path);
     if (sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         tl_errf(err, TL_EIO, "%s: cannot open: %s", path,

@@ -221,11 +221,12 @@ static bool policy_selected(const char *list, const char *policy)
 }
 
 static tl_group *find_group(tl_groups *g, const char *exp, const char *kind, const char *policy,
-                            bool has_load, double load, const char *sig)
+                            const char *params, bool has_load, double load, const char *sig)
 {
     for (size_t i = 0; i < g->n; i++) {
         tl_group *x = &g->v[i];
         if (!strcmp(x->experiment, exp) && !strcmp(x->kind, kind) && !strcmp(x->policy, policy) &&
+            !strcmp(x->params, params) &&
             x->has_load == has_load && (!has_load || x->load == load) && !strcmp(x->jobsig, sig))
             return x;
     }
@@ -275,6 +276,8 @@ static int cmp_group(const void *pa, const void *pb)
         return tl_group_is_alone(a) ? -1 : 1;
     if ((c = strcmp(a->policy, b->policy)))
         return c;
+    if ((c = strcmp(a->params, b->params)))
+        return c;
     if ((c = strcmp(a->kind, b->kind)))
         return c;
     if (a->has_load != b->has_load)
@@ -301,7 +304,7 @@ static void make_labels(tl_groups *g)
 {
     for (size_t i = 0; i < g->n; i++) {
         tl_group *x = &g->v[i];
-        bool kinds = false, loads = false, sigs = false;
+        bool kinds = false, loads = false, sigs = false, params = false;
         for (size_t k = 0; k < g->n; k++) {
             tl_group *y = &g->v[k];
             if (strcmp(x->experiment, y->experiment) || tl_group_is_alone(y))
@@ -309,9 +312,12 @@ static void make_labels(tl_groups *g)
             kinds |= strcmp(x->kind, y->kind) != 0;
             loads |= x->has_load != y->has_load || (x->has_load && x->load != y->load);
             sigs |= strcmp(x->jobsig, y->jobsig) != 0;
+            params |= !strcmp(x->policy, y->policy) && strcmp(x->params, y->params) != 0;
         }
         tl_sbuf b = {0};
         tl_sbuf_printf(&b, "%s", x->policy);
+        if (params && *x->params)
+            tl_sbuf_printf(&b, " %s", x->params);
         if (kinds)
             tl_sbuf_printf(&b, " (%s)", x->kind);
         if (loads && x->has_load)
@@ -332,7 +338,8 @@ int tl_groups_load(tl_analysis *a, const tl_filter *f, tl_groups *out, tl_err *e
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     int r = tl_an_prepare(a,
-                          "SELECT run_id, COALESCE(experiment,''), kind, policy, load FROM runs "
+                          "SELECT run_id, COALESCE(experiment,''), kind, policy, load, "
+                          "COALESCE(policy_params,'') FROM runs "
                           "WHERE COALESCE(status,'done')='done' "
                           "AND (?1 IS NULL OR experiment=?1) AND (?2=0 OR run_id=?2) "
                           "AND (?3 IS NULL OR kind=?3) ORDER BY run_id",
@@ -353,22 +360,29 @@ int tl_groups_load(tl_analysis *a, const tl_filter *f, tl_groups *out, tl_err *e
         const char *policy = (const char *)sqlite3_column_text(st, 3);
         bool has_load = sqlite3_column_type(st, 4) != SQLITE_NULL;
         double load = sqlite3_column_double(st, 4);
+        char *params = tl_an_clean_label((const char *)sqlite3_column_text(st, 5));
+        /* "{}" and "" both mean the policy's defaults */
+        if (!strcmp(params, "{}"))
+            params[0] = '\0';
         if (!kind)
             kind = "";
         if (!policy)
             policy = "";
-        if (!policy_selected(f->policies, policy))
+        if (!policy_selected(f->policies, policy)) {
+            free(params);
             continue;
+        }
         run_data rd = {0};
         if ((r = load_run(a, run_id, &rd, err)) < 0) {
             run_data_free(&rd);
+            free(params);
             break;
         }
         fill_derived(a, &rd);
         char *sig = job_signature(&rd);
         char *cexp = tl_an_clean_label(exp), *ckind = tl_an_clean_label(kind),
              *cpol = tl_an_clean_label(policy);
-        tl_group *grp = find_group(out, cexp, ckind, cpol, has_load, load, sig);
+        tl_group *grp = find_group(out, cexp, ckind, cpol, params, has_load, load, sig);
         free(cexp);
         free(ckind);
         free(cpol);
@@ -382,12 +396,15 @@ int tl_groups_load(tl_analysis *a, const tl_filter *f, tl_groups *out, tl_err *e
             grp->experiment = tl_an_clean_label(exp);
             grp->kind = tl_an_clean_label(kind);
             grp->policy = tl_an_clean_label(policy);
+            grp->params = params;
+            params = NULL;
             grp->has_load = has_load;
             grp->load = load;
             grp->jobsig = sig;
             sig = NULL;
         }
         free(sig);
+        free(params);
         add_run(grp, run_id, &rd);
         run_data_free(&rd);
     }
@@ -427,6 +444,7 @@ void tl_groups_close(tl_groups *g)
         free(x->experiment);
         free(x->kind);
         free(x->policy);
+        free(x->params);
         free(x->jobsig);
         free(x->label);
         free(x->run_ids);

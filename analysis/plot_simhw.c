@@ -15,6 +15,7 @@ typedef struct pair {
 static bool same_setup(const tl_group *a, const tl_group *b)
 {
     return !strcmp(a->experiment, b->experiment) && !strcmp(a->policy, b->policy) &&
+           !strcmp(a->params, b->params) &&
            a->has_load == b->has_load && (!a->has_load || a->load == b->load) &&
            !strcmp(a->jobsig, b->jobsig);
 }

@@ -53,7 +53,9 @@ static void fill_group_cells(char **r, const tl_group *g)
 {
     r[C_EXP] = tl_xstrdup(*g->experiment ? g->experiment : "-");
     r[C_KIND] = tl_xstrdup(g->kind);
-    r[C_POLICY] = tl_xstrdup(g->policy);
+    tl_sbuf p = {0};
+    tl_sbuf_printf(&p, "%s%s%s", g->policy, *g->params ? " " : "", g->params);
+    r[C_POLICY] = p.s;
     r[C_LOAD] = g->has_load ? num("%g", g->load) : tl_xstrdup("-");
     char buf[32];
     snprintf(buf, sizeof buf, "%zu", g->n_runs);

@@ -59,7 +59,8 @@ static const char schema_sql[] =
  *                         bert rel 1.0, system 1.9 come from the alone runs
  *   run 6  tally, kind hw  bert p99 10 ms, resnet throughput 7.5 (sim mean 7)
  *   run 7  tally, status 'failed': must be ignored
- *   run 8  experiment exp2, policy mps */
+ *   run 8  experiment exp2, policy mps
+ *   run 9  experiment exp2, policy mps with parameters: a group of its own */
 static const char data_sql[] =
     "INSERT INTO runs(run_id, run_key, experiment, kind, policy, seed, repetition, load, status) VALUES"
     " (1,'k1','exp1','sim','alone',1,0,0.5,'done'),"
@@ -70,6 +71,8 @@ static const char data_sql[] =
     " (6,'k6','exp1','hw','tally',1,0,0.5,'done'),"
     " (7,'k7','exp1','sim','tally',3,2,0.5,'failed'),"
     " (8,'k8','exp2','sim','mps',1,0,0.5,'done');"
+    "INSERT INTO runs(run_id, run_key, experiment, kind, policy, policy_params, load, status) VALUES"
+    " (9,'k9','exp2','sim','mps','{\"sm_percent\": 50}',0.5,'done');"
     "INSERT INTO jobs(run_id, job_id, name, role, priority, slo_ns, alone_run_id) VALUES"
     " (1,0,'bert','inference',0,10000000,NULL),"
     " (2,0,'resnet','training',1,0,NULL),"
@@ -78,7 +81,8 @@ static const char data_sql[] =
     " (5,0,'bert','inference',0,10000000,1), (5,1,'resnet','training',1,0,2),"
     " (6,0,'bert','inference',0,10000000,NULL), (6,1,'resnet','training',1,0,NULL),"
     " (7,0,'bert','inference',0,10000000,1), (7,1,'resnet','training',1,0,2),"
-    " (8,0,'bert','inference',0,10000000,NULL), (8,1,'resnet','training',1,0,NULL);"
+    " (8,0,'bert','inference',0,10000000,NULL), (8,1,'resnet','training',1,0,NULL),"
+    " (9,0,'bert','inference',0,10000000,NULL), (9,1,'resnet','training',1,0,NULL);"
     "INSERT INTO metrics VALUES"
     " (1,0,'p50_ns',4000000), (1,0,'p99_ns',8000000), (1,0,'throughput',50),"
     " (1,0,'slo_attainment',1.0), (1,0,'util',0.2),"
@@ -405,7 +409,13 @@ static void test_groups_mean_and_derived(void **state)
     /* filters: policy list, kind, run id, nothing */
     f = (tl_filter){.policies = "tgs,mps"};
     assert_int_equal(tl_groups_load(&a, &f, &g, &err), 0);
+    assert_int_equal(g.n, 3); /* exp1 tgs; exp2 mps with and without parameters */
+    tl_groups_close(&g);
+    f = (tl_filter){.experiment = "exp2"};
+    assert_int_equal(tl_groups_load(&a, &f, &g, &err), 0);
     assert_int_equal(g.n, 2);
+    assert_string_equal(g.v[0].label, "mps");
+    assert_string_equal(g.v[1].label, "mps {sm_percent: 50}");
     tl_groups_close(&g);
     f = (tl_filter){.experiment = "exp1", .kind = "sim", .policies = "tally"};
     assert_int_equal(tl_groups_load(&a, &f, &g, &err), 0);

@@ -3,7 +3,8 @@
  * report table. Plots are made from the database only, never from scraped text.
  *
  * Runs are selected by a tl_filter and grouped: runs that differ only by seed or
- * repetition (same experiment, kind, policy, load and job list) form one group,
+ * repetition (same experiment, kind, policy and its parameters, load and job
+ * list) form one group,
  * whose metrics are the mean over its runs. Each plot writes, in the output
  * folder, a whitespace-separated data file (NAME.dat, header comments say what
  * the columns are), a readable gnuplot script (NAME.gp, `gnuplot NAME.gp` makes
@@ -84,6 +85,7 @@ typedef struct tl_group {
     char *experiment; /* "" when the run has none */
     char *kind;       /* "sim" or "hw" */
     char *policy;
+    char *params;     /* runs.policy_params ("" for none or "{}") */
     bool has_load;
     double load;
     char *jobsig;     /* job names in job_id order, joined by '+' */
@@ -102,8 +104,8 @@ typedef struct tl_groups {
     size_t n;
 } tl_groups;
 
-/* Load the selected finished runs, grouped and sorted (experiment, policy, kind,
- * load, jobs). Missing derived metrics are filled in per run where the run's
+/* Load the selected finished runs, grouped and sorted (experiment, policy,
+ * parameters, kind, load, jobs). Missing derived metrics are filled in per run where the run's
  * baseline allows it: p99_overhead and throughput_rel from jobs.alone_run_id,
  * system_throughput as the sum of throughput_rel. No matching run: TL_EMISSING. */
 int tl_groups_load(tl_analysis *a, const tl_filter *f, tl_groups *out, tl_err *err);
