@@ -13,7 +13,10 @@
  *  - Training tasks wait in a per-job FIFO; at most train_inflight of them are
  *    on the device per job. They are released (space sharing) unless a
  *    latency-critical job
- *      (a) has a heavy kernel in flight, or
+ *      (a) has a heavy kernel running: at the head of its stream's tasks in
+ *          flight (a heavy kernel queued behind a light one does not yet hold
+ *          training, until the light one is within lookahead_ms of its
+ *          expected end: head start + traced duration), or
  *      (b) is inside a request whose next GPU op is heavy and due within
  *          lookahead_ms of host time (drain training before it starts), or
  *      (c) has its SLO at risk: time since the request's arrival + estimated
@@ -50,7 +53,10 @@ typedef struct herald_op {
 
 typedef struct herald_hp {
     herald_op **iters; /* per iteration, built on first use */
-    int heavy_inflight;
+    /* Its tasks in flight per trace stream (they complete in FIFO order), and
+     * since when the head has been at the head: it runs from about then. */
+    tl_task_queue sq[TL_MAX_JOB_STREAMS];
+    tl_ns head_since[TL_MAX_JOB_STREAMS];
     bool in_request, have_last;
     uint32_t last_iter, last_index;
     tl_ns req_arrival;
@@ -168,8 +174,22 @@ static const herald_op *op_info(herald_state *st, int j, uint32_t iter, uint32_t
 static bool hp_holds(herald_state *st, int j, tl_ns now)
 {
     herald_hp *h = &st->hp[j];
-    if (h->heavy_inflight > 0)
-        return true;
+    const tl_trace *tr = st->p->jobs[j].trace;
+    for (int s = 0; tr && s < tr->n_streams && s < TL_MAX_JOB_STREAMS; s++) {
+        const tl_task_queue *q = &h->sq[s];
+        if (!q->len)
+            continue;
+        const tl_task *head = q->v[q->head];
+        const herald_op *o = op_info(st, j, head->iter, head->index);
+        if (o && o->heavy)
+            return true;
+        if (q->len > 1) {
+            const tl_task *second = q->v[(q->head + 1) % q->cap];
+            const herald_op *o2 = op_info(st, j, second->iter, second->index);
+            if (o2 && o2->heavy && now + st->lookahead_ns >= h->head_since[s] + head->op->dur_ns)
+                return true;
+        }
+    }
     if (!h->in_request)
         return false;
     const herald_op *t = iter_table(st, j, h->last_iter);
@@ -184,6 +204,11 @@ static bool hp_holds(herald_state *st, int j, tl_ns now)
 }
 
 static void train_done(tl_policy *p, tl_task *t, const tl_launch_result *r);
+
+static int stream_of(const tl_task *t)
+{
+    return t->op->stream >= 0 ? t->op->stream % TL_MAX_JOB_STREAMS : 0;
+}
 
 static void pump(herald_state *st)
 {
@@ -215,9 +240,20 @@ static void hp_done(tl_policy *p, tl_task *t, const tl_launch_result *r)
     herald_state *st = p->state;
     int j = t->job->id;
     herald_hp *h = &st->hp[j];
+    int s = stream_of(t);
+    if (tl_task_queue_peek(&h->sq[s]) == t) {
+        tl_task_queue_pop(&h->sq[s]);
+    } else { /* not in FIFO order: remove it wherever it is */
+        tl_task_queue rest;
+        tl_task_queue_init(&rest);
+        for (tl_task *x; (x = tl_task_queue_pop(&h->sq[s]));)
+            if (x != t)
+                tl_task_queue_push(&rest, x);
+        tl_task_queue_close(&h->sq[s]);
+        h->sq[s] = rest;
+    }
+    h->head_since[s] = tl_dev_now(p->dev);
     const herald_op *o = op_info(st, j, t->iter, t->index);
-    if (o && o->heavy)
-        h->heavy_inflight--;
     if (o && o->next_gpu < 0 && h->in_request && t->iter == h->last_iter &&
         t->index == h->last_index)
         h->in_request = false; /* the request's last GPU op is done */
@@ -241,13 +277,13 @@ static void hp_submit(herald_state *st, tl_task *t)
     h->have_last = true;
     h->last_iter = t->iter;
     h->last_index = t->index;
-    const herald_op *o = op_info(st, j, t->iter, t->index);
-    bool heavy = o && o->heavy;
-    if (heavy)
-        h->heavy_inflight++;
+    int s = stream_of(t);
+    tl_task_queue_push(&h->sq[s], t);
+    if (h->sq[s].len == 1)
+        h->head_since[s] = tl_dev_now(st->p->dev);
     if (tl_policy_run_plain_then(st->p, t, tl_stream_map_get(&st->maps[j], t->op), hp_done) < 0 &&
-        heavy)
-        h->heavy_inflight--;
+        h->sq[s].len && h->sq[s].v[(h->sq[s].head + h->sq[s].len - 1) % h->sq[s].cap] == t)
+        h->sq[s].len--; /* refused and completed at once: not in flight */
 }
 
 /* ---- ops ---- */
@@ -314,6 +350,8 @@ static void herald_teardown(tl_policy *p)
             free(h->iters[i]);
         free(h->iters);
         free(h->arrivals);
+        for (int s = 0; s < TL_MAX_JOB_STREAMS; s++)
+            tl_task_queue_close(&h->sq[s]);
         tl_task_queue_close(&st->q[j]);
     }
     free(st->hp);

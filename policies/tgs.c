@@ -12,10 +12,17 @@
  *    slow start (doubling) below ssthresh, then additive increase; when the
  *    high-priority throughput of the window drops below (1 - tolerance) x the
  *    best of the last `history` windows, ssthresh = max(min_rate, rate x
- *    decrease) and the rate falls to it. Throughput = logical blocks of
- *    completed high-priority kernels per ms during which a high-priority task
- *    was in flight (so that fewer requests do not read as interference); a
- *    window without such activity gives no observation and counts as "no drop".
+ *    decrease) and the rate falls to it.
+ *  - High-priority throughput of a window: the solo (traced) time of the
+ *    high-priority tasks completed in it divided by the time they took, each
+ *    from when it could start (issued, and its stream's previous task done) to
+ *    its end. 1 alone (less a constant launch overhead on hardware); below 1
+ *    when best-effort work slows or delays it. Normalising by solo time keeps a
+ *    window with fewer or smaller requests from reading as interference (a raw
+ *    blocks-per-window count swings with the arrival process). A window with
+ *    no completed high-priority task gives no observation: "no drop".
+ *    With raw_rate, the observation is instead the number of high-priority
+ *    kernels completed in the window (TGS's kernel rate, unnormalised).
  *  - The window timer runs only while some work is pending or in flight.
  *
  * Parameters:
@@ -29,6 +36,8 @@
  *   max_rate      double  default 1000   range [0.001, 1e9]  ceiling of the rate
  *   history       int     default 8      range [1, 64]       windows in "recent best"
  *   mps           bool    default false  MPS clients instead of time-sliced contexts
+ *   raw_rate      bool    default false  observe completed high-priority kernels per
+ *                                        window instead of the normalised speed
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -41,7 +50,7 @@ typedef struct tgs_state {
     tl_ns window_ns;
     double initial_rate, ssthresh, increase, decrease, tolerance, min_rate, max_rate;
     int history;
-    bool mps;
+    bool mps, raw_rate;
     /* runtime */
     tl_policy *p;
     tl_stream_map *maps;
@@ -50,8 +59,9 @@ typedef struct tgs_state {
     tl_tgs_ctl ctl;
     double tokens;
     int hp_outstanding, be_inflight;
-    tl_ns active_since, active_acc;
-    uint64_t hp_blocks;
+    tl_ns (*last_end)[TL_MAX_JOB_STREAMS]; /* per job and trace stream */
+    double solo_acc, wall_acc;             /* high-priority work this window */
+    uint64_t hp_kernels;                   /* high-priority kernels this window */
     bool timer_armed;
 } tgs_state;
 
@@ -76,6 +86,8 @@ static const tl_param_desc tgs_params[] = {
       "windows over which the recent best throughput is taken" },
     { "mps", TL_PARAM_BOOL, offsetof(tgs_state, mps), 0, 0, 1,
       "jobs as MPS clients instead of time-sliced contexts" },
+    { "raw_rate", TL_PARAM_BOOL, offsetof(tgs_state, raw_rate), 0, 0, 1,
+      "observe high-priority kernels completed per window, not the normalised speed" },
     { NULL },
 };
 
@@ -205,15 +217,13 @@ static void window_timer(void *arg, tl_ns now)
 {
     tgs_state *st = arg;
     st->timer_armed = false;
-    if (st->hp_outstanding > 0) {
-        st->active_acc += now - st->active_since;
-        st->active_since = now;
-    }
-    bool have = st->active_acc > 0 && st->hp_blocks > 0;
-    double obs = have ? (double)st->hp_blocks / ((double)st->active_acc / TL_NS_PER_MS) : 0;
-    tl_tgs_ctl_update(&st->ctl, have, obs);
-    st->active_acc = 0;
-    st->hp_blocks = 0;
+    if (st->raw_rate)
+        tl_tgs_ctl_update(&st->ctl, st->hp_kernels > 0, (double)st->hp_kernels);
+    else
+        tl_tgs_ctl_update(&st->ctl, st->wall_acc > 0,
+                          st->wall_acc > 0 ? st->solo_acc / st->wall_acc : 0);
+    st->solo_acc = st->wall_acc = 0;
+    st->hp_kernels = 0;
     add_tokens(st);
     pump(st);
     if (busy(st))
@@ -223,10 +233,14 @@ static void window_timer(void *arg, tl_ns now)
 static void hp_done(tl_policy *p, tl_task *t, const tl_launch_result *r)
 {
     tgs_state *st = p->state;
-    if (t->op->kind == TL_OP_KERNEL)
-        st->hp_blocks += tl_op_blocks(t->op);
-    if (--st->hp_outstanding == 0)
-        st->active_acc += tl_dev_now(p->dev) - st->active_since;
+    int s = t->op->stream >= 0 ? t->op->stream % TL_MAX_JOB_STREAMS : 0;
+    tl_ns *last = &st->last_end[t->job->id][s];
+    tl_ns ready = t->issued_ns > *last ? t->issued_ns : *last;
+    st->solo_acc += (double)t->op->dur_ns;
+    st->wall_acc += (double)(r->end_ns > ready ? r->end_ns - ready : 1);
+    *last = r->end_ns;
+    st->hp_kernels += t->op->kind == TL_OP_KERNEL;
+    st->hp_outstanding--;
 }
 
 static int tgs_setup(tl_policy *p, tl_err *err)
@@ -237,6 +251,7 @@ static int tgs_setup(tl_policy *p, tl_err *err)
     st->maps = tl_xcalloc(n, sizeof *st->maps);
     st->high = tl_xcalloc(n, sizeof *st->high);
     st->q = tl_xcalloc(n, sizeof *st->q);
+    st->last_end = tl_xcalloc(n, sizeof *st->last_end);
     for (int j = 0; j < p->n_jobs; j++)
         st->high[j] = tl_policy_job_is_high(p, &p->jobs[j]);
     tl_tgs_ctl_init(&st->ctl, st->initial_rate, st->ssthresh, st->increase, st->decrease,
@@ -252,8 +267,7 @@ static void tgs_submit(tl_policy *p, tl_task *t)
     int j = t->job->id;
     arm(st);
     if (st->high[j]) {
-        if (st->hp_outstanding++ == 0)
-            st->active_since = tl_dev_now(p->dev);
+        st->hp_outstanding++;
         if (tl_policy_run_plain_then(p, t, tl_stream_map_get(&st->maps[j], t->op), hp_done) < 0)
             st->hp_outstanding--;
         return;
@@ -270,6 +284,8 @@ static void tgs_teardown(tl_policy *p)
     free(st->q);
     free(st->maps);
     free(st->high);
+    free(st->last_end);
+    st->last_end = NULL;
     st->q = NULL;
     st->maps = NULL;
     st->high = NULL;

@@ -98,8 +98,8 @@ void tl_tgs_ctl_init(tl_tgs_ctl *c, double initial_rate, double ssthresh, double
                      int history);
 /* Best of the recent observations (0 if none). */
 double tl_tgs_ctl_best(const tl_tgs_ctl *c);
-/* One window ended. have_obs: the high-priority job was active, and obs is its
- * throughput (blocks per ms of activity). If obs < best x (1 - tolerance):
+/* One window ended. have_obs: the high-priority job completed work, and obs is
+ * its throughput (in tgs: solo time / time taken of its completed tasks). If obs < best x (1 - tolerance):
  * ssthresh = max(min, rate x decrease), rate = ssthresh. Else slow start
  * (rate x 2) below ssthresh, additive increase above; capped at max_rate. */
 tl_tgs_event tl_tgs_ctl_update(tl_tgs_ctl *c, bool have_obs, double obs);
