@@ -241,6 +241,40 @@ static void test_mps_never_exceeds_a_clients_cap(void **s)
     }
 }
 
+
+/* mps-priority: the best-effort client (rank 1) at t=0 issues B1 and B2 on two
+ * streams, each 264 x 1024 threads, 1000 us (one full wave): B1 fills the
+ * GPU, B2 waits. The high-priority client issues H (the same shape, 100 us) at
+ * 300 us. When B1 ends at 1000 us: under plain mps the client whose head
+ * kernel came first (B2, since 0) dispatches first, so H waits for B2 too
+ * (starts at 2000 us); with client priority 1 for best-effort, H (priority 0)
+ * goes first (starts at 1000 us) and B2 after it. */
+static void test_mps_priority_favours_the_high_priority_client(void **s)
+{
+    job_def d[2];
+    tl_job_spec jobs[2];
+    static int64_t two_streams[] = { 7, 8 };
+    tl_op h = kop(264, 1024, 100 * US, 0);
+    tl_op b[2] = { kop(264, 1024, 1000 * US, 0), kop(264, 1024, 1000 * US, 0) };
+    b[1].stream = 1;
+    tl_ns t_h = 300 * US, t_b = 0;
+    make_job(&d[0], &jobs[0], "hp", 0, TL_ROLE_INFERENCE, &h, 1, &t_h, 1);
+    make_job(&d[1], &jobs[1], "be", 1, TL_ROLE_INFERENCE, b, 2, &t_b, 1);
+    d[1].tr.streams = two_streams;
+    d[1].tr.n_streams = 2;
+    tl_run_result res;
+    run_policy("mps", NULL, jobs, 2, 10 * MS, false, NULL, &res);
+    assert_near(first_of(&res, 0, NULL)->start_ns, 2000 * US, 5 * US);
+    tl_run_result_close(&res);
+    run_policy("mps-priority", NULL, jobs, 2, 10 * MS, false, NULL, &res);
+    const tl_kernel_record *kh = first_of(&res, 0, NULL);
+    assert_near(kh->start_ns, 1000 * US, 5 * US);
+    for (size_t i = 0; i < res.n_kernels; i++)
+        if (res.kernels[i].job == 1 && res.kernels[i].start_ns > 500 * US)
+            assert_true(res.kernels[i].start_ns >= kh->end_ns); /* B2 after H */
+    tl_run_result_close(&res);
+}
+
 /* ---- tally ---- */
 
 /* Best-effort (rank 1) at t=0: B = 132000 blocks x 256 threads, 2.5 ms alone:
@@ -541,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_priority_streams_never_stop_running_blocks),
         cmocka_unit_test(test_time_slicing_never_overlaps_contexts),
         cmocka_unit_test(test_mps_never_exceeds_a_clients_cap),
+        cmocka_unit_test(test_mps_priority_favours_the_high_priority_client),
         cmocka_unit_test(test_tally_preempts_within_the_bound_and_conserves_blocks),
         cmocka_unit_test(test_tally_runs_untransformed_after_long_idleness),
         cmocka_unit_test(test_herald_shares_light_and_holds_heavy),
