@@ -11,4 +11,4 @@ echo "demo: simulating every policy on the bundled H100 traces (results in $out/
 echo "demo: plotting into $out/plots" >&2
 "$build/tally-plot" all --db "$out/demo.db" --experiment demo --out-dir "$out/plots"
 "$build/tally-plot" report --db "$out/demo.db" --experiment demo --markdown "$out/report.md"
-echo "demo: done. Open $out/plots/tradeoff.png and $out/plots/cdf.png; table in $out/report.md" >&2
+echo "demo: done. Open $out/plots/demo_tradeoff.png and $out/plots/demo_cdf.png; table in $out/report.md" >&2
