@@ -449,7 +449,20 @@ static int skim_event(tl_jscan *s, const char **cat, size_t *cat_len)
     }
 }
 
-static int read_events(kin_state *k, tl_jscan *s, const char *buf, size_t len)
+/* Events worth parsing, found by the skimmer: the whole file is checked for
+ * syntax before any event is interpreted, so a malformed file is reported
+ * as such rather than by its first odd event. */
+typedef struct span {
+    size_t start, end, index;
+    ev_kind kind;
+} span;
+
+typedef struct span_vec {
+    span *v;
+    size_t n, cap;
+} span_vec;
+
+static int skim_events(tl_jscan *s, span_vec *out)
 {
     /* at '[' */
     s->pos++;
@@ -464,12 +477,14 @@ static int read_events(kin_state *k, tl_jscan *s, const char *buf, size_t len)
         const char *cat;
         size_t cat_len;
         if (skim_event(s, &cat, &cat_len) < 0)
-            return tl_json_syntax_error(k->path, buf, len, s, k->err);
+            return -1;
         ev_kind kind = cat ? classify_cat(cat, cat_len) : EV_SKIP;
         if (kind != EV_SKIP) {
-            int r = parse_event(k, buf, len, start, s->pos, index, kind);
-            if (r < 0)
-                return r;
+            if (out->n == out->cap) {
+                out->cap = out->cap ? out->cap * 2 : 4096;
+                out->v = tl_xrealloc(out->v, out->cap * sizeof *out->v);
+            }
+            out->v[out->n++] = (span){start, s->pos, index, kind};
         }
         tl_jscan_ws(s);
         if (s->pos < s->len && s->buf[s->pos] == ',') {
@@ -481,7 +496,7 @@ static int read_events(kin_state *k, tl_jscan *s, const char *buf, size_t len)
             return 0;
         }
         s->err = s->pos < s->len ? "expected ',' or ']'" : "unexpected end of input in an array";
-        return tl_json_syntax_error(k->path, buf, len, s, k->err);
+        return -1;
     }
 }
 
@@ -548,6 +563,7 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
     tl_jscan s = {buf, len, 0, NULL};
     size_t props_start = 0, props_end = 0;
     bool have_events = false;
+    span_vec spans = {NULL, 0, 0};
     int r = 0;
 
     tl_jscan_ws(&s);
@@ -557,8 +573,8 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
     }
     if (buf[s.pos] == '[') { /* bare array of events (Chrome trace "array format") */
         have_events = true;
-        if ((r = read_events(&k, &s, buf, len)) < 0)
-            goto out;
+        if (skim_events(&s, &spans) < 0)
+            goto syntax;
     } else if (buf[s.pos] == '{') {
         s.pos++;
         tl_jscan_ws(&s);
@@ -581,8 +597,8 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
                 if (klen == 11 && memcmp(key, "traceEvents", 11) == 0 && s.pos < len &&
                     buf[s.pos] == '[') {
                     have_events = true;
-                    if ((r = read_events(&k, &s, buf, len)) < 0)
-                        goto out;
+                    if (skim_events(&s, &spans) < 0)
+                        goto syntax;
                 } else {
                     size_t vstart = s.pos;
                     if (tl_jscan_value(&s, 1) < 0)
@@ -618,6 +634,11 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
         r = tl_errf(err, TL_EMISSING, "%s: no 'traceEvents' array: not a Kineto trace", path);
         goto out;
     }
+    for (size_t i = 0; i < spans.n; i++) {
+        const span *sp = &spans.v[i];
+        if ((r = parse_event(&k, buf, len, sp->start, sp->end, sp->index, sp->kind)) < 0)
+            goto out;
+    }
     if (props_end > props_start) {
         json_t *props = json_loadb(buf + props_start, props_end - props_start, 0, NULL);
         read_device_props(&k, props);
@@ -628,6 +649,7 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
 syntax:
     r = tl_json_syntax_error(path, buf, len, &s, err);
 out:
+    free(spans.v);
     tl_raw_close(&raw);
     return r;
 }
