@@ -23,7 +23,8 @@
  *    tl_dev_measure against the original, speed = original / candidate, and
  *    estimated preemption latency (PTB: time / ceil(blocks / workers) / 2;
  *    sliced: time / slices); sweep a speed threshold 1.0, 0.9, ... 0.1 and take
- *    the first candidate meeting it within preempt_bound_ms (tl_tally_choose).
+ *    the first candidate meeting it within preempt_bound_ms (tl_tally_choose);
+ *    if none ever does, the fastest of those within 10% of the least latency.
  *    Kernels shorter than the bound, or with no more blocks than SMs, run
  *    untransformed. Choices are cached per (kernel name, grid, block).
  *
@@ -155,9 +156,16 @@ int tl_tally_choose(const tl_tally_config *c, int n, tl_ns original_ns, tl_ns bo
             if (c[i].time_ns > 0 && c[i].speed >= threshold && c[i].latency_ns <= bound_ns)
                 return i;
     }
+    /* The bound cannot be met: the least latency, and among candidates within
+     * 10% of it (PTB estimates are all about half a block's time) the fastest. */
+    tl_ns least = -1;
+    for (int i = 0; i < n; i++)
+        if (c[i].time_ns > 0 && (least < 0 || c[i].latency_ns < least))
+            least = c[i].latency_ns;
     int best = -1;
     for (int i = 0; i < n; i++)
-        if (c[i].time_ns > 0 && (best < 0 || c[i].latency_ns < c[best].latency_ns))
+        if (c[i].time_ns > 0 && (double)c[i].latency_ns <= 1.1 * (double)least &&
+            (best < 0 || c[i].speed > c[best].speed))
             best = i;
     return best;
 }
@@ -248,7 +256,8 @@ static tl_tally_config choose_config(tally_state *st, const tl_task *task)
         orig = op->dur_ns; /* no measurement here: the traced time for everything */
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if ((cand[i].mode == TL_TALLY_PTB && !st->ptb) ||
+        /* PTB needs a device that can make workers retreat */
+        if ((cand[i].mode == TL_TALLY_PTB && (!st->ptb || !st->p->dev->ops->retreat)) ||
             (cand[i].mode == TL_TALLY_SLICE && !st->slicing))
             continue;
         cand[i].time_ns = measured ? measure(st, op, task->job->id, &cand[i], blocks, &status)

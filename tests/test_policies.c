@@ -483,6 +483,15 @@ static void test_tally_choose_sweeps_the_threshold(void **s)
     assert_int_equal(tl_tally_choose(c, 3, 500 * US, 12 * US), 2);
     /* bound 5 us: nothing ever qualifies: the least latency */
     assert_int_equal(tl_tally_choose(c, 3, 500 * US, 5 * US), 2);
+    /* ... and among latencies within 10% of the least, the fastest: c0 at
+     * 10.5 us and speed 0.95 beats c2 at 10 us and 0.5; c1 (11.5 us) is out */
+    c[0].latency_ns = 10500;
+    c[1].latency_ns = 11500;
+    c[1].speed = 0.99;
+    assert_int_equal(tl_tally_choose(c, 3, 500 * US, 5 * US), 0);
+    c[0].latency_ns = 50 * US;
+    c[1].latency_ns = 20 * US;
+    c[1].speed = 0.85;
     /* a kernel already within the bound runs as it is */
     assert_int_equal(tl_tally_choose(c, 3, 30 * US, 30 * US), -1);
     assert_int_equal(tl_tally_choose(c, 0, 500 * US, 30 * US), -1);

@@ -72,8 +72,9 @@ void tl_tally_estimate(tl_tally_config *c, const tl_gpu_props *g, const tl_op *o
                        tl_ns original_ns);
 /* Tally's choice: -1 (run untransformed) when original_ns <= bound or n == 0;
  * else the first candidate, sweeping a speed threshold from 1.0 down to 0.1 by
- * 0.1, with speed >= threshold and latency <= bound; if none ever qualifies,
- * the candidate of least latency (the bound cannot be met; get closest). */
+ * 0.1, with speed >= threshold and latency <= bound; if none ever qualifies
+ * (the bound cannot be met), the fastest candidate whose latency is within
+ * 10% of the least latency. */
 int tl_tally_choose(const tl_tally_config *c, int n, tl_ns original_ns, tl_ns bound_ns);
 
 /* ---- tgs (policies/tgs.c) ---- */
