@@ -4,15 +4,19 @@
  *  - Every job gets its own context, as containers (processes) would: ordinary
  *    time-sliced contexts, or MPS clients with mps = true. High-priority jobs
  *    (the smallest rank) launch everything at once.
- *  - Best-effort kernels wait in a per-job FIFO and are launched only against
- *    tokens: a kernel launch costs one token (copies and memsets cost none but
- *    keep their place in the FIFO). At the end of every window the bucket gets
- *    rate x window tokens, holding at most max(1, rate x window).
- *  - The rate (launches per ms) follows a TCP-like controller (tl_tgs_ctl_*):
- *    slow start (doubling) below ssthresh, then additive increase; when the
- *    high-priority throughput of the window drops below (1 - tolerance) x the
- *    best of the last `history` windows, ssthresh = max(min_rate, rate x
- *    decrease) and the rate falls to it.
+ *  - Best-effort kernels wait in a per-job FIFO and are launched against a
+ *    token bucket counted in best-effort GPU time: a kernel may launch while
+ *    the bucket is positive and takes its traced (solo) duration out of it
+ *    (copies and memsets cost nothing but keep their place in the FIFO). At
+ *    the end of every window the bucket gets rate x window, holding at most
+ *    one window's worth. So the rate is the share of the GPU's time granted
+ *    to best-effort kernels (0.05: 5%), whatever their lengths.
+ *  - The rate follows a TCP-like controller (tl_tgs_ctl_*): slow start
+ *    (doubling) below ssthresh, then additive increase; when the high-priority
+ *    throughput of the window drops below (1 - tolerance) x the best of the
+ *    last `history` windows, ssthresh = max(min_rate, rate x decrease) and the
+ *    rate falls to it. Starting low lets the controller see the high-priority
+ *    job's undisturbed throughput first.
  *  - High-priority throughput of a window: the solo (traced) time of the
  *    high-priority tasks completed in it divided by the time they took, each
  *    from when it could start (issued, and its stream's previous task done) to
@@ -27,13 +31,14 @@
  *
  * Parameters:
  *   window_ms     ms      default 10     range [0.1, 10000]  controller period
- *   initial_rate  double  default 1      range [0.001, 1e6]  launches/ms at start
- *   ssthresh      double  default 64     range [0.001, 1e6]  slow-start threshold
- *   increase      double  default 1      range [0, 1e6]      additive step per window
+ *   initial_rate  double  default 0.05   range [0.0001, 100] GPU-time share at start
+ *   ssthresh      double  default 0.5    range [0.0001, 100] slow-start threshold
+ *   increase      double  default 0.05   range [0, 100]      additive step per window
  *   decrease      double  default 0.5    range [0.01, 0.99]  multiplicative back-off
  *   tolerance     double  default 0.05   range [0, 0.99]     drop that counts as a loss
- *   min_rate      double  default 0.1    range [0.001, 1e6]  floor of the rate
- *   max_rate      double  default 1000   range [0.001, 1e9]  ceiling of the rate
+ *   min_rate      double  default 0.01   range [0.0001, 100] floor of the rate
+ *   max_rate      double  default 8      range [0.0001, 100] ceiling (above 1: kernels
+ *                                                           of several streams overlap)
  *   history       int     default 8      range [1, 64]       windows in "recent best"
  *   mps           bool    default false  MPS clients instead of time-sliced contexts
  *   raw_rate      bool    default false  observe completed high-priority kernels per
@@ -57,7 +62,7 @@ typedef struct tgs_state {
     bool *high;
     tl_task_queue *q;
     tl_tgs_ctl ctl;
-    double tokens;
+    double tokens;                         /* ns of best-effort kernel time */
     int hp_outstanding, be_inflight;
     tl_ns (*last_end)[TL_MAX_JOB_STREAMS]; /* per job and trace stream */
     double solo_acc, wall_acc;             /* high-priority work this window */
@@ -68,20 +73,20 @@ typedef struct tgs_state {
 static const tl_param_desc tgs_params[] = {
     { "window_ms", TL_PARAM_NS_FROM_MS, offsetof(tgs_state, window_ns), 10, 0.1, 10000,
       "controller period" },
-    { "initial_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, initial_rate), 1, 0.001, 1e6,
-      "best-effort launches per ms at start" },
-    { "ssthresh", TL_PARAM_DOUBLE, offsetof(tgs_state, ssthresh), 64, 0.001, 1e6,
-      "slow-start threshold, launches per ms" },
-    { "increase", TL_PARAM_DOUBLE, offsetof(tgs_state, increase), 1, 0, 1e6,
-      "additive increase per window, launches per ms" },
+    { "initial_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, initial_rate), 0.05, 0.0001, 100,
+      "share of GPU time granted to best-effort kernels at start" },
+    { "ssthresh", TL_PARAM_DOUBLE, offsetof(tgs_state, ssthresh), 0.5, 0.0001, 100,
+      "slow-start threshold of the rate" },
+    { "increase", TL_PARAM_DOUBLE, offsetof(tgs_state, increase), 0.05, 0, 100,
+      "additive increase of the rate per window" },
     { "decrease", TL_PARAM_DOUBLE, offsetof(tgs_state, decrease), 0.5, 0.01, 0.99,
       "multiplicative decrease on a high-priority throughput drop" },
     { "tolerance", TL_PARAM_DOUBLE, offsetof(tgs_state, tolerance), 0.05, 0, 0.99,
       "relative drop below the recent best that counts as interference" },
-    { "min_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, min_rate), 0.1, 0.001, 1e6,
-      "floor of the rate, launches per ms" },
-    { "max_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, max_rate), 1000, 0.001, 1e9,
-      "ceiling of the rate, launches per ms" },
+    { "min_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, min_rate), 0.01, 0.0001, 100,
+      "floor of the rate" },
+    { "max_rate", TL_PARAM_DOUBLE, offsetof(tgs_state, max_rate), 8, 0.0001, 100,
+      "ceiling of the rate" },
     { "history", TL_PARAM_INT, offsetof(tgs_state, history), 8, 1, TL_TGS_HISTORY_MAX,
       "windows over which the recent best throughput is taken" },
     { "mps", TL_PARAM_BOOL, offsetof(tgs_state, mps), 0, 0, 1,
@@ -147,16 +152,10 @@ tl_tgs_event tl_tgs_ctl_update(tl_tgs_ctl *c, bool have_obs, double obs)
 
 /* ---- the policy ---- */
 
-static double window_ms(const tgs_state *st)
-{
-    return (double)st->window_ns / TL_NS_PER_MS;
-}
-
 static void add_tokens(tgs_state *st)
 {
-    double budget = st->ctl.rate * window_ms(st);
-    double cap = budget > 1 ? budget : 1;
-    st->tokens = st->tokens + budget > cap ? cap : st->tokens + budget;
+    double budget = st->ctl.rate * (double)st->window_ns;
+    st->tokens = st->tokens + budget > budget ? budget : st->tokens + budget;
 }
 
 static void window_timer(void *arg, tl_ns now);
@@ -190,11 +189,11 @@ static void pump(tgs_state *st)
             if (!t)
                 continue;
             bool kernel = t->op->kind == TL_OP_KERNEL;
-            if (kernel && st->tokens < 1)
+            if (kernel && st->tokens <= 0)
                 continue;
             tl_task_queue_pop(&st->q[j]);
             if (kernel)
-                st->tokens -= 1;
+                st->tokens -= (double)t->op->dur_ns;
             st->be_inflight++;
             if (tl_policy_run_plain_then(p, t, tl_stream_map_get(&st->maps[j], t->op), be_done) < 0)
                 st->be_inflight--;
@@ -293,7 +292,7 @@ static void tgs_teardown(tl_policy *p)
 
 const tl_policy_ops tl_policy_tgs = {
     .name = "tgs",
-    .summary = "best-effort launches throttled by a TCP-like rate driven by high-priority throughput",
+    .summary = "best-effort kernels throttled to a TCP-like GPU-time share driven by high-priority throughput",
     .state_size = sizeof(tgs_state),
     .params = tgs_params,
     .setup = tgs_setup,

@@ -435,20 +435,21 @@ static void test_herald_slo_guard_holds_training(void **s)
 /* ---- tgs ---- */
 
 /* Best-effort alone (the high-priority job's only request comes late): its
- * launches follow slow start. window 1 ms, initial rate 1/ms: 1 token at
- * first, then each window doubles the rate and adds rate x 1 ms tokens:
- * 1, 2, 4, 8 launches in the first four windows. Kernels are 1 us, so tokens,
- * not the GPU, bound the launches. */
+ * launches follow slow start. Window 1 ms, initial rate 0.1 of the GPU's
+ * time: 100 us of kernel time in the first window, then each window doubles
+ * the rate (no high-priority observation: no drop): 200, 400, 800 us. With
+ * 100 us kernels that is 1, 2, 4, 8 launches in the first four windows, each
+ * batch running back to back from the window's start. */
 static void test_tgs_slow_start_paces_best_effort_launches(void **s)
 {
     job_def d[2];
     tl_job_spec jobs[2];
-    tl_op h = kop(1, 32, 10 * US, 0), b = kop(1, 32, 1 * US, 0);
+    tl_op h = kop(1, 32, 10 * US, 0), b = kop(1, 32, 100 * US, 0);
     tl_ns t_h = 50 * MS;
     make_job(&d[0], &jobs[0], "hp", 0, TL_ROLE_INFERENCE, &h, 1, &t_h, 1);
     make_job(&d[1], &jobs[1], "be", 1, TL_ROLE_TRAINING, &b, 1, NULL, 0);
     tl_run_result res;
-    run_policy("tgs", "{\"window_ms\": 1, \"initial_rate\": 1, \"ssthresh\": 100}", jobs, 2,
+    run_policy("tgs", "{\"window_ms\": 1, \"initial_rate\": 0.1, \"ssthresh\": 4}", jobs, 2,
                4 * MS + 500 * US, false, NULL, &res);
     const tl_kernel_record *f = first_of(&res, 1, NULL);
     assert_non_null(f);

@@ -87,7 +87,7 @@ typedef enum tl_tgs_event {
 } tl_tgs_event;
 
 typedef struct tl_tgs_ctl {
-    double rate;          /* best-effort launches per ms */
+    double rate;          /* tgs: share of GPU time for best-effort kernels */
     double ssthresh;      /* slow start below, additive increase above */
     double increase, decrease, tolerance, min_rate, max_rate;
     double hist[TL_TGS_HISTORY_MAX]; /* recent observations, a ring */
