@@ -138,6 +138,8 @@ void tl_mps_start_argv(const tl_mps *m, const char *argv[3]);
 int tl_mps_start(tl_mps *m, tl_err *err);
 /* Safe to call twice and from the exit path. */
 void tl_mps_stop(tl_mps *m);
+/* Processes (control daemon, servers) running for this pipe folder. */
+int tl_mps_count_processes(const tl_mps *m);
 
 /* ---- Children and cleanup (procs.c) -----------------------------------------
  * Every child (context workers) is registered; on exit, SIGINT, SIGTERM,

@@ -40,11 +40,11 @@ BACKEND_RUN      := $(BUILD)/tally-run
 # sm_90 machine code for the H100, compute_80 PTX that newer GPUs can JIT.
 BACKEND_NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
 BACKEND_NVCC_FLAGS := -O3 -std=c++17 $(BACKEND_NVCC_ARCH) -Ibackend -Iinclude -Xcompiler -fPIC
-BACKEND_CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
+BACKEND_CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread
 ifeq ($(TALLY_STATIC_DEPS),1)
-BACKEND_DEP_LIBS := -Wl,-Bstatic -ljansson -lsqlite3 -lz -Wl,-Bdynamic -lm -lpthread -ldl
+BACKEND_DEP_LIBS := -Wl,-Bstatic -ljansson -lsqlite3 -lz -lstdc++ -Wl,-Bdynamic -lm -lpthread -ldl
 else
-BACKEND_DEP_LIBS := $(LDLIBS)
+BACKEND_DEP_LIBS := $(LDLIBS) -lstdc++
 endif
 
 CUDA_TARGETS     += $(BACKEND_CUDA_LIB) $(BACKEND_RUN)

@@ -180,6 +180,7 @@ static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *o
     const tl_calib_mem *m = mem_find(c, &key, target);
     if (m) {
         c->cstats.cache_hits++;
+        if (only_cached) c->cstats.kernels++;
         out->iters = m->iters;
         out->expected_ns = m->measured;
         return only_cached ? 1 : 0;
@@ -209,6 +210,10 @@ static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *o
         if ((r = tl_cuda_time_launch(c, &l, reps, c->calib_stream, &t, err))) return r;
         c->cstats.measurements++;
         measured_any = true;
+        if (t > 20 * target && t > 10 * TL_NS_PER_MS) { /* runaway guess: keep what we have */
+            tl_calib_curve_add(&curve, next, t, target);
+            break;
+        }
         tl_calib_curve_add(&curve, next, t, target);
         if ((r = tl_calib_db_add_point(&c->calib, &key, next, t, err))) return r;
     }

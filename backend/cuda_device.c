@@ -186,9 +186,32 @@ static int ensure_buffers(tl_cuda *c, size_t bytes, tl_err *err)
     return 0;
 }
 
+static bool op_in_trace(const tl_trace *t, const tl_op *op)
+{
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        if (op >= t->iters[i].ops && op < t->iters[i].ops + t->iters[i].n_ops) return true;
+    return false;
+}
+
+void tl_cuda_forget_trace(tl_device *d, const tl_trace *t)
+{
+    tl_cuda *c = C(d);
+    /* Plans are keyed by op address: a later trace may reuse these addresses. */
+    tl_plan_ent *old = c->plans;
+    size_t ocap = c->plan_cap;
+    c->plans = NULL;
+    c->plan_cap = c->plan_n = 0;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].op && !op_in_trace(t, old[i].op)) plan_put(c, old[i].op, &old[i].plan);
+    free(old);
+    for (int k = 0; k < c->n_traces; k++)
+        if (c->traces[k] == t) c->traces[k--] = c->traces[--c->n_traces];
+}
+
 int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err)
 {
     tl_cuda *c = C(d);
+    tl_cuda_forget_trace(d, t); /* in case a closed trace lived at these addresses */
     if (c->n_traces == c->cap_traces) {
         c->cap_traces = c->cap_traces ? c->cap_traces * 2 : 8;
         c->traces = tl_xrealloc(c->traces, (size_t)c->cap_traces * sizeof *c->traces);

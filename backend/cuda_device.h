@@ -74,6 +74,9 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err);
 /* Calibrate every kernel of the trace and size the copy buffers, before a run
  * (calibrating during a run would stall it). */
 int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err);
+/* Drop what the device remembers of a trace (call before closing it: plans
+ * are keyed by op address). */
+void tl_cuda_forget_trace(tl_device *d, const tl_trace *t);
 /* Plan for one op (calibrating now if needed). */
 int tl_cuda_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err);
 void tl_cuda_get_info(tl_device *d, tl_cuda_info *out);

@@ -17,7 +17,7 @@ static int get(const char *sym, void **fn)
 {
     enum cudaDriverEntryPointQueryResult q;
     *fn = NULL;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(sym, fn, 12040, cudaEnableDefault, &q);
+    cudaError_t e = cudaGetDriverEntryPointByVersion(sym, fn, CUDA_VERSION, cudaEnableDefault, &q);
     return e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn ? 0 : -1;
 }
 

@@ -7,19 +7,15 @@
 
 static void read_driver_version(char *out, size_t cap)
 {
-    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." */
+    /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  ...":
+     * the first token made of digits and dots (with at least one dot). */
     FILE *f = fopen("/proc/driver/nvidia/version", "r");
     if (f) {
         char line[512];
         if (fgets(line, sizeof line, f)) {
-            char *p = strstr(line, "Module");
-            if (p) {
-                p += 6;
-                while (*p == ' ') p++;
-                size_t n = strcspn(p, " \n");
-                if (n > 0 && n < cap) {
-                    memcpy(out, p, n);
-                    out[n] = 0;
+            for (char *save = NULL, *tok = strtok_r(line, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
+                if (tok[strspn(tok, "0123456789.")] == 0 && strchr(tok, '.') && tok[0] != '.' && strlen(tok) < cap) {
+                    snprintf(out, cap, "%s", tok);
                     fclose(f);
                     return;
                 }

@@ -190,12 +190,18 @@ int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err)
         } else {
             tl_ns dur[2];
             tl_stream_id ss[2] = {s_lo, ps};
-            for (int i = 0; i < 2; i++) {
+            int lr = 0;
+            for (int i = 0; i < 2 && !lr; i++) {
                 done d = {0};
                 tl_kernel_desc kd = {.op = &ops[K_COMPUTE], .job = 0};
-                if ((r = tl_dev_launch(&dev, ss[i], &kd, on_done, &d, NULL)) < 0) goto out;
+                if ((lr = tl_dev_launch(&dev, ss[i], &kd, on_done, &d, NULL)) < 0) break;
                 if ((r = tl_dev_run(&dev, -1, err)) < 0) goto out;
                 dur[i] = d.r[0].end_ns - d.r[0].start_ns;
+            }
+            if (lr < 0) {
+                fprintf(out, "selftest: partition: launch on the green context's stream failed (%d)", lr);
+                check(out, "partition", false, &fails);
+                goto done_part;
             }
             double ratio = (double)dur[1] / (double)dur[0];
             fprintf(out, "selftest: partition: 528 blocks on all SMs %lld ns, on a 16-SM green context %lld ns "
@@ -203,6 +209,7 @@ int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err)
             check(out, "partition", ratio > 0.6 * info.sms / 16.0, &fails);
         }
     }
+done_part:
     r = fails ? 1 : 0;
     fprintf(out, "selftest: %s\n", fails ? "SOME CHECKS FAILED" : "ALL CHECKS PASSED");
 out:

@@ -16,12 +16,19 @@
 
 namespace {
 
+// Exits are counted in TL_GROUPS groups (block b counts in group b % TL_GROUPS)
+// and then once per group at the top: a single counter hit by every block
+// serializes at L2 (16384 empty blocks took 52 us instead of ~10 on the H100).
+#define TL_GROUPS 64
+
 struct slot_dev {
     unsigned long long start, end; // %globaltimer: min over block starts, max over block ends
-    unsigned int exited;           // blocks that finished (last one publishes and resets)
+    unsigned int exited;           // groups whose blocks all finished
     unsigned int claimed;          // PTB: logical blocks claimed
     unsigned int retreat_gen;      // == launch gen: workers stop claiming
     unsigned int pad;
+    unsigned int g_exited[TL_GROUPS];
+    unsigned long long g_end[TL_GROUPS];
 };
 
 struct kargs {
@@ -55,25 +62,36 @@ __device__ __forceinline__ void stamp_start(slot_dev *s)
 __device__ __forceinline__ void block_exit(const kargs &a)
 {
     slot_dev *s = a.slot;
+    const unsigned int g = blockIdx.x % TL_GROUPS;
+    const unsigned int ngroups = gridDim.x < TL_GROUPS ? gridDim.x : TL_GROUPS;
+    const unsigned int in_group = gridDim.x / TL_GROUPS + (g < gridDim.x % TL_GROUPS ? 1u : 0u);
     unsigned long long t = gtimer();
-    if (t > *(volatile unsigned long long *)&s->end) atomicMax(&s->end, t);
+    if (t > *(volatile unsigned long long *)&s->g_end[g]) atomicMax(&s->g_end[g], t);
     __threadfence();
-    unsigned int old = atomicAdd(&s->exited, 1u);
-    if (old == gridDim.x - 1) {
-        // Last block: publish to the host record and reset the slot for reuse.
-        __threadfence();
-        volatile slot_dev *vs = s;
-        a.rec->start_gt = vs->start;
-        a.rec->end_gt = vs->end;
-        a.rec->claimed = vs->claimed;
-        __threadfence_system();
-        *(volatile unsigned int *)&a.rec->gen = a.gen;
-        vs->start = ~0ull;
-        vs->end = 0;
-        vs->claimed = 0;
-        vs->exited = 0;
-        __threadfence();
+    if (atomicAdd(&s->g_exited[g], 1u) != in_group - 1) return;
+    // Last block of its group: fold the group into the top.
+    __threadfence();
+    unsigned long long ge = *(volatile unsigned long long *)&s->g_end[g];
+    if (ge > *(volatile unsigned long long *)&s->end) atomicMax(&s->end, ge);
+    __threadfence();
+    if (atomicAdd(&s->exited, 1u) != ngroups - 1) return;
+    // Last block of all: publish to the host record and reset the slot.
+    __threadfence();
+    volatile slot_dev *vs = s;
+    a.rec->start_gt = vs->start;
+    a.rec->end_gt = vs->end;
+    a.rec->claimed = vs->claimed;
+    __threadfence_system();
+    *(volatile unsigned int *)&a.rec->gen = a.gen;
+    vs->start = ~0ull;
+    vs->end = 0;
+    vs->claimed = 0;
+    vs->exited = 0;
+    for (unsigned int i = 0; i < ngroups; i++) {
+        vs->g_exited[i] = 0;
+        vs->g_end[i] = 0;
     }
+    __threadfence();
 }
 
 template <int KIND, int NACC>
@@ -232,7 +250,10 @@ __global__ void k_fill(float4 *buf, unsigned long long n4)
 __global__ void k_init_slots(slot_dev *s, unsigned int n)
 {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { s[i].start = ~0ull; s[i].end = 0; s[i].exited = 0; s[i].claimed = 0; s[i].retreat_gen = 0; s[i].pad = 0; }
+    if (i < n) {
+        s[i].start = ~0ull; s[i].end = 0; s[i].exited = 0; s[i].claimed = 0; s[i].retreat_gen = 0; s[i].pad = 0;
+        for (int g = 0; g < TL_GROUPS; g++) { s[i].g_exited[g] = 0; s[i].g_end[g] = 0; }
+    }
 }
 
 extern "C" int tl_synth_variant_cap(int v) { return v >= 0 && v < TL_SYNTH_NVARIANTS ? caps[v] : 0; }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -265,6 +266,7 @@ static int cmd_calibrate(cli *c, int argc, char **argv)
                             pl.iters, (long long)pl.expected_ns);
                 }
         }
+        tl_cuda_forget_trace(&d, &t);
         tl_trace_close(&t);
     }
     if (csv) fclose(csv);
@@ -303,6 +305,14 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
         fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
         return EX_CANTCREAT;
     }
+    FILE *kcsv = NULL;
+    if (c->csv) {
+        char kp[1024];
+        snprintf(kp, sizeof kp, "%s.kernels.csv", c->csv);
+        if ((kcsv = fopen(kp, "w")))
+            fprintf(kcsv, "trace,kernel,launches,traced_median_ns,calibrated_median_ns,replayed_median_ns,"
+                          "traced_total_ns,replayed_total_ns\n");
+    }
     if (csv)
         fprintf(csv, "trace,gpu,iterations,traced_iter_ns,measured_iter_ns,iter_err,kernels,"
                      "traced_kernel_median_ns,measured_kernel_median_ns,kernel_median_err,"
@@ -336,8 +346,8 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
                              .seed = 1, .record_kernels = true};
         tl_run_result res;
         r = tl_run(&cfg, &d, &res, &err);
-        tl_dev_close(&d);
         if (r < 0) {
+            tl_dev_close(&d);
             status = fail(&err, r);
             tl_trace_close(&t);
             break;
@@ -372,22 +382,34 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
         /* per name */
         int names = 0, names_ok = 0;
         char *seen = tl_xcalloc(t.n_strings + 1, 1);
+        tl_ns *a3 = tl_xcalloc(nk + 1, sizeof *a3);
         for (size_t i = 0; i < nk; i++) {
             uint32_t nm = res.kernels[i].op->name;
             if (nm >= t.n_strings || seen[nm]) continue;
             seen[nm] = 1;
             size_t m = 0;
+            double sum_t = 0, sum_h = 0;
             for (size_t k = i; k < nk; k++)
                 if (res.kernels[k].op->name == nm) {
                     a1[m] = res.kernels[k].op->dur_ns;
                     a2[m] = res.kernels[k].end_ns - res.kernels[k].start_ns;
+                    tl_kernel_plan pl = {0};
+                    tl_err e2;
+                    if (tl_cuda_plan(&d, &t, res.kernels[k].op, &pl, &e2) == 0) a3[m] = pl.expected_ns;
+                    sum_t += (double)a1[m];
+                    sum_h += (double)a2[m];
                     m++;
                 }
-            tl_ns mt = median(a1, m), mh = median(a2, m);
+            tl_ns mt = median(a1, m), mh = median(a2, m), mc = median(a3, m);
             names++;
             if (mt > 0 && fabs((double)mh / (double)mt - 1) <= 0.05) names_ok++;
+            if (kcsv)
+                fprintf(kcsv, "\"%s\",\"%.100s\",%zu,%lld,%lld,%lld,%.0f,%.0f\n", argv[a], t.strings[nm], m,
+                        (long long)mt, (long long)mc, (long long)mh, sum_t, sum_h);
         }
         free(seen);
+        free(a3);
+        tl_dev_close(&d);
         free(a1);
         free(a2);
         double it_err = traced_it > 0 ? hw_it / traced_it - 1 : 0;
@@ -403,6 +425,7 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
         tl_trace_close(&t);
     }
     if (csv) fclose(csv);
+    if (kcsv) fclose(kcsv);
     return status;
 }
 
@@ -467,6 +490,7 @@ static int cmd_run(cli *c, int argc, char **argv)
             tl_trace_init(&t);
             if ((r = tl_trace_load(&t, jc->trace_path, &to, &err)) >= 0)
                 r = tl_cuda_prepare_trace(&d, &t, &err);
+            tl_cuda_forget_trace(&d, &t);
             tl_trace_close(&t);
         }
     tl_dev_close(&d);
@@ -485,6 +509,55 @@ static int cmd_run(cli *c, int argc, char **argv)
     r = tl_sweep_run(&e, &c->so, stdout, &err);
     tl_experiment_close(&e);
     return r < 0 ? fail(&err, r) : 0;
+}
+
+/* mps-check: start a private MPS daemon, run `tally-run info` as two MPS
+ * clients (50% and 100% of the SMs, priorities 1 and 0), stop the daemon and
+ * count what is left of it. */
+static int cmd_mps_check(cli *c, const char *self)
+{
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    tl_err err = {0};
+    char ctl[512];
+    if ((r = tl_mps_find_control(ctl, sizeof ctl, &err)) < 0) return fail(&err, r);
+    char root[] = "/tmp/tally-mps-XXXXXX";
+    if (!mkdtemp(root)) {
+        perror("tally-run: mkdtemp");
+        return EX_CANTCREAT;
+    }
+    static tl_mps m;
+    tl_mps_layout(&m, ctl, root);
+    tl_procs_set_mps(&m);
+    tl_ns t0 = tl_mono_ns();
+    if ((r = tl_mps_start(&m, &err)) < 0) return fail(&err, r);
+    printf("mps-check: daemon %s started in %.3f s (pipe %s), %d process(es)\n", ctl,
+           (double)(tl_mono_ns() - t0) / 1e9, m.pipe_dir, tl_mps_count_processes(&m));
+    int ok = 0;
+    for (int k = 0; k < 2; k++) {
+        char env[4][320];
+        int n = tl_mps_client_env(&m, k ? 0 : 50, k ? 0 : 1, env, 4);
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (int i = 0; i < n; i++) putenv(env[i]);
+            execl(self, self, "info", (char *)NULL);
+            _exit(127);
+        }
+        tl_procs_add(pid);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        tl_procs_remove(pid);
+        printf("mps-check: client %d (%s%s) exit %d\n", k, env[n - 2], n > 3 ? "" : "", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    }
+    printf("mps-check: %d process(es) of the daemon while running\n", tl_mps_count_processes(&m));
+    t0 = tl_mono_ns();
+    tl_mps_stop(&m);
+    int left = tl_mps_count_processes(&m);
+    printf("mps-check: stopped in %.3f s; %d process(es) left; %s\n", (double)(tl_mono_ns() - t0) / 1e9, left,
+           ok == 2 && left == 0 ? "PASS" : "FAIL");
+    return ok == 2 && left == 0 ? 0 : 1;
 }
 
 static int cmd_selftest(cli *c)
@@ -517,6 +590,7 @@ int main(int argc, char **argv)
     if (!strcmp(sub, "calibrate")) return cmd_calibrate(&c, argc, argv);
     if (!strcmp(sub, "fidelity")) return cmd_fidelity(&c, argc, argv);
     if (!strcmp(sub, "selftest")) return cmd_selftest(&c);
+    if (!strcmp(sub, "mps-check")) return cmd_mps_check(&c, "/proc/self/exe");
     fprintf(stderr, "tally-run: unknown command '%s' (try --help)\n", sub);
     return EX_USAGE;
 }

@@ -1,0 +1,633 @@
+/* The hardware backend's host-side logic (runs everywhere): the kernel-kind
+ * rule, register-variant choice, calibration arithmetic and its SQLite cache,
+ * the MPS daemon's command lines and start/stop (with a stand-in daemon),
+ * cleanup of children on exit and on signals, the watchdog. Then tally-run
+ * itself: on a machine without a GPU it must refuse with a clear message; on
+ * one with a GPU its selftest must pass (otherwise that test is skipped and
+ * says why). */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backend.h"
+#include "tally/trace.h"
+
+/* ---- kernel kind ---- */
+
+static void test_kind_rule_names(void **state)
+{
+    (void)state;
+    assert_int_equal(tl_kernel_kind_for_name("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8"), TL_KIND_COMPUTE);
+    assert_int_equal(tl_kernel_kind_for_name("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128>"), TL_KIND_COMPUTE);
+    assert_int_equal(tl_kernel_kind_for_name("void implicit_convolve_sgemm<float, float, 1024>"), TL_KIND_COMPUTE);
+    assert_int_equal(tl_kernel_kind_for_name("fmha_cutlassF_f32_aligned_64x64_rf_sm80"), TL_KIND_COMPUTE);
+    assert_int_equal(tl_kernel_kind_for_name("SM90_XMMA_WGRAD_INDEXED"), TL_KIND_COMPUTE); /* case */
+    assert_int_equal(tl_kernel_kind_for_name("void at::native::vectorized_elementwise_kernel<4>"), TL_KIND_MEMORY);
+    assert_int_equal(tl_kernel_kind_for_name("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float>"), TL_KIND_MEMORY);
+    assert_int_equal(tl_kernel_kind_for_name("void at::native::reduce_kernel<512, 1>"), TL_KIND_MEMORY);
+    assert_int_equal(tl_kernel_kind_for_name("void cudnn::engines_precompiled::nchwToNhwcKernel"), TL_KIND_MEMORY);
+    /* helpers inside GEMM libraries move data: memory despite "gemm"/"cublas" */
+    assert_int_equal(tl_kernel_kind_for_name("void cutlass::gemm::kernel::splitKreduce_kernel"), TL_KIND_MEMORY);
+    assert_int_equal(tl_kernel_kind_for_name("internal::gemvx::kernel<int, int, float>"), TL_KIND_MEMORY);
+    assert_int_equal(tl_kernel_kind_for_name("void cublasLt::epilogue::impl::globalKernel<8, 32>"), TL_KIND_MEMORY);
+    assert_int_equal(tl_kernel_kind_for_name(""), TL_KIND_MEMORY);
+    assert_int_equal(tl_kernel_kind_for_name(NULL), TL_KIND_MEMORY);
+    assert_string_equal(tl_kernel_kind_name(TL_KIND_COMPUTE), "compute");
+    assert_string_equal(tl_kernel_kind_name(TL_KIND_MEMORY), "memory");
+}
+
+/* On a real ResNet-50 training trace, the GEMM/convolution kernels carry most
+ * of the GPU time: the rule must call them compute. */
+static void test_kind_rule_bundled_trace(void **state)
+{
+    (void)state;
+    tl_trace t;
+    tl_err err = {0};
+    tl_trace_init(&t);
+    int r = tl_trace_load(&t, "traces/bundled/h100/resnet50_train_b32.json.gz", NULL, &err);
+    if (r < 0) {
+        tl_trace_close(&t);
+        skip(); /* the trace reader is another module's; its own tests cover it */
+    }
+    double compute = 0, total = 0;
+    int n_compute = 0, n_memory = 0;
+    for (uint32_t i = 0; i < t.n_iters; i++)
+        for (uint32_t j = 0; j < t.iters[i].n_ops; j++) {
+            const tl_op *op = &t.iters[i].ops[j];
+            if (op->kind != TL_OP_KERNEL) continue;
+            int k = tl_kernel_kind_for_name(tl_trace_op_name(&t, op));
+            total += (double)op->dur_ns;
+            if (k == TL_KIND_COMPUTE) { compute += (double)op->dur_ns; n_compute++; }
+            else n_memory++;
+        }
+    tl_trace_close(&t);
+    assert_true(n_compute > 0 && n_memory > 0);
+    assert_true(compute / total > 0.3); /* convolutions and GEMMs: about 36% of the GPU time */
+    assert_true(n_memory > n_compute);  /* but most launches are small data movers */
+}
+
+/* ---- register variants ---- */
+
+static void test_pick_variant(void **state)
+{
+    (void)state;
+    int regs[] = {32, 48, 64, 96, 128, 255};
+    int maxthr[] = {1024, 1024, 1024, 640, 512, 256};
+    /* closest register count */
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 32, 256, 65536, 256), 0);
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 72, 256, 65536, 256), 2);
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 168, 256, 65536, 256), 4);
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 250, 128, 65536, 256), 5);
+    /* tie (40 is 8 from both 32 and 48): the lower count */
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 40, 128, 65536, 256), 0);
+    /* 255 registers cannot run 512-thread blocks: next best that fits */
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 255, 512, 65536, 256), 4);
+    /* 1024 threads: only <= 64 registers fit the 64K register file */
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 200, 1024, 65536, 256), 2);
+    /* nothing fits */
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 32, 2048, 65536, 256), -1);
+    assert_int_equal(tl_pick_variant(regs, maxthr, 6, 32, 0, 65536, 256), -1);
+}
+
+/* ---- calibration arithmetic ---- */
+
+static void test_curve_add_sorted(void **state)
+{
+    (void)state;
+    tl_calib_curve c = {0};
+    tl_calib_curve_add(&c, 64, 5000, 0);
+    tl_calib_curve_add(&c, 0, 1000, 0);
+    tl_calib_curve_add(&c, 16, 2000, 0);
+    tl_calib_curve_add(&c, 16, 2100, 0); /* replaces */
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.p[0].iters, 0);
+    assert_int_equal(c.p[1].iters, 16);
+    assert_int_equal(c.p[1].ns, 2100);
+    assert_int_equal(c.p[2].iters, 64);
+    for (uint32_t i = 1; i <= 40; i++) tl_calib_curve_add(&c, 100 + i, 10000 + i, 5000);
+    assert_int_equal(c.n, TL_CALIB_MAX_POINTS);
+    assert_int_equal(c.p[0].iters, 0); /* the floor is never dropped */
+    for (int i = 1; i < c.n; i++) assert_true(c.p[i].iters > c.p[i - 1].iters);
+    assert_int_equal(tl_calib_closest(&c, 2050)->iters, 16);
+    assert_true(tl_calib_within(1020, 1000, 0.02));
+    assert_false(tl_calib_within(1021, 1000, 0.02));
+}
+
+/* A stand-in GPU: time grows in waves (a step every 'wave' units) plus a
+ * linear part, as a kernel of several waves of blocks does. */
+typedef struct fake_gpu {
+    tl_ns floor, per_iter;
+    int measured;
+} fake_gpu;
+
+static tl_ns fake_time(fake_gpu *g, uint32_t iters)
+{
+    g->measured++;
+    return g->floor + g->per_iter * (tl_ns)iters + (tl_ns)(iters / 50) * 100;
+}
+
+static uint32_t calibrate(fake_gpu *g, tl_calib_curve *c, tl_ns target, bool *ok)
+{
+    bool done = false;
+    uint32_t it = 0;
+    for (int step = 0; step < 20 && !done; step++) {
+        it = tl_calib_next(c, target, 0.02, &done);
+        if (!done) tl_calib_curve_add(c, it, fake_time(g, it), target);
+    }
+    *ok = done;
+    return it;
+}
+
+static void test_calib_converges(void **state)
+{
+    (void)state;
+    tl_ns targets[] = {2500, 3100, 10000, 123456, 5000000, 40000000};
+    for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+        fake_gpu g = {2000, 37, 0};
+        tl_calib_curve c = {0};
+        bool ok;
+        uint32_t it = calibrate(&g, &c, targets[i], &ok);
+        assert_true(ok);
+        fake_gpu probe = g;
+        tl_ns t = fake_time(&probe, it);
+        /* within 2%, or the best a whole unit can do */
+        assert_true(tl_calib_within(t, targets[i], 0.02) || llabs(t - targets[i]) <= 37 + 100);
+        assert_true(g.measured <= 14);
+    }
+}
+
+static void test_calib_below_floor_and_reuse(void **state)
+{
+    (void)state;
+    fake_gpu g = {2000, 37, 0};
+    tl_calib_curve c = {0};
+    bool ok;
+    /* shorter than the empty kernel: zero units, after one measurement */
+    assert_int_equal(calibrate(&g, &c, 1200, &ok), 0);
+    assert_true(ok);
+    assert_int_equal(g.measured, 1);
+    /* a second target of the same shape starts from the curve */
+    calibrate(&g, &c, 50000, &ok);
+    int before = g.measured;
+    uint32_t it = calibrate(&g, &c, 50500, &ok); /* within 2% of a known point */
+    assert_true(ok);
+    assert_int_equal(g.measured, before);
+    assert_true(it > 0);
+}
+
+static void test_median(void **state)
+{
+    (void)state;
+    tl_ns v[] = {5, 1, 4, 2, 3};
+    assert_int_equal(tl_median_ns(v, 5), 3);
+    assert_int_equal(tl_median_ns(v, 4), 3); /* (2 + 4) / 2 of {5,1,4,2} */
+    assert_int_equal(tl_median_ns(v, 0), 0);
+}
+
+/* ---- calibration cache ---- */
+
+static char tmpdir[64];
+
+static int make_tmpdir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tally-test-backend-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_tmpdir(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+typedef struct rows { int n; tl_ns target; uint32_t iters; } rows;
+static void count_row(void *arg, const tl_calib_key *k, tl_ns target, uint32_t iters, tl_ns measured)
+{
+    rows *r = arg;
+    (void)k;
+    (void)measured;
+    r->n++;
+    r->target = target;
+    r->iters = iters;
+}
+
+static void test_calib_db_roundtrip(void **state)
+{
+    (void)state;
+    char path[160];
+    snprintf(path, sizeof path, "%s/sub/dir/calib.sqlite", tmpdir); /* folders are created */
+    tl_calib_db db;
+    tl_err err = {0};
+    assert_int_equal(tl_calib_db_open(&db, path, &err), 0);
+    tl_calib_key k = {"NVIDIA H100 80GB HBM3", TL_KIND_MEMORY, 2, 1568 * 32, {256, 1, 1}, 4224};
+    assert_int_equal(tl_calib_db_add_point(&db, &k, 0, 3000, &err), 0);
+    assert_int_equal(tl_calib_db_add_point(&db, &k, 64, 9000, &err), 0);
+    assert_int_equal(tl_calib_db_put(&db, &k, 71105, 700, 71000, &err), 0);
+    tl_calib_db_close(&db);
+
+    assert_int_equal(tl_calib_db_open(&db, path, &err), 0);
+    tl_calib_curve c;
+    assert_int_equal(tl_calib_db_load_curve(&db, &k, &c, &err), 0);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.p[1].iters, 64);
+    assert_int_equal(c.p[1].ns, 9000);
+    uint32_t it = 0;
+    tl_ns m = 0;
+    bool found = false;
+    assert_int_equal(tl_calib_db_get(&db, &k, 71105, &it, &m, &found, &err), 0);
+    assert_true(found);
+    assert_int_equal(it, 700);
+    assert_int_equal(m, 71000);
+    /* another GPU, variant or target is another key */
+    tl_calib_key k2 = k;
+    k2.gpu = "NVIDIA A100";
+    assert_int_equal(tl_calib_db_get(&db, &k2, 71105, &it, &m, &found, &err), 0);
+    assert_false(found);
+    k2 = k;
+    k2.variant = 3;
+    assert_int_equal(tl_calib_db_load_curve(&db, &k2, &c, &err), 0);
+    assert_int_equal(c.n, 0);
+    assert_int_equal(tl_calib_db_get(&db, &k, 71106, &it, &m, &found, &err), 0);
+    assert_false(found);
+    rows r = {0};
+    assert_int_equal(tl_calib_db_each(&db, "NVIDIA H100 80GB HBM3", count_row, &r, &err), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.target, 71105);
+    tl_calib_db_close(&db);
+}
+
+static void test_calib_db_bad_path(void **state)
+{
+    (void)state;
+    char path[160];
+    snprintf(path, sizeof path, "%s/file", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("not a database, and long enough to be noticed as such by sqlite.........", f);
+    fclose(f);
+    tl_calib_db db;
+    tl_err err = {0};
+    int r = tl_calib_db_open(&db, path, &err);
+    assert_int_equal(r, TL_EDB);
+    assert_non_null(strstr(err.msg, path));
+    snprintf(path, sizeof path, "%s/file/below", tmpdir); /* a file where a folder should be */
+    assert_int_equal(tl_calib_db_open(&db, path, &err), TL_EDB);
+    assert_non_null(strstr(err.msg, path));
+    assert_int_equal(tl_calib_db_open(&db, "", &err), TL_EINVAL);
+}
+
+static void test_calib_default_path(void **state)
+{
+    (void)state;
+    setenv("TALLY_CALIB_DB", "/x/y.sqlite", 1);
+    char *p = tl_calib_default_path();
+    assert_string_equal(p, "/x/y.sqlite");
+    free(p);
+    unsetenv("TALLY_CALIB_DB");
+    setenv("XDG_CACHE_HOME", "/cache", 1);
+    p = tl_calib_default_path();
+    assert_string_equal(p, "/cache/tally/calib.sqlite");
+    free(p);
+    unsetenv("XDG_CACHE_HOME");
+}
+
+/* ---- MPS ---- */
+
+static void test_mps_command_lines(void **state)
+{
+    (void)state;
+    tl_mps m;
+    tl_mps_layout(&m, "/usr/bin/nvidia-cuda-mps-control", "/tmp/tally-mps-abc");
+    assert_string_equal(m.pipe_dir, "/tmp/tally-mps-abc/pipe");
+    assert_string_equal(m.log_dir, "/tmp/tally-mps-abc/log");
+    const char *argv[3];
+    tl_mps_start_argv(&m, argv);
+    assert_string_equal(argv[0], "/usr/bin/nvidia-cuda-mps-control");
+    assert_string_equal(argv[1], "-d");
+    assert_null(argv[2]);
+    char env[6][320];
+    assert_int_equal(tl_mps_daemon_env(&m, env, 6), 2);
+    assert_string_equal(env[0], "CUDA_MPS_PIPE_DIRECTORY=/tmp/tally-mps-abc/pipe");
+    assert_string_equal(env[1], "CUDA_MPS_LOG_DIRECTORY=/tmp/tally-mps-abc/log");
+    int n = tl_mps_client_env(&m, 33.3, 1, env, 6);
+    assert_int_equal(n, 4);
+    assert_string_equal(env[2], "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=34"); /* rounded up */
+    assert_string_equal(env[3], "CUDA_MPS_CLIENT_PRIORITY=1");
+    n = tl_mps_client_env(&m, 0, 7, env, 6); /* no cap; priority is 0 or 1 */
+    assert_int_equal(n, 3);
+    assert_string_equal(env[2], "CUDA_MPS_CLIENT_PRIORITY=1");
+    n = tl_mps_client_env(&m, 100, 0, env, 6);
+    assert_int_equal(n, 3);
+    assert_string_equal(env[2], "CUDA_MPS_CLIENT_PRIORITY=0");
+}
+
+static void test_mps_find_control_missing(void **state)
+{
+    (void)state;
+    char out[256];
+    tl_err err = {0};
+    char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    setenv("PATH", tmpdir, 1);
+    unsetenv("TALLY_MPS_CONTROL");
+    /* The fixed fallbacks may hold a real one on a GPU machine. */
+    if (access("/usr/bin/nvidia-cuda-mps-control", X_OK) != 0 &&
+        access("/usr/local/nvidia/bin/nvidia-cuda-mps-control", X_OK) != 0 &&
+        access("/usr/local/cuda/bin/nvidia-cuda-mps-control", X_OK) != 0) {
+        assert_int_equal(tl_mps_find_control(out, sizeof out, &err), TL_ENODEV);
+        assert_non_null(strstr(err.msg, "nvidia-cuda-mps-control not found"));
+    }
+    setenv("TALLY_MPS_CONTROL", "/nonexistent/nvidia-cuda-mps-control", 1);
+    assert_int_equal(tl_mps_find_control(out, sizeof out, &err), TL_ENODEV);
+    assert_non_null(strstr(err.msg, "/nonexistent/nvidia-cuda-mps-control"));
+    unsetenv("TALLY_MPS_CONTROL");
+    if (old) {
+        setenv("PATH", old, 1);
+        free(old);
+    }
+}
+
+/* A stand-in for nvidia-cuda-mps-control: "-d" starts a background copy that
+ * lives until "quit" arrives on a later invocation's stdin (or forever, when
+ * stubborn). Its process name starts with nvidia-cuda-mps, like the real one. */
+static void write_fake_control(const char *path, bool stubborn)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "if [ \"$1\" = -d ]; then\n"
+            "  touch \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
+            "  \"$0\" serve </dev/null >/dev/null 2>&1 &\n"
+            "  exit 0\n"
+            "fi\n"
+            "if [ \"$1\" = serve ]; then\n"
+            "  while [ ! -e \"$CUDA_MPS_PIPE_DIRECTORY/quit\" ]; do sleep 0.02; done\n"
+            "  exit 0\n"
+            "fi\n"
+            "read cmd\n"
+            "[ \"$cmd\" = quit ] && %s\n"
+            "exit 0\n",
+            stubborn ? "true" : "touch \"$CUDA_MPS_PIPE_DIRECTORY/quit\"");
+    fclose(f);
+    chmod(path, 0755);
+}
+
+static void run_fake_daemon(bool stubborn)
+{
+    char ctl[160], root[200];
+    snprintf(ctl, sizeof ctl, "%s/nvidia-cuda-mps-control", tmpdir);
+    write_fake_control(ctl, stubborn);
+    snprintf(root, sizeof root, "%s/mps-%d", tmpdir, stubborn);
+    tl_mps m;
+    tl_mps_layout(&m, ctl, root);
+    tl_err err = {0};
+    assert_int_equal(tl_mps_start(&m, &err), 0);
+    assert_true(m.running);
+    assert_true(tl_mps_count_processes(&m) >= 1);
+    tl_mps_stop(&m);
+    assert_false(m.running);
+    assert_int_equal(tl_mps_count_processes(&m), 0); /* nothing of it left */
+    struct stat st;
+    assert_int_not_equal(stat(root, &st), 0);           /* its folders are gone */
+    tl_mps_stop(&m);                                    /* twice is harmless */
+}
+
+static void test_mps_start_stop(void **state)
+{
+    (void)state;
+    run_fake_daemon(false);
+}
+
+static void test_mps_stop_kills_stubborn_daemon(void **state)
+{
+    (void)state;
+    run_fake_daemon(true);
+}
+
+static void test_mps_start_failure_message(void **state)
+{
+    (void)state;
+    char ctl[160], root[200];
+    snprintf(ctl, sizeof ctl, "%s/failing-control", tmpdir);
+    FILE *f = fopen(ctl, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\nexit 3\n", f);
+    fclose(f);
+    chmod(ctl, 0755);
+    snprintf(root, sizeof root, "%s/mps-fail", tmpdir);
+    tl_mps m;
+    tl_mps_layout(&m, ctl, root);
+    tl_err err = {0};
+    assert_int_equal(tl_mps_start(&m, &err), TL_ENODEV);
+    assert_non_null(strstr(err.msg, "exit status 3"));
+    assert_false(m.running);
+}
+
+/* ---- children and signals ---- */
+
+static void test_procs_cleanup_kills_children(void **state)
+{
+    (void)state;
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        for (;;) pause();
+    }
+    tl_procs_add(kid);
+    assert_int_equal(tl_procs_count(), 1);
+    tl_procs_cleanup();
+    assert_int_equal(tl_procs_count(), 0);
+    assert_int_equal(kill(kid, 0), -1); /* reaped: no such process */
+    assert_int_equal(errno, ESRCH);
+}
+
+/* SIGTERM to a process that installed the handlers: its registered child dies
+ * with it. */
+static void test_procs_signal_cleanup(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t helper = fork();
+    assert_true(helper >= 0);
+    if (helper == 0) {
+        tl_procs_install();
+        pid_t kid = fork();
+        if (kid == 0) {
+            for (;;) pause();
+        }
+        tl_procs_add(kid);
+        ssize_t w = write(fds[1], &kid, sizeof kid);
+        (void)w;
+        raise(SIGTERM);
+        _exit(99); /* not reached */
+    }
+    close(fds[1]);
+    pid_t kid = 0;
+    assert_int_equal(read(fds[0], &kid, sizeof kid), (ssize_t)sizeof kid);
+    close(fds[0]);
+    int st = 0;
+    assert_int_equal(waitpid(helper, &st, 0), helper);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGTERM); /* re-raised after cleanup */
+    assert_int_equal(kill(kid, 0), -1);
+    assert_int_equal(errno, ESRCH);
+}
+
+/* ---- watchdog ---- */
+
+static void test_watchdog_rule(void **state)
+{
+    (void)state;
+    tl_ns s = TL_NS_PER_S;
+    assert_false(tl_watchdog_expired(10 * s, 0, false, 5 * s)); /* nothing in flight */
+    assert_false(tl_watchdog_expired(4 * s, 0, true, 5 * s));
+    assert_false(tl_watchdog_expired(5 * s, 0, true, 5 * s));
+    assert_true(tl_watchdog_expired(5 * s + 1, 0, true, 5 * s));
+    assert_false(tl_watchdog_expired(100 * s, 0, true, 0)); /* disabled */
+}
+
+/* A process whose GPU work never completes is ended with status 70 (and its
+ * children with it). */
+static void test_watchdog_ends_hung_run(void **state)
+{
+    (void)state;
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        alarm(20); /* belt and braces: never hang the test suite */
+        tl_watchdog *w;
+        tl_err err = {0};
+        if (tl_watchdog_start(&w, 100 * TL_NS_PER_MS, &err) < 0) _exit(1);
+        tl_watchdog_kick(w, true); /* work in flight ... that never completes */
+        for (;;) pause();
+    }
+    int st = 0;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 70);
+}
+
+/* ---- tally-run ---- */
+
+static int run_tally(const char *args, char *out, size_t cap)
+{
+    const char *build = getenv("TALLY_BUILD") ? getenv("TALLY_BUILD") : "build";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0 %s/tally-run %s 2>&1", build, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool have_tally_run(void)
+{
+    const char *build = getenv("TALLY_BUILD") ? getenv("TALLY_BUILD") : "build";
+    char path[256];
+    snprintf(path, sizeof path, "%s/tally-run", build);
+    return access(path, X_OK) == 0;
+}
+
+static bool machine_has_gpu(void) { return access("/proc/driver/nvidia/version", F_OK) == 0; }
+
+static void test_tally_run_refuses_without_gpu(void **state)
+{
+    (void)state;
+    if (!have_tally_run()) {
+        print_message("tally-run not built here (no nvcc): skipped\n");
+        skip();
+    }
+    if (machine_has_gpu()) {
+        print_message("this machine has an NVIDIA driver: the no-GPU refusal is not testable here\n");
+        skip();
+    }
+    char out[4096];
+    int st = run_tally("info", out, sizeof out);
+    assert_int_equal(st, 69); /* EX_UNAVAILABLE */
+    assert_non_null(strstr(out, "no usable GPU"));
+    st = run_tally("run -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz -p priority-streams -t 1", out,
+                   sizeof out);
+    assert_int_equal(st, 69);
+    assert_non_null(strstr(out, "no usable GPU"));
+}
+
+static void test_tally_run_usage(void **state)
+{
+    (void)state;
+    if (!have_tally_run()) skip();
+    char out[8192];
+    assert_int_equal(run_tally("--help", out, sizeof out), 0);
+    assert_non_null(strstr(out, "Usage: tally-run"));
+    assert_int_equal(run_tally("frobnicate", out, sizeof out), 64);
+    assert_non_null(strstr(out, "unknown command"));
+    assert_int_equal(run_tally("--calib-tol 3", out, sizeof out), 64);
+}
+
+static void test_gpu_selftest(void **state)
+{
+    (void)state;
+    if (!have_tally_run()) {
+        print_message("tally-run not built here (no nvcc): GPU tests skipped\n");
+        skip();
+    }
+    if (!machine_has_gpu()) {
+        print_message("no NVIDIA GPU on this machine: GPU tests skipped\n");
+        skip();
+    }
+    static char out[16384];
+    char args[256];
+    snprintf(args, sizeof args, "selftest --calib-db %s/selftest-calib.sqlite", tmpdir);
+    int st = run_tally(args, out, sizeof out);
+    print_message("%s", out);
+    if (st == 69) {
+        print_message("tally-run found no usable GPU: GPU tests skipped\n");
+        skip();
+    }
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(out, "ALL CHECKS PASSED"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kind_rule_names),
+        cmocka_unit_test(test_kind_rule_bundled_trace),
+        cmocka_unit_test(test_pick_variant),
+        cmocka_unit_test(test_curve_add_sorted),
+        cmocka_unit_test(test_calib_converges),
+        cmocka_unit_test(test_calib_below_floor_and_reuse),
+        cmocka_unit_test(test_median),
+        cmocka_unit_test(test_calib_db_roundtrip),
+        cmocka_unit_test(test_calib_db_bad_path),
+        cmocka_unit_test(test_calib_default_path),
+        cmocka_unit_test(test_mps_command_lines),
+        cmocka_unit_test(test_mps_find_control_missing),
+        cmocka_unit_test(test_mps_start_stop),
+        cmocka_unit_test(test_mps_stop_kills_stubborn_daemon),
+        cmocka_unit_test(test_mps_start_failure_message),
+        cmocka_unit_test(test_procs_cleanup_kills_children),
+        cmocka_unit_test(test_procs_signal_cleanup),
+        cmocka_unit_test(test_watchdog_rule),
+        cmocka_unit_test(test_watchdog_ends_hung_run),
+        cmocka_unit_test(test_tally_run_refuses_without_gpu),
+        cmocka_unit_test(test_tally_run_usage),
+        cmocka_unit_test(test_gpu_selftest),
+    };
+    return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
+}
