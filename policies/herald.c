@@ -23,6 +23,8 @@
  *          remaining solo time of the request >= slo_guard x SLO
  *          (tl_herald_slo_at_risk; remaining = max(remaining host time,
  *          remaining GPU time) from the trace).
+ *    (b) and (c) apply as well to a request that has arrived but not started
+ *    (queued behind the previous one): its first GPU op, its whole estimate.
  *    In those cases the inference job has the GPU in time (training holds; the
  *    training blocks already running finish). When inference is idle, training
  *    fills the GPU.
@@ -35,8 +37,8 @@
  *   train_inflight   int     default 2     range [1, 1024]  training tasks on the device per job
  *
  * Approximate: requests are recognised from the op index restarting; the
- * remaining-time estimate is solo (it ignores interference); a request that
- * arrived but has not issued its first op is only guarded once it starts.
+ * remaining-time estimate is solo (it ignores interference); holding stops
+ * new training launches only: training kernels already running finish.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -158,6 +160,9 @@ static const herald_op *iter_table(herald_state *st, int job, uint32_t iter)
         tl_ns host_rem = host_end - t[k].host_at;
         t[k].remaining = host_rem > gpu_rem ? host_rem : gpu_rem;
     }
+    /* the sentinel entry describes the iteration from its start */
+    t[it->n_ops].next_gpu = next;
+    t[it->n_ops].remaining = host_end > gpu_rem ? host_end : gpu_rem;
     h->iters[iter] = t;
     return t;
 }
@@ -170,6 +175,25 @@ static const herald_op *op_info(herald_state *st, int j, uint32_t iter, uint32_t
 }
 
 /* ---- holding training ---- */
+
+/* No request in progress but one has arrived: it starts at once (the runner
+ * plays the next iteration). Hold if its first GPU op is heavy and due within
+ * the lookahead, or if its SLO is already at risk. */
+static bool waiting_request_holds(herald_state *st, int j, tl_ns now)
+{
+    herald_hp *h = &st->hp[j];
+    const tl_trace *tr = st->p->jobs[j].trace;
+    if (!h->arr_len || !tr || !tr->n_iters)
+        return false;
+    uint32_t iter = h->have_last ? (h->last_iter + 1) % tr->n_iters : 0;
+    const herald_op *t = iter_table(st, j, iter);
+    const herald_op *start = &t[tr->iters[iter].n_ops];
+    if (start->next_gpu >= 0 && t[start->next_gpu].heavy &&
+        t[start->next_gpu].host_at <= st->lookahead_ns)
+        return true;
+    return tl_herald_slo_at_risk(now - h->arrivals[h->arr_head], start->remaining,
+                                 st->p->jobs[j].slo_ns, st->slo_guard);
+}
 
 static bool hp_holds(herald_state *st, int j, tl_ns now)
 {
@@ -191,7 +215,7 @@ static bool hp_holds(herald_state *st, int j, tl_ns now)
         }
     }
     if (!h->in_request)
-        return false;
+        return waiting_request_holds(st, j, now);
     const herald_op *t = iter_table(st, j, h->last_iter);
     const herald_op *cur = op_info(st, j, h->last_iter, h->last_index);
     if (!cur)

@@ -432,6 +432,43 @@ static void test_herald_slo_guard_holds_training(void **s)
     tl_run_result_close(&res);
 }
 
+
+/* Two requests arrive together at 1 ms, each 100 us of host time then one
+ * light 300 us kernel; SLO 500 us. The second waits for the first: between
+ * the first's end (~1.4 ms) and the second's kernel (~1.5 ms) no request is in
+ * progress, but the waiting one's SLO is at risk (its 400 us solo estimate on
+ * top of 400 us already waited), so training stays held in that gap too. */
+static void test_herald_guards_a_queued_request(void **s)
+{
+    job_def d[2];
+    tl_job_spec jobs[2];
+    tl_op inf = kop(10, 128, 300 * US, 100 * US);
+    tl_op tr = kop(132, 256, 50 * US, 0);
+    tl_ns t_i[2] = { 1 * MS, 1 * MS };
+    make_job(&d[0], &jobs[0], "inf", 0, TL_ROLE_INFERENCE, &inf, 1, t_i, 2);
+    make_job(&d[1], &jobs[1], "train", 1, TL_ROLE_TRAINING, &tr, 1, NULL, 0);
+    jobs[0].slo_ns = 500 * US;
+    tl_run_result res;
+    run_policy("herald", "{\"train_inflight\": 1}", jobs, 2, 3 * MS, false, NULL, &res);
+    const tl_kernel_record *k1 = NULL, *k2 = NULL;
+    for (size_t i = 0; i < res.n_kernels; i++)
+        if (res.kernels[i].job == 0) {
+            if (!k1 || res.kernels[i].start_ns < k1->start_ns)
+                k2 = k1, k1 = &res.kernels[i];
+            else if (!k2 || res.kernels[i].start_ns < k2->start_ns)
+                k2 = &res.kernels[i];
+        }
+    assert_non_null(k2);
+    assert_true(k2->start_ns >= k1->end_ns + 100 * US); /* the host gap of request 2 */
+    for (size_t i = 0; i < res.n_kernels; i++) {
+        const tl_kernel_record *k = &res.kernels[i];
+        if (k->job == 1 && k->start_ns >= k1->end_ns && k->start_ns < k2->start_ns)
+            fail_msg("training kernel started at %lld between the requests [%lld, %lld]",
+                     (long long)k->start_ns, (long long)k1->end_ns, (long long)k2->start_ns);
+    }
+    tl_run_result_close(&res);
+}
+
 /* ---- tgs ---- */
 
 /* Best-effort alone (the high-priority job's only request comes late): its
@@ -581,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_tally_runs_untransformed_after_long_idleness),
         cmocka_unit_test(test_herald_shares_light_and_holds_heavy),
         cmocka_unit_test(test_herald_slo_guard_holds_training),
+        cmocka_unit_test(test_herald_guards_a_queued_request),
         cmocka_unit_test(test_tgs_slow_start_paces_best_effort_launches),
         cmocka_unit_test(test_pipeswitch_charges_the_switch_cost),
         cmocka_unit_test(test_tally_is_deterministic),
