@@ -264,6 +264,7 @@ static void check_small(const tl_trace *t)
     assert_int_equal(t->streams[0], 7);
     assert_int_equal(t->streams[1], 8);
     assert_int_equal(t->n_unlinked, 1);  /* k1 of step 2 has no API call */
+    assert_int_equal(t->n_precapture, 1); /* k0: correlation 0, before every call's */
     assert_int_equal(t->n_outside, 1);   /* the launch after the last step */
     assert_int_equal(t->n_unresolved, 0);
     assert_true(t->has_gpu_props);
@@ -431,6 +432,7 @@ static void roundtrip(const char *path)
     assert_int_equal(a.split, b.split);
     assert_int_equal(a.truncated, b.truncated);
     assert_int_equal(a.n_unlinked, b.n_unlinked);
+    assert_int_equal(a.n_precapture, b.n_precapture);
     assert_int_equal(a.n_zero_dur, b.n_zero_dur);
     assert_int_equal(a.n_unresolved, b.n_unresolved);
     assert_int_equal(a.n_outside, b.n_outside);
@@ -549,7 +551,7 @@ static void make_nsys_db(const char *path, bool with_optional, const char *extra
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     exec_sql(db,
              "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
-             "INSERT INTO StringIds VALUES (1,'k1'),(2,'k2'),(3,'k3'),(4,'k4'),"
+             "INSERT INTO StringIds VALUES (1,'k1'),(2,'k2'),(3,'k3'),(4,'k4'),(5,'k0'),"
              "(10,'cudaLaunchKernel_v7000'),(11,'cudaMemcpyAsync_v3020'),"
              "(12,'cudaStreamSynchronize_v3020'),(13,'cudaPeekAtLastError_v3020'),"
              "(14,'cudaEventRecord_v3020'),(15,'cudaStreamWaitEvent_v3020'),"
@@ -572,7 +574,8 @@ static void make_nsys_db(const char *path, bool with_optional, const char *extra
              "(185000,195000,0,1,7,10,100,3,3,16,1,1,1,32,1,1,0,49152),"
              "(210000,220000,0,1,7,99,100,1,1,32,4,1,1,128,1,1,0,1024),"
              "(230000,260000,0,1,8,7,100,4,4,40,2,1,1,64,2,1,0,2048),"
-             "(316000,326000,0,1,7,11,100,1,1,32,4,1,1,128,1,1,0,1024);"
+             "(316000,326000,0,1,7,11,100,1,1,32,4,1,1,128,1,1,0,1024),"
+             "(101000,102000,0,1,7,0,100,5,5,8,1,1,1,32,1,1,0,0);"
              "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT "
              "NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId "
              "INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);"
@@ -849,11 +852,10 @@ static void test_bundled_splits(void **state)
     /* ProfilerStep#N markers */
     expect_split(H100 "vit_b16_infer_b1.json.gz", NULL, TL_SPLIT_MARKERS, 8, 0, 150);
     expect_split(H100 "mobilenetv3_infer_b1.json.gz", NULL, TL_SPLIT_MARKERS, 8, 0, 204);
-    /* the first step also holds 18 kernels of the unprofiled step before it */
-    expect_split(H100 "resnet50_train_b32_steps.json.gz", NULL, TL_SPLIT_MARKERS, 4, 1, 726);
+    expect_split(H100 "resnet50_train_b32_steps.json.gz", NULL, TL_SPLIT_MARKERS, 4, 0, 726);
     expect_split(EXT "a100_train_3streams.json.gz", NULL, TL_SPLIT_MARKERS, 6, 0, 1428);
     expect_split(EXT "v100_train_1stream_ns.json.gz", NULL, TL_SPLIT_MARKERS, 5, 0, 870);
-    expect_split(EXT "a100_train_5streams.json.gz", NULL, TL_SPLIT_MARKERS, 5, 1, 1075);
+    expect_split(EXT "a100_train_5streams.json.gz", NULL, TL_SPLIT_MARKERS, 5, 0, 1075);
     /* no markers: the period of the kernel-name sequence */
     expect_split(H100 "resnet50_infer_b8.json.gz", NULL, TL_SPLIT_PERIOD, 10, 0, 232);
     expect_split(H100 "resnet50_train_b32.json.gz", NULL, TL_SPLIT_PERIOD, 3, 0, 726);
@@ -924,7 +926,9 @@ static void test_bundled_figures(void **state)
         assert_true(t.iters[i].traced_busy_ns > 15 * TL_NS_PER_MS);
         assert_true(t.iters[i].traced_busy_ns < 25 * TL_NS_PER_MS);
     }
-    assert_int_equal(t.n_unlinked, 18);
+    /* 18 kernels of the unprofiled step before were still running: dropped */
+    assert_int_equal(t.n_precapture, 18);
+    assert_int_equal(t.n_unlinked, 0);
     tl_trace_close(&t);
     /* V100: ns-precision timestamps survive (not rounded to µs). */
     load_ok(&t, EXT "v100_train_1stream_ns.json.gz", NULL);

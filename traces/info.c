@@ -24,11 +24,12 @@ void tl_trace_print_info(FILE *out, const tl_trace *t)
         fprintf(out, " %" PRId64, t->streams[i]);
     fprintf(out, ")\n");
     fprintf(out, "iterations:  %u (split by %s)\n", t->n_iters, tl_split_method_name(t->split));
-    if (t->n_unlinked || t->n_zero_dur || t->n_unresolved || t->n_outside)
+    if (t->n_unlinked || t->n_precapture || t->n_zero_dur || t->n_unresolved || t->n_outside)
         fprintf(out,
-                "warnings:    %u GPU ops without API call, %u zero durations, "
-                "%u unresolved event waits, %u ops outside iterations\n",
-                t->n_unlinked, t->n_zero_dur, t->n_unresolved, t->n_outside);
+                "warnings:    %u GPU ops without API call, %u launched before the capture "
+                "(dropped), %u zero durations, %u unresolved event waits, %u ops outside "
+                "iterations\n",
+                t->n_unlinked, t->n_precapture, t->n_zero_dur, t->n_unresolved, t->n_outside);
     if (t->n_iters == 0)
         return;
 

@@ -142,9 +142,9 @@ int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err)
     fprintf(f, ",\n\"truncated\":%s,\n\"split\":\"%s\",\n", t->truncated ? "true" : "false",
             tl_split_method_name(t->split));
     fprintf(f,
-            "\"warnings\":{\"unlinked\":%u,\"zero_duration\":%u,\"unresolved\":%u,"
-            "\"outside\":%u},\n",
-            t->n_unlinked, t->n_zero_dur, t->n_unresolved, t->n_outside);
+            "\"warnings\":{\"unlinked\":%u,\"precapture\":%u,\"zero_duration\":%u,"
+            "\"unresolved\":%u,\"outside\":%u},\n",
+            t->n_unlinked, t->n_precapture, t->n_zero_dur, t->n_unresolved, t->n_outside);
     fputs("\"streams\":[", f);
     for (int i = 0; i < t->n_streams; i++)
         fprintf(f, "%s%" PRId64, i ? "," : "", t->streams[i]);
@@ -483,6 +483,7 @@ static int rd_iterations(rd *c, json_t *root, tl_trace *t, const tl_trace_option
         if (!json_is_object(w))
             return rd_err(c, TL_ETYPE, "'warnings' must be an object");
         if ((r = rd_u32(c, w, "unlinked", false, UINT32_MAX, &t->n_unlinked)) < 0 ||
+            (r = rd_u32(c, w, "precapture", false, UINT32_MAX, &t->n_precapture)) < 0 ||
             (r = rd_u32(c, w, "zero_duration", false, UINT32_MAX, &t->n_zero_dur)) < 0 ||
             (r = rd_u32(c, w, "unresolved", false, UINT32_MAX, &t->n_unresolved)) < 0 ||
             (r = rd_u32(c, w, "outside", false, UINT32_MAX, &t->n_outside)) < 0)

@@ -176,7 +176,7 @@ typedef struct builder {
     const char *path;
     tl_err *err;
     flat_vec flat;
-    uint32_t n_unlinked, n_unresolved;
+    uint32_t n_unlinked, n_unresolved, n_precapture;
 } builder;
 
 /* Steps 1-3: the ordered op list. */
@@ -218,12 +218,23 @@ static int build_flat(builder *b)
     for (size_t i = 0; i < r->n_calls; i++)
         if (r->calls[i].corr != TL_RAW_NONE)
             map_put(&call_corrs, r->calls[i].corr, 1);
+    /* CUPTI correlation ids grow monotonically: GPU work whose id is below
+     * every call's was launched before the capture began. It is backlog of
+     * earlier, untraced iterations, not part of any traced one: drop it. */
+    int64_t min_corr = INT64_MAX;
+    for (size_t i = 0; i < r->n_calls; i++)
+        if (r->calls[i].corr != TL_RAW_NONE && r->calls[i].corr < min_corr)
+            min_corr = r->calls[i].corr;
     /* GPU work without a call: a synthetic call at its GPU start. */
     for (size_t i = 0; i < r->n_gpu; i++) {
         int64_t dummy;
         const tl_raw_gpu *g = &r->gpu[i];
         if (g->corr != TL_RAW_NONE && map_get(&call_corrs, g->corr, &dummy))
             continue;
+        if (g->corr != TL_RAW_NONE && g->corr < min_corr) {
+            b->n_precapture++;
+            continue;
+        }
         tl_raw_call *c = tl_raw_add_call(r);
         g = &r->gpu[i];
         c->start = c->end = g->start;
@@ -685,6 +696,7 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
     if (r->has_gpu_props)
         t->gpu = r->gpu_props;
     t->n_unlinked = b.n_unlinked;
+    t->n_precapture = b.n_precapture;
     t->n_zero_dur = r->n_zero_dur;
     rc = emit_iterations(&b, t, &sp, (uint32_t)skip);
     t->n_unresolved = b.n_unresolved;

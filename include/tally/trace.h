@@ -101,6 +101,8 @@ typedef struct tl_trace {
     /* Warnings: what the reader had to guess (all 0 for a clean trace). */
     uint32_t n_unlinked;     /* GPU records with no host API call (missing correlation):
                                 kept as ops issued at their own GPU start */
+    uint32_t n_precapture;   /* GPU records launched before the capture began (correlation
+                                id below every API call's): backlog of earlier work, dropped */
     uint32_t n_zero_dur;     /* GPU records with a duration of 0 in the input: 1 ns */
     uint32_t n_unresolved;   /* event records/waits/syncs whose partner was not found:
                                 kept as host time (event sync: waits for the device) */
