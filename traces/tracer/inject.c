@@ -679,11 +679,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
     }
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
         const CUpti_NvtxData *nd = data;
-        /* CUPTI stamps the range itself a little before this callback runs:
-         * the boundary goes 5 us earlier, so that the range starting the
-         * window is in it and the one ending it is not. */
         if (marker_matches(nvtx_message(cbid, nd->functionParams)))
-            boundary(now_cupti() - 5000, 0);
+            boundary(now_cupti(), 0);
         return;
     }
     const CUpti_CallbackData *cd = data;
@@ -722,11 +719,9 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
 
 /* ---- writing the trace ---- */
 
-/* Correlation ids are handed out in order as API calls begin, so a boundary
- * known only by its time (NVTX, seconds) becomes one the GPU records can use:
- * the window starts at the first call that began at or after its start and
- * ends after the last call that began before its stop. */
-static uint32_t first_corr_from(uint64_t ts)
+/* Correlation id of the first API call at or after ts (UINT32_MAX if none):
+ * turns a boundary known only by time into one the GPU records can use. */
+static uint32_t corr_at(uint64_t ts)
 {
     uint32_t best = UINT32_MAX;
     for (size_t i = 0; i < g.store.n; i++) {
@@ -735,17 +730,6 @@ static uint32_t first_corr_from(uint64_t ts)
             best = r->corr;
     }
     return best;
-}
-
-static uint32_t corr_after_last_before(uint64_t ts)
-{
-    uint32_t last = 0;
-    for (size_t i = 0; i < g.store.n; i++) {
-        const tt_rec *r = tt_store_at(&g.store, i);
-        if (r->type == TT_R_API && r->start < ts && r->corr > last)
-            last = r->corr;
-    }
-    return last + 1;
 }
 
 /* Called with g.mu held. */
@@ -757,21 +741,18 @@ static int write_now(const char *end_reason, bool truncated, const char *why)
     m.devices = g.devices;
     m.n_devices = g.n_devices;
     bool any_window = g.opts.start_iters >= 0 || g.opts.start_seconds >= 0;
-    bool started = g.started || (g.opts.start_seconds >= 0 && now_cupti() >= g.start_ts);
-    if (any_window && !started) {
+    if (any_window && !g.started) {
         truncated = true;
         why = "the program ended before the start condition was met";
         m.window_start_ts = UINT64_MAX; /* nothing in the window */
         m.window_start_corr = UINT32_MAX;
     } else {
         m.window_start_ts = g.start_ts;
-        m.window_start_corr = g.start_corr           ? g.start_corr
-                              : g.start_ts           ? first_corr_from(g.start_ts)
-                                                     : 0;
+        m.window_start_corr = g.start_corr ? g.start_corr : (g.start_ts ? corr_at(g.start_ts) : 0);
     }
     m.window_stop_ts = g.stop_ts;
     m.window_stop_corr = g.stop_corr != UINT32_MAX ? g.stop_corr
-                         : g.stop_ts != UINT64_MAX ? corr_after_last_before(g.stop_ts)
+                         : g.stop_ts != UINT64_MAX ? corr_at(g.stop_ts)
                                                    : UINT32_MAX;
     if (g.truncated) { /* a limit hit while recording wins */
         truncated = true;
