@@ -264,7 +264,7 @@ static void check_small(const tl_trace *t)
     assert_int_equal(t->streams[0], 7);
     assert_int_equal(t->streams[1], 8);
     assert_int_equal(t->n_unlinked, 1);  /* k1 of step 2 has no API call */
-    assert_int_equal(t->n_precapture, 1); /* k0: correlation 0, before every call's */
+    assert_int_equal(t->n_precapture, 1); /* k0: correlation 5, below every call's */
     assert_int_equal(t->n_outside, 1);   /* the launch after the last step */
     assert_int_equal(t->n_unresolved, 0);
     assert_true(t->has_gpu_props);
@@ -569,23 +569,23 @@ static void make_nsys_db(const char *path, bool with_optional, const char *extra
              "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start,end,deviceId,contextId,streamId,"
              "correlationId,globalPid,demangledName,shortName,registersPerThread,gridX,gridY,"
              "gridZ,blockX,blockY,blockZ,staticSharedMemory,dynamicSharedMemory) VALUES "
-             "(120000,140000,0,1,7,1,100,1,1,32,4,1,1,128,1,1,0,1024),"
-             "(140000,150000,0,1,7,2,100,2,2,64,8,2,1,256,1,1,0,0),"
-             "(185000,195000,0,1,7,10,100,3,3,16,1,1,1,32,1,1,0,49152),"
-             "(210000,220000,0,1,7,99,100,1,1,32,4,1,1,128,1,1,0,1024),"
-             "(230000,260000,0,1,8,7,100,4,4,40,2,1,1,64,2,1,0,2048),"
-             "(316000,326000,0,1,7,11,100,1,1,32,4,1,1,128,1,1,0,1024),"
-             "(101000,102000,0,1,7,0,100,5,5,8,1,1,1,32,1,1,0,0);"
+             "(120000,140000,0,1,7,11,100,1,1,32,4,1,1,128,1,1,0,1024),"
+             "(140000,150000,0,1,7,12,100,2,2,64,8,2,1,256,1,1,0,0),"
+             "(185000,195000,0,1,7,20,100,3,3,16,1,1,1,32,1,1,0,49152),"
+             "(210000,220000,0,1,7,109,100,1,1,32,4,1,1,128,1,1,0,1024),"
+             "(230000,260000,0,1,8,17,100,4,4,40,2,1,1,64,2,1,0,2048),"
+             "(316000,326000,0,1,7,21,100,1,1,32,4,1,1,128,1,1,0,1024),"
+             "(101000,102000,0,1,7,5,100,5,5,8,1,1,1,32,1,1,0,0);"
              "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT "
              "NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId "
              "INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);"
              "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES "
-             "(110000,115000,1,1,1,10,0,NULL),(113000,118000,1,2,2,10,0,NULL),"
-             "(125000,160000,1,1,3,11,0,NULL),(165000,170000,1,1,4,12,0,NULL),"
-             "(171000,172000,1,1,40,13,0,NULL),(175000,180000,1,1,10,10,0,NULL),"
-             "(222000,223000,1,1,5,14,0,NULL),(224000,225000,1,1,6,15,0,NULL),"
-             "(226000,228000,1,1,7,10,0,NULL),(229000,270000,1,1,8,16,0,NULL),"
-             "(271000,272000,1,1,9,17,0,NULL),(310000,315000,1,1,11,10,0,NULL);");
+             "(110000,115000,1,1,11,10,0,NULL),(113000,118000,1,2,12,10,0,NULL),"
+             "(125000,160000,1,1,13,11,0,NULL),(165000,170000,1,1,14,12,0,NULL),"
+             "(171000,172000,1,1,50,13,0,NULL),(175000,180000,1,1,20,10,0,NULL),"
+             "(222000,223000,1,1,15,14,0,NULL),(224000,225000,1,1,16,15,0,NULL),"
+             "(226000,228000,1,1,17,10,0,NULL),(229000,270000,1,1,18,16,0,NULL),"
+             "(271000,272000,1,1,19,17,0,NULL),(310000,315000,1,1,21,10,0,NULL);");
     if (with_optional)
         exec_sql(db,
                  "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER "
@@ -596,23 +596,23 @@ static void make_nsys_db(const char *path, bool with_optional, const char *extra
                  "INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER);"
                  "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start,end,deviceId,contextId,streamId,"
                  "correlationId,globalPid,bytes,copyKind,srcKind,dstKind) VALUES "
-                 "(150000,155000,0,1,7,3,100,4096,2,3,1);"
+                 "(150000,155000,0,1,7,13,100,4096,2,3,1);"
                  "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER "
                  "NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId "
                  "INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, value INTEGER NOT "
                  "NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER);"
-                 "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (275000,275000,0,1,7,9,100,0,512,"
+                 "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (275000,275000,0,1,7,19,100,0,512,"
                  "NULL,3);"
                  "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end "
                  "INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
                  "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, syncType "
                  "INTEGER NOT NULL, eventId INTEGER NOT NULL);"
                  "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES "
-                 "(165000,170000,0,1,7,4,100,3,-1),(224000,225000,0,1,8,6,100,2,3),"
-                 "(229000,270000,0,1,-1,8,100,4,-1);"
+                 "(165000,170000,0,1,7,14,100,3,-1),(224000,225000,0,1,8,16,100,2,3),"
+                 "(229000,270000,0,1,-1,18,100,4,-1);"
                  "CREATE TABLE CUPTI_ACTIVITY_KIND_CUDA_EVENT (deviceId INTEGER, contextId "
                  "INTEGER, streamId INTEGER, correlationId INTEGER, eventId INTEGER);"
-                 "INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT VALUES (0,1,7,5,3);"
+                 "INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT VALUES (0,1,7,15,3);"
                  "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType "
                  "INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, "
                  "globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, "

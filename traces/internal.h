@@ -18,6 +18,12 @@
 
 #define TL_RAW_NONE INT64_MIN /* "not known" for raw ids (stream, event, correlation) */
 
+/* CUPTI never assigns correlation id 0 (nor negative ones): those mean "none". */
+static inline int64_t tl_corr_id(int64_t v)
+{
+    return v > 0 ? v : TL_RAW_NONE;
+}
+
 /* ---- string interning ---------------------------------------------------- */
 
 typedef struct tl_strtab {

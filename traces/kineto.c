@@ -267,7 +267,7 @@ static int read_gpu(kin_state *k, const ev_ctx *c, json_t *e, ev_kind kind)
     if ((r = get_int(c, args, "correlation", false, 0, INT64_MAX, &v)) < 0)
         return r;
     if (r == 0)
-        g.corr = v;
+        g.corr = tl_corr_id(v);
     g.name = tl_strtab_intern(&k->raw->strings, c->name, strlen(c->name));
     if (kind == EV_KERNEL) {
         g.kind = TL_OP_KERNEL;
@@ -314,7 +314,7 @@ static int read_runtime(kin_state *k, const ev_ctx *c, json_t *e, size_t index)
     call->index = (uint32_t)index;
     json_t *args = json_object_get(e, "args");
     if (json_is_object(args))
-        call->corr = opt_id(args, "correlation");
+        call->corr = tl_corr_id(opt_id(args, "correlation"));
     return 0;
 }
 
@@ -324,10 +324,10 @@ static void read_sync(kin_state *k, json_t *e)
     if (!json_is_object(args))
         return;
     tl_raw_syncinfo *s = tl_raw_add_sync(k->raw);
-    s->corr = opt_id(args, "correlation");
+    s->corr = tl_corr_id(opt_id(args, "correlation"));
     s->stream = opt_id(args, "stream");
     s->wait_stream = opt_id(args, "wait_on_stream");
-    s->record_corr = opt_id(args, "wait_on_cuda_event_record_corr_id");
+    s->record_corr = tl_corr_id(opt_id(args, "wait_on_cuda_event_record_corr_id"));
     s->event = opt_id(args, "wait_on_cuda_event_id");
 }
 

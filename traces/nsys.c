@@ -187,7 +187,7 @@ static int kernel_row(row_ctx *r, void *arg)
     g.stream = v;
     if ((rc = col_int(r, 4, false, INT64_MIN + 1, INT64_MAX, TL_RAW_NONE, &v)) < 0)
         return rc;
-    g.corr = v;
+    g.corr = tl_corr_id(v);
     static const int64_t gmax[3] = {MAX_GRID_X, MAX_GRID_YZ, MAX_GRID_YZ};
     static const int64_t bmax[3] = {1024, 1024, 64};
     for (int i = 0; i < 3; i++) {
@@ -273,7 +273,7 @@ static int copy_row(row_ctx *r, void *arg)
     g.stream = v;
     if ((rc = col_int(r, 4, false, INT64_MIN + 1, INT64_MAX, TL_RAW_NONE, &v)) < 0)
         return rc;
-    g.corr = v;
+    g.corr = tl_corr_id(v);
     if ((rc = col_int(r, 5, true, 0, 1LL << 48, 0, &v)) < 0)
         return rc;
     g.bytes = (uint64_t)v;
@@ -333,7 +333,7 @@ static int runtime_row(row_ctx *r, void *arg)
     tl_raw_call *call = tl_raw_add_call(r->c->raw);
     call->start = a;
     call->end = b;
-    call->corr = corr;
+    call->corr = tl_corr_id(corr);
     call->tid = tid;
     call->name = tl_strtab_intern(&r->c->raw->strings, r->name, strlen(r->name));
     call->api = (uint8_t)tl_api_classify(r->name);
@@ -369,6 +369,7 @@ static int syncinfo_row(row_ctx *r, void *arg)
         (rc = col_int(r, 3, false, INT64_MIN + 1, INT64_MAX, TL_RAW_NONE, &event)) < 0 ||
         (rc = col_int(r, 4, false, INT64_MIN + 1, INT64_MAX, 0, &type)) < 0)
         return rc;
+    corr = tl_corr_id(corr);
     if (corr == TL_RAW_NONE)
         return 0;
     tl_raw_syncinfo *s = tl_raw_add_sync(r->c->raw);

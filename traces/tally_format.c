@@ -641,7 +641,7 @@ static int rd_flat_event(rd *c, json_t *e, tl_raw *raw)
         call->tid = tid;
         call->name = name_id;
         call->api = (uint8_t)tl_api_classify(name);
-        call->corr = corr;
+        call->corr = tl_corr_id(corr);
         call->stream = stream;
         call->event = event;
         return 0;
@@ -663,6 +663,7 @@ static int rd_flat_event(rd *c, json_t *e, tl_raw *raw)
     if ((r = rd_opt_id(c, e, "corr", &g.corr)) < 0 ||
         (r = rd_int(c, e, "stream", true, INT64_MIN + 1, INT64_MAX, &stream)) < 0)
         return r;
+    g.corr = tl_corr_id(g.corr);
     g.stream = stream;
     if (type == 1) {
         g.kind = TL_OP_KERNEL;
