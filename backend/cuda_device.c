@@ -62,6 +62,26 @@ static void q_pop(tl_dstream *s)
     s->n--;
 }
 
+/* A worker reported a completion: mark the op in its stream's queue. */
+static void remote_done(tl_cuda *c, int worker, const tl_wmsg *m)
+{
+    for (int i = 0; i < c->n_streams; i++) {
+        tl_dstream *s = &c->streams[i];
+        if (s->worker != worker || s->remote != m->stream) continue;
+        for (size_t j = 0; j < s->n; j++) {
+            tl_pending *p = &s->q[(s->head + j) % s->cap];
+            if (p->id != m->id) continue;
+            p->r_done = true;
+            p->r_failed = m->status != 0;
+            p->r_start_gt = m->start_gt;
+            p->r_end_gt = m->end_gt;
+            p->r_claimed = m->claimed;
+            p->r_dur = m->dur_ns;
+            return;
+        }
+    }
+}
+
 /* ---- timers (min-heap on (at, seq)) ----------------------------------------------- */
 
 static bool t_less(const tl_timer_ent *a, const tl_timer_ent *b)
@@ -238,6 +258,37 @@ int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err)
 
 /* ---- ops ---------------------------------------------------------------------- */
 
+/* A worker process for a context (MPS client, or a further time-sliced one). */
+static int start_worker(tl_cuda *c, const tl_ctx_config *cfg, tl_dctx *x, tl_err *err)
+{
+    char env[6][320];
+    int n_env = 0;
+    if (cfg->kind == TL_CTX_MPS) {
+        if (!c->mps) {
+            char ctl[512];
+            int r = tl_mps_find_control(ctl, sizeof ctl, err);
+            if (r) return r;
+            char root[] = "/tmp/tally-mps-XXXXXX";
+            if (!mkdtemp(root)) return tl_errf(err, TL_EIO, "/tmp: cannot create the MPS folder");
+            static tl_mps the_mps; /* static: the exit/signal cleanup reaches it */
+            tl_mps_layout(&the_mps, ctl, root);
+            tl_procs_set_mps(&the_mps);
+            if ((r = tl_mps_start(&the_mps, err))) return r;
+            c->mps = &the_mps;
+        }
+        n_env = tl_mps_client_env(c->mps, cfg->sm_percent, cfg->mps_priority, env, 6);
+    } else if (c->mps) {
+        /* a time-sliced context next to a running MPS daemon: not its client */
+        snprintf(env[n_env++], 320, "CUDA_MPS_PIPE_DIRECTORY=/nonexistent-tally-no-mps");
+    }
+    c->workers = tl_xrealloc(c->workers, (size_t)(c->n_workers + 1) * sizeof *c->workers);
+    int r = tl_worker_spawn(&c->workers[c->n_workers], c->device, env, n_env, err);
+    if (r) return r;
+    x->worker = c->n_workers++;
+    if (c->workers[x->worker].sms > 0) x->sms = c->workers[x->worker].sms;
+    return 0;
+}
+
 static int cu_ctx_create(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out, tl_err *err)
 {
     tl_cuda *c = C(d);
@@ -245,12 +296,14 @@ static int cu_ctx_create(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out,
     memset(&x, 0, sizeof x);
     x.cfg = *cfg;
     x.sms = d->gpu.sms;
+    x.worker = -1;
     switch (cfg->kind) {
     case TL_CTX_TIMESLICED:
-        if (c->have_primary)
-            return tl_errf(err, TL_ENODEV,
-                           "context %d: a second time-sliced context needs a process of its own; "
-                           "worker processes are not implemented yet in tally-run", c->n_ctxs);
+        if (c->have_primary) { /* a context of its own: another process */
+            int r = start_worker(c, cfg, &x, err);
+            if (r) return r;
+            break;
+        }
         c->have_primary = true;
         break;
     case TL_CTX_PARTITION: {
@@ -263,10 +316,13 @@ static int cu_ctx_create(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out,
         x.sms = got;
         break;
     }
-    case TL_CTX_MPS:
-        return tl_errf(err, TL_ENODEV,
-                       "context %d: MPS clients need worker processes, not implemented yet in tally-run",
-                       c->n_ctxs);
+    case TL_CTX_MPS: {
+        if (cfg->sm_percent < 0 || cfg->sm_percent > 100)
+            return tl_errf(err, TL_ERANGE, "context %d: sm_percent %g outside (0, 100]", c->n_ctxs, cfg->sm_percent);
+        int r = start_worker(c, cfg, &x, err);
+        if (r) return r;
+        break;
+    }
     default:
         return tl_errf(err, TL_EINVAL, "context %d: unknown kind %d", c->n_ctxs, (int)cfg->kind);
     }
@@ -290,9 +346,24 @@ static int cu_stream_create(tl_device *d, tl_ctx_id ctx, int prio, tl_stream_id 
     if (ctx < 0 || ctx >= c->n_ctxs) return tl_errf(err, TL_EINVAL, "stream: unknown context %d", ctx);
     if (prio > 0 || prio < d->gpu.stream_prio_greatest)
         return tl_errf(err, TL_ERANGE, "stream: priority %d outside %d..0", prio, d->gpu.stream_prio_greatest);
-    cudaStream_t s;
-    int r;
-    if (c->ctxs[ctx].green) {
+    cudaStream_t s = NULL;
+    int r, remote = -1;
+    if (c->ctxs[ctx].worker >= 0) {
+        tl_worker *w = &c->workers[c->ctxs[ctx].worker];
+        tl_wmsg m;
+        memset(&m, 0, sizeof m);
+        m.type = TL_W_STREAM;
+        m.prio = prio;
+        if (tl_worker_send(w, &m)) return tl_errf(err, TL_EIO, "context %d: its worker is gone", ctx);
+        for (;;) {
+            int g = tl_worker_recv_wait(w, &m, 30000);
+            if (g <= 0) return tl_errf(err, TL_EIO, "context %d: its worker did not create a stream", ctx);
+            if (m.type == TL_W_STREAM) break;
+            if (m.type == TL_W_DONE) remote_done(c, c->ctxs[ctx].worker, &m);
+        }
+        if (m.stream < 0) return tl_errf(err, TL_EIO, "context %d: stream in worker: CUDA error %d", ctx, m.status);
+        remote = m.stream;
+    } else if (c->ctxs[ctx].green) {
         if ((r = tl_cuda_green_stream(c, c->ctxs[ctx].green, prio, &s, err))) return r;
     } else if ((r = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, prio))) {
         return tl_cuda_errf(err, r, "cudaStreamCreateWithPriority");
@@ -306,6 +377,8 @@ static int cu_stream_create(tl_device *d, tl_ctx_id ctx, int prio, tl_stream_id 
     ds->s = s;
     ds->ctx = ctx;
     ds->prio = prio;
+    ds->worker = c->ctxs[ctx].worker;
+    ds->remote = remote;
     *out = c->n_streams++;
     return 0;
 }
@@ -313,6 +386,7 @@ static int cu_stream_create(tl_device *d, tl_ctx_id ctx, int prio, tl_stream_id 
 static int ctx_sms(tl_cuda *c, int ctx)
 {
     const tl_dctx *x = &c->ctxs[ctx];
+    if (x->worker >= 0) return x->sms; /* as the worker's context reports it (MPS: its share) */
     if (x->cfg.kind == TL_CTX_MPS && x->cfg.sm_percent > 0 && x->cfg.sm_percent < 100) {
         int n = (int)(x->sms * x->cfg.sm_percent / 100.0 + 0.999);
         return n < 1 ? 1 : n;
@@ -336,8 +410,8 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     uint64_t total = tl_op_blocks(k->op);
     uint64_t end = k->block_end ? k->block_end : total;
     if (end > total || k->block_begin >= end) return TL_ERANGE;
-    int slot = tl_synth_slot_acquire(c->synth);
-    if (slot < 0) return TL_ENOMEM;
+    int slot = s->worker >= 0 ? -1 : tl_synth_slot_acquire(c->synth);
+    if (slot < 0 && s->worker < 0) return TL_ENOMEM;
     tl_synth_launch l;
     memset(&l, 0, sizeof l);
     l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
@@ -352,16 +426,31 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     l.slot = (unsigned)slot;
     l.salt = c->salt;
     c->salt += 0x9e3779b97f4a7c15ull >> 20;
-    int e = tl_synth_enqueue(c->synth, &l, s->s);
     cudaEvent_t ev = NULL;
-    if (!e) e = ev_get(c, false, &ev);
-    if (!e) e = (int)cudaEventRecord(ev, s->s);
-    if (e) {
-        fprintf(stderr, "tally-run: launch: %s\n", cudaGetErrorString((cudaError_t)e));
-        tl_synth_slot_release(c->synth, (unsigned)slot);
-        return TL_EIO;
+    tl_launch_id id = c->next_id + 1;
+    if (s->worker >= 0) {
+        tl_wmsg m;
+        memset(&m, 0, sizeof m);
+        m.type = TL_W_LAUNCH;
+        m.stream = s->remote;
+        m.id = id;
+        m.launch = l;
+        if (tl_worker_send(&c->workers[s->worker], &m)) {
+            fprintf(stderr, "tally-run: launch: the context's worker process is gone\n");
+            return TL_EIO;
+        }
+    } else {
+        int e = tl_synth_enqueue(c->synth, &l, s->s);
+        if (!e) e = ev_get(c, false, &ev);
+        if (!e) e = (int)cudaEventRecord(ev, s->s);
+        if (e) {
+            fprintf(stderr, "tally-run: launch: %s\n", cudaGetErrorString((cudaError_t)e));
+            tl_synth_slot_release(c->synth, (unsigned)slot);
+            return TL_EIO;
+        }
     }
     tl_pending *p = q_push(s);
+    p->remote = s->worker >= 0;
     p->id = ++c->next_id;
     p->stream = sid;
     p->is_kernel = true;
@@ -392,6 +481,31 @@ static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_
         return TL_EINVAL;
     tl_dstream *s = &c->streams[sid];
     size_t bytes = op->bytes ? op->bytes : 1;
+    if (s->worker >= 0) {
+        tl_wmsg m;
+        memset(&m, 0, sizeof m);
+        m.type = TL_W_COPY;
+        m.stream = s->remote;
+        m.id = c->next_id + 1;
+        m.op_kind = op->kind;
+        m.copy_kind = op->copy_kind;
+        m.bytes = bytes;
+        if (tl_worker_send(&c->workers[s->worker], &m)) return TL_EIO;
+        tl_pending *p = q_push(s);
+        p->remote = true;
+        p->id = ++c->next_id;
+        p->stream = sid;
+        p->slot = -1;
+        p->cb = cb;
+        p->arg = arg;
+        p->op = op;
+        p->job = job;
+        p->issued_ns = host_now(c);
+        c->inflight++;
+        tl_watchdog_kick(c->watchdog, true);
+        if (out) *out = p->id;
+        return 0;
+    }
     if (bytes > c->buf_bytes) {
         tl_err err;
         if (ensure_buffers(c, bytes, &err)) {
@@ -443,6 +557,13 @@ static int cu_retreat(tl_device *d, tl_launch_id id)
             tl_pending *p = &s->q[(s->head + j) % s->cap];
             if (p->id != id) continue;
             if (!p->ptb) return 0;
+            if (p->remote) {
+                tl_wmsg m;
+                memset(&m, 0, sizeof m);
+                m.type = TL_W_RETREAT;
+                m.id = id;
+                return tl_worker_send(&c->workers[s->worker], &m) ? TL_EIO : 0;
+            }
             int e = tl_synth_retreat(c->synth, (unsigned)p->slot, c->ctl_stream);
             return e ? TL_EIO : 0;
         }
@@ -479,11 +600,24 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
     memset(r, 0, sizeof *r);
     r->id = p->id;
     if (p->is_kernel) {
-        const volatile tl_synth_rec *rec = tl_synth_record(c->synth, (unsigned)p->slot);
-        tl_ns start = (tl_ns)rec->start_gt - c->gt_offset - c->t0;
-        tl_ns end = (tl_ns)rec->end_gt - c->gt_offset - c->t0;
+        uint64_t sg, eg, claimed;
+        bool valid;
+        if (p->remote) {
+            sg = p->r_start_gt;
+            eg = p->r_end_gt;
+            claimed = p->r_claimed;
+            valid = eg != 0;
+        } else {
+            const volatile tl_synth_rec *rec = tl_synth_record(c->synth, (unsigned)p->slot);
+            sg = rec->start_gt;
+            eg = rec->end_gt;
+            claimed = rec->claimed;
+            valid = rec->gen == tl_synth_slot_gen(c->synth, (unsigned)p->slot);
+        }
+        tl_ns start = (tl_ns)sg - c->gt_offset - c->t0;
+        tl_ns end = (tl_ns)eg - c->gt_offset - c->t0;
         tl_ns dur = end - start;
-        if (dur < 0 || rec->gen != tl_synth_slot_gen(c->synth, (unsigned)p->slot)) dur = 0;
+        if (dur < 0 || !valid) dur = 0;
         if (end > seen || end < p->issued_ns) end = seen; /* offset error: trust what we saw */
         start = end - dur;
         r->start_ns = start;
@@ -491,11 +625,11 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
         uint64_t count = p->end - p->begin;
         uint64_t done = count;
         if (p->ptb) {
-            done = rec->claimed < count ? rec->claimed : count;
+            done = claimed < count ? claimed : count;
             r->retreated = done < count;
         }
         r->next_block = p->begin + done;
-        tl_synth_slot_release(c->synth, (unsigned)p->slot);
+        if (!p->remote) tl_synth_slot_release(c->synth, (unsigned)p->slot);
         if (p->job >= 0 && p->job < c->n_jstats) {
             tl_job_stats *js = &c->jstats[p->job];
             js->sm_busy_ns += (tl_ns)((double)dur * p->avg_sms);
@@ -517,16 +651,18 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
             kr.stream = p->stream;
             d->observer(d->observer_arg, &kr);
         }
-        ev_put(c, false, p->ev_end);
+        if (!p->remote) ev_put(c, false, p->ev_end);
     } else {
         float ms = 0;
-        cudaEventElapsedTime(&ms, p->ev_start, p->ev_end);
-        tl_ns dur = (tl_ns)((double)ms * 1e6);
+        if (!p->remote) cudaEventElapsedTime(&ms, p->ev_start, p->ev_end);
+        tl_ns dur = p->remote ? p->r_dur : (tl_ns)((double)ms * 1e6);
         r->end_ns = seen;
         r->start_ns = seen - dur < p->issued_ns ? p->issued_ns : seen - dur;
         r->next_block = 0;
-        ev_put(c, true, p->ev_start);
-        ev_put(c, true, p->ev_end);
+        if (!p->remote) {
+            ev_put(c, true, p->ev_start);
+            ev_put(c, true, p->ev_end);
+        }
     }
 }
 
@@ -537,14 +673,28 @@ static int poll_completions(tl_device *d, tl_err *err)
     tl_cuda *c = C(d);
     done_rec buf[64];
     int n = 0;
+    for (int w = 0; w < c->n_workers; w++) {
+        tl_wmsg m;
+        int g;
+        while ((g = tl_worker_recv(&c->workers[w], &m)) > 0) {
+            if (m.type == TL_W_DONE) remote_done(c, w, &m);
+            else if (m.type == TL_W_ERROR) return tl_errf(err, TL_EIO, "context worker %d: %s", w, m.text);
+        }
+        if (g < 0) return tl_errf(err, TL_EIO, "context worker %d (pid %d) is gone", w, (int)c->workers[w].pid);
+    }
     tl_ns seen = host_now(c);
     for (int i = 0; i < c->n_streams && n < 64; i++) {
         tl_dstream *s = &c->streams[i];
         tl_pending *p;
         while (n < 64 && (p = q_head(s))) {
-            cudaError_t e = cudaEventQuery(p->ev_end);
-            if (e == cudaErrorNotReady) break;
-            if (e != cudaSuccess) return tl_cuda_errf(err, e, "GPU work failed");
+            if (p->remote) {
+                if (!p->r_done) break;
+                if (p->r_failed) return tl_errf(err, TL_EIO, "GPU work failed in a context worker");
+            } else {
+                cudaError_t e = cudaEventQuery(p->ev_end);
+                if (e == cudaErrorNotReady) break;
+                if (e != cudaSuccess) return tl_cuda_errf(err, e, "GPU work failed");
+            }
             buf[n].p = *p;
             q_pop(s);
             c->inflight--;
@@ -628,8 +778,14 @@ static void cu_close(tl_device *d)
     if (!c) return;
     cudaDeviceSynchronize();
     tl_watchdog_stop(c->watchdog);
+    for (int i = 0; i < c->n_workers; i++) tl_worker_stop(&c->workers[i]);
+    free(c->workers);
+    if (c->mps) {
+        tl_mps_stop(c->mps);
+        tl_procs_set_mps(NULL);
+    }
     for (int i = 0; i < c->n_streams; i++) {
-        cudaStreamDestroy(c->streams[i].s);
+        if (c->streams[i].worker < 0) cudaStreamDestroy(c->streams[i].s);
         free(c->streams[i].q);
     }
     for (int i = 0; i < c->n_ctxs; i++)

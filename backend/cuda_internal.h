@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "cuda_device.h"
 #include "synth.h"
+#include "worker.h"
 
 /* One operation in flight on a stream. */
 typedef struct tl_pending {
@@ -26,12 +27,19 @@ typedef struct tl_pending {
     uint64_t begin, end;      /* logical blocks */
     double avg_sms;
     tl_ns issued_ns;
+    /* ops on a worker's stream: filled from its TL_W_DONE message */
+    bool remote, r_done, r_failed;
+    uint64_t r_start_gt, r_end_gt;
+    uint32_t r_claimed;
+    tl_ns r_dur;
 } tl_pending;
 
 typedef struct tl_dstream {
     cudaStream_t s;
     int ctx;
     int prio;
+    int worker;               /* -1: this process; else index into tl_cuda.workers */
+    int remote;               /* the worker's stream index */
     tl_pending *q;            /* ring */
     size_t head, n, cap;
 } tl_dstream;
@@ -40,6 +48,7 @@ typedef struct tl_dctx {
     tl_ctx_config cfg;
     int sms;                  /* SMs its work may use */
     CUgreenCtx green;         /* PARTITION only */
+    int worker;               /* -1: this process; else index into tl_cuda.workers */
 } tl_dctx;
 
 typedef struct tl_timer_ent {
@@ -132,6 +141,10 @@ typedef struct tl_cuda {
 
     tl_watchdog *watchdog;
     bool warned_unnamed;
+
+    tl_worker *workers;       /* context workers (worker.h) */
+    int n_workers;
+    tl_mps *mps;              /* private MPS daemon, started with the first MPS context */
 } tl_cuda;
 
 int tl_cuda_errf(tl_err *err, int cuda_err, const char *what);

@@ -41,7 +41,7 @@ static void read_clocks(int device, char *out, size_t cap)
         char line[256] = "";
         if (fgets(line, sizeof line, p)) {
             line[strcspn(line, "\n")] = 0;
-            snprintf(out, cap, "sm,mem,max_sm,max_mem: %s", line);
+            snprintf(out, cap, "sm,mem,max_sm,max_mem: %.120s", line);
         }
         pclose(p);
     }

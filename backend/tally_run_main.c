@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "cuda_device.h"
+#include "worker.h"
 #include "tally/policy.h"
 #include "tally/runner.h"
 #include "tally/spec.h"
@@ -572,6 +573,8 @@ static int cmd_selftest(cli *c)
 
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "__worker")) /* a context worker (worker.h) */
+        return tl_worker_main(atoi(argv[2]), atoi(argv[3]));
     tl_procs_install(); /* children and MPS daemons never outlive us */
     cli c;
     memset(&c, 0, sizeof c);

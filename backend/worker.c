@@ -1,0 +1,299 @@
+/* Context workers: spawning, messages, and the worker's own loop (design in
+ * worker.h). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "worker.h"
+
+int tl_worker_send(tl_worker *w, const tl_wmsg *m)
+{
+    for (;;) {
+        ssize_t n = send(w->fd, m, sizeof *m, MSG_NOSIGNAL);
+        if (n == (ssize_t)sizeof *m) return 0;
+        if (n < 0 && errno == EINTR) continue;
+        return TL_EIO;
+    }
+}
+
+int tl_worker_recv(tl_worker *w, tl_wmsg *m)
+{
+    ssize_t n = recv(w->fd, m, sizeof *m, MSG_DONTWAIT);
+    if (n == (ssize_t)sizeof *m) return 1;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    return TL_EIO; /* 0 bytes: the worker is gone */
+}
+
+int tl_worker_recv_wait(tl_worker *w, tl_wmsg *m, int timeout_ms)
+{
+    struct pollfd p = {w->fd, POLLIN, 0};
+    int r = poll(&p, 1, timeout_ms);
+    if (r <= 0) return r == 0 ? 0 : TL_EIO;
+    return tl_worker_recv(w, m);
+}
+
+int tl_worker_spawn(tl_worker *w, int device, char env[][320], int n_env, tl_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return tl_errf(err, TL_EIO, "context worker: socketpair: %s", strerror(errno));
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return tl_errf(err, TL_EIO, "context worker: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1); /* the parent died before prctl */
+        close(sv[0]);
+        for (int i = 0; i < n_env; i++) putenv(env[i]);
+        char fdarg[16], devarg[16];
+        snprintf(fdarg, sizeof fdarg, "%d", sv[1]);
+        snprintf(devarg, sizeof devarg, "%d", device);
+        int fd2 = dup(sv[1]); /* the copy has no FD_CLOEXEC: it survives exec */
+        snprintf(fdarg, sizeof fdarg, "%d", fd2);
+        execl("/proc/self/exe", "tally-run", "__worker", fdarg, devarg, (char *)NULL);
+        _exit(127);
+    }
+    close(sv[1]);
+    w->pid = pid;
+    w->fd = sv[0];
+    tl_procs_add(pid);
+    tl_wmsg m;
+    int r = tl_worker_recv_wait(w, &m, 60000);
+    if (r <= 0 || m.type != TL_W_READY) {
+        const char *why = r == 0 ? "no answer within 60 s" : r < 0 ? "it exited" : m.text;
+        int code = tl_errf(err, TL_ENODEV, "context worker (pid %d): did not start: %s", (int)pid, why);
+        tl_worker_stop(w);
+        return code;
+    }
+    w->sms = m.sms;
+    return 0;
+}
+
+void tl_worker_stop(tl_worker *w)
+{
+    if (!w || w->pid <= 0) return;
+    tl_wmsg m;
+    memset(&m, 0, sizeof m);
+    m.type = TL_W_QUIT;
+    tl_worker_send(w, &m);
+    int st;
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(w->pid, &st, WNOHANG) == w->pid) goto gone;
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(w->pid, SIGKILL);
+    waitpid(w->pid, &st, 0);
+gone:
+    tl_procs_remove(w->pid);
+    close(w->fd);
+    w->pid = 0;
+    w->fd = -1;
+}
+
+/* ---- the worker ---- */
+
+typedef struct wpend {
+    uint64_t id;
+    bool kernel;
+    int slot;
+    cudaEvent_t e0, e1;
+} wpend;
+
+typedef struct wstream {
+    cudaStream_t s;
+    wpend *q;
+    size_t head, n, cap;
+} wstream;
+
+static void reply_error(int fd, const char *fmt, const char *what)
+{
+    tl_wmsg m;
+    memset(&m, 0, sizeof m);
+    m.type = TL_W_ERROR;
+    snprintf(m.text, sizeof m.text, fmt, what);
+    send(fd, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+int tl_worker_main(int fd, int device)
+{
+    tl_synth *syn = NULL;
+    int e = (int)cudaSetDevice(device);
+    if (!e) e = tl_synth_open(&syn, 4096);
+    if (e) {
+        reply_error(fd, "CUDA: %s", cudaGetErrorString((cudaError_t)e));
+        return 1;
+    }
+    cudaStream_t ctl;
+    int least = 0, greatest = 0;
+    cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    cudaStreamCreateWithPriority(&ctl, cudaStreamNonBlocking, greatest);
+    void *hbuf = NULL;
+    char *dbuf = NULL;
+    size_t buf_bytes = 0;
+    wstream *ss = NULL;
+    int n_ss = 0;
+    size_t inflight = 0;
+    unsigned long long salt = (unsigned long long)getpid() << 20;
+
+    tl_wmsg m;
+    memset(&m, 0, sizeof m);
+    m.type = TL_W_READY;
+    struct cudaDeviceProp p;
+    if (!cudaGetDeviceProperties(&p, device)) {
+        snprintf(m.text, sizeof m.text, "%.150s", p.name);
+        m.sms = p.multiProcessorCount; /* under MPS: the client's share */
+    }
+    send(fd, &m, sizeof m, MSG_NOSIGNAL);
+
+    bool quit = false;
+    while (!quit || inflight) {
+        /* Commands: wait for one when idle, else just look. */
+        struct pollfd pf = {fd, POLLIN, 0};
+        int pr = poll(&pf, 1, inflight ? 0 : 1000);
+        if (pr > 0) {
+            ssize_t n = recv(fd, &m, sizeof m, 0);
+            if (n <= 0) break; /* parent gone */
+            if (n != (ssize_t)sizeof m) continue;
+            switch (m.type) {
+            case TL_W_QUIT:
+                quit = true;
+                break;
+            case TL_W_STREAM: {
+                ss = realloc(ss, (size_t)(n_ss + 1) * sizeof *ss);
+                memset(&ss[n_ss], 0, sizeof ss[n_ss]);
+                e = (int)cudaStreamCreateWithPriority(&ss[n_ss].s, cudaStreamNonBlocking, m.prio);
+                tl_wmsg r;
+                memset(&r, 0, sizeof r);
+                r.type = TL_W_STREAM;
+                r.stream = e ? -1 : n_ss;
+                r.status = e;
+                if (!e) n_ss++;
+                send(fd, &r, sizeof r, MSG_NOSIGNAL);
+                break;
+            }
+            case TL_W_LAUNCH:
+            case TL_W_COPY: {
+                if (m.stream < 0 || m.stream >= n_ss) {
+                    reply_error(fd, "worker: unknown stream%s", "");
+                    break;
+                }
+                wstream *s = &ss[m.stream];
+                wpend w;
+                memset(&w, 0, sizeof w);
+                w.id = m.id;
+                w.slot = -1;
+                if (m.type == TL_W_LAUNCH) {
+                    w.kernel = true;
+                    w.slot = tl_synth_slot_acquire(syn);
+                    m.launch.slot = (unsigned)w.slot;
+                    m.launch.salt = salt;
+                    salt += 0x9e3779b97f4a7c15ull >> 20;
+                    e = w.slot < 0 ? (int)cudaErrorMemoryAllocation : tl_synth_enqueue(syn, &m.launch, s->s);
+                    if (!e) e = (int)cudaEventCreateWithFlags(&w.e1, cudaEventDisableTiming);
+                    if (!e) e = (int)cudaEventRecord(w.e1, s->s);
+                } else {
+                    size_t bytes = m.bytes ? m.bytes : 1;
+                    if (bytes > buf_bytes) {
+                        cudaDeviceSynchronize();
+                        if (hbuf) cudaFreeHost(hbuf);
+                        if (dbuf) cudaFree(dbuf);
+                        buf_bytes = bytes;
+                        cudaHostAlloc(&hbuf, buf_bytes, 0);
+                        cudaMalloc((void **)&dbuf, 2 * buf_bytes);
+                    }
+                    cudaEventCreate(&w.e0);
+                    cudaEventCreate(&w.e1);
+                    cudaEventRecord(w.e0, s->s);
+                    if (m.op_kind == 2 /* TL_OP_MEMSET */) e = (int)cudaMemsetAsync(dbuf, 0, bytes, s->s);
+                    else if (m.copy_kind == 0) e = (int)cudaMemcpyAsync(dbuf, hbuf, bytes, cudaMemcpyHostToDevice, s->s);
+                    else if (m.copy_kind == 1) e = (int)cudaMemcpyAsync(hbuf, dbuf, bytes, cudaMemcpyDeviceToHost, s->s);
+                    else e = (int)cudaMemcpyAsync(dbuf + buf_bytes, dbuf, bytes, cudaMemcpyDeviceToDevice, s->s);
+                    if (!e) e = (int)cudaEventRecord(w.e1, s->s);
+                }
+                if (e) {
+                    reply_error(fd, "worker: %s", cudaGetErrorString((cudaError_t)e));
+                    break;
+                }
+                if (s->n == s->cap) {
+                    size_t nc = s->cap ? s->cap * 2 : 64;
+                    wpend *nq = calloc(nc, sizeof *nq);
+                    for (size_t i = 0; i < s->n; i++) nq[i] = s->q[(s->head + i) % s->cap];
+                    free(s->q);
+                    s->q = nq;
+                    s->head = 0;
+                    s->cap = nc;
+                }
+                s->q[(s->head + s->n) % s->cap] = w;
+                s->n++;
+                inflight++;
+                break;
+            }
+            case TL_W_RETREAT:
+                for (int i = 0; i < n_ss; i++)
+                    for (size_t j = 0; j < ss[i].n; j++) {
+                        wpend *w = &ss[i].q[(ss[i].head + j) % ss[i].cap];
+                        if (w->id == m.id && w->kernel) tl_synth_retreat(syn, (unsigned)w->slot, ctl);
+                    }
+                break;
+            default:
+                break;
+            }
+        } else if (pr < 0 && errno != EINTR) {
+            break;
+        }
+        /* Completions, in order per stream. */
+        for (int i = 0; i < n_ss; i++) {
+            wstream *s = &ss[i];
+            while (s->n) {
+                wpend *w = &s->q[s->head];
+                cudaError_t q = cudaEventQuery(w->e1);
+                if (q == cudaErrorNotReady) break;
+                tl_wmsg r;
+                memset(&r, 0, sizeof r);
+                r.type = TL_W_DONE;
+                r.id = w->id;
+                r.stream = i;
+                r.status = (int)q;
+                if (w->kernel) {
+                    const volatile tl_synth_rec *rec = tl_synth_record(syn, (unsigned)w->slot);
+                    r.start_gt = rec->start_gt;
+                    r.end_gt = rec->end_gt;
+                    r.claimed = rec->claimed;
+                    if (rec->gen != tl_synth_slot_gen(syn, (unsigned)w->slot)) r.end_gt = r.start_gt = 0;
+                    tl_synth_slot_release(syn, (unsigned)w->slot);
+                } else {
+                    float ms = 0;
+                    cudaEventElapsedTime(&ms, w->e0, w->e1);
+                    r.dur_ns = (int64_t)((double)ms * 1e6);
+                    cudaEventDestroy(w->e0);
+                }
+                cudaEventDestroy(w->e1);
+                send(fd, &r, sizeof r, MSG_NOSIGNAL);
+                s->head = (s->head + 1) % s->cap;
+                s->n--;
+                inflight--;
+            }
+        }
+    }
+    cudaDeviceSynchronize();
+    tl_synth_close(syn);
+    return 0;
+}
