@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +352,30 @@ static void worker_main(sweep_ctx *c, int in_fd, int out_fd, int id)
     _exit(0);
 }
 
+/* Reap workers that ended; a worker that ended during a run is an error.
+ * Returns how many runs were lost with them. */
+static size_t reap_dead(sweep_ctx *c, pid_t *pids, int32_t *busy, int workers, bool block,
+                        int *first_error, tl_err *err)
+{
+    size_t lost = 0;
+    for (int w = 0; w < workers; w++) {
+        int st;
+        if (pids[w] <= 0 || waitpid(pids[w], &st, block ? 0 : WNOHANG) != pids[w])
+            continue;
+        pids[w] = -1;
+        if (busy[w] < 0)
+            continue;
+        if (!*first_error)
+            *first_error = tl_errf(err, TL_EINVAL, "sweep worker %d died (%s %d) during run %s", w,
+                                   WIFSIGNALED(st) ? "signal" : "exit status",
+                                   WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+                                   c->items[busy[w]].key);
+        busy[w] = -1;
+        lost++;
+    }
+    return lost;
+}
+
 /* Run items idx[0..n) with 'workers' processes; returns the first error. */
 static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, progress *pg,
                     tl_err *err)
@@ -375,6 +400,8 @@ static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, prog
     int *to = tl_xcalloc((size_t)workers, sizeof *to);
     pid_t *pids = tl_xcalloc((size_t)workers, sizeof *pids);
     tl_results_close(&c->db); /* never share a SQLite handle across fork */
+    /* A crashed worker's pipe must give EPIPE here, not kill the parent. */
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
     fflush(NULL);
     for (int w = 0; w < workers; w++) {
         int fd[2];
@@ -397,20 +424,40 @@ static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, prog
     close(back[1]);
     size_t next = 0, outstanding = 0;
     int first_error = 0;
-    for (int w = 0; w < workers && next < n; w++, next++, outstanding++) {
+    int32_t *busy = tl_xmalloc((size_t)workers * sizeof *busy); /* item each worker runs */
+    for (int w = 0; w < workers; w++)
+        busy[w] = -1;
+    for (int w = 0; w < workers && next < n; w++, next++) {
         int32_t v = (int32_t)idx[next];
-        if (write(to[w], &v, sizeof v) != (ssize_t)sizeof v)
-            first_error = TL_EIO;
+        if (write(to[w], &v, sizeof v) != (ssize_t)sizeof v) {
+            first_error = tl_errf(err, TL_EIO, "cannot reach sweep worker %d", w);
+            break;
+        }
+        busy[w] = v;
+        outstanding++;
     }
     while (outstanding > 0) {
         msg m;
-        ssize_t got = read(back[0], &m, sizeof m);
+        /* Wait for a result, but look after the workers too: one killed by a
+         * signal (a crash) never reports, and the others keep the pipe open. */
+        struct pollfd pfd = { .fd = back[0], .events = POLLIN };
+        int ready = poll(&pfd, 1, 200);
+        if (ready == 0) {
+            outstanding -= reap_dead(c, pids, busy, workers, false, &first_error, err);
+            continue;
+        }
+        ssize_t got = ready > 0 ? read(back[0], &m, sizeof m) : -1;
         if (got != (ssize_t)sizeof m) {
+            if (ready < 0 && errno == EINTR)
+                continue;
+            /* every worker closed the pipe: they are gone; say how */
+            outstanding -= reap_dead(c, pids, busy, workers, true, &first_error, err);
             if (!first_error)
-                first_error = tl_errf(err, TL_EIO, "a sweep worker died (see the messages above)");
+                first_error = tl_errf(err, TL_EINVAL, "the sweep workers ended without reporting");
             break;
         }
         outstanding--;
+        busy[m.worker] = -1;
         pg->done++;
         progress_show(pg, false);
         if (m.status < 0 && !first_error)
@@ -418,8 +465,10 @@ static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, prog
                                   c->items[m.item].key);
         if (!first_error && next < n) {
             int32_t v = (int32_t)idx[next++];
-            if (write(to[m.worker], &v, sizeof v) == (ssize_t)sizeof v)
+            if (write(to[m.worker], &v, sizeof v) == (ssize_t)sizeof v) {
                 outstanding++;
+                busy[m.worker] = v;
+            }
         }
     }
     for (int w = 0; w < workers; w++) {
@@ -428,10 +477,13 @@ static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, prog
         close(to[w]);
     }
     for (int w = 0; w < workers; w++)
-        waitpid(pids[w], NULL, 0);
+        if (pids[w] > 0)
+            waitpid(pids[w], NULL, 0);
     close(back[0]);
     free(to);
     free(pids);
+    free(busy);
+    signal(SIGPIPE, old_pipe);
     tl_err e2 = { 0 };
     int r = tl_results_open(&c->db, c->o->db_path, &e2);
     if (r < 0 && !first_error) {
