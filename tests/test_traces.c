@@ -984,6 +984,7 @@ static void test_print_info(void **state)
     assert_non_null(strstr(buf, "NVIDIA H100 80GB HBM3, 132 SMs"));
     assert_non_null(strstr(buf, "streams:     2 (CUDA ids: 7 8)"));
     assert_non_null(strstr(buf, "iterations:  2 (split by markers)"));
+    assert_non_null(strstr(buf, "launched before the capture"));
     assert_non_null(strstr(buf, "1 GPU ops without API call"));
     assert_non_null(strstr(buf, "mean/iter:   2.5 kernels"));
     assert_non_null(strstr(buf, "gpu_busy_ms"));

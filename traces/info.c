@@ -23,7 +23,14 @@ void tl_trace_print_info(FILE *out, const tl_trace *t)
     for (int i = 0; i < t->n_streams; i++)
         fprintf(out, " %" PRId64, t->streams[i]);
     fprintf(out, ")\n");
-    fprintf(out, "iterations:  %u (split by %s)\n", t->n_iters, tl_split_method_name(t->split));
+    static const char *const how[] = {
+        [TL_SPLIT_MARKERS] = "split by markers",
+        [TL_SPLIT_PERIOD] = "split by the period of the kernel sequence",
+        [TL_SPLIT_USER] = "split at the given start kernel",
+        [TL_SPLIT_WHOLE] = "no markers, no period: the whole trace",
+    };
+    fprintf(out, "iterations:  %u (%s)\n", t->n_iters,
+            t->split <= TL_SPLIT_WHOLE ? how[t->split] : "?");
     if (t->n_unlinked || t->n_precapture || t->n_zero_dur || t->n_unresolved || t->n_outside)
         fprintf(out,
                 "warnings:    %u GPU ops without API call, %u launched before the capture "
