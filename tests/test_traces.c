@@ -767,6 +767,33 @@ static void test_kineto_bad_input(void **state)
     expect_fail(tmp_path("half.json"), NULL, TL_EFORMAT, "half.json: malformed JSON at line");
 }
 
+static void test_kineto_old_format(void **state)
+{
+    (void)state;
+    /* Old Kineto: capitalized categories, "tid": "stream 7", integer µs, and a
+     * bare inf bandwidth for a zero-duration copy (pytorch/kineto#105). */
+    tl_trace t;
+    load_ok(&t, "tests/data/kineto_old_inf.json", NULL);
+    assert_int_equal(t.n_iters, 1);
+    assert_int_equal(t.split, TL_SPLIT_WHOLE);
+    const tl_iteration *it = &t.iters[0];
+    assert_int_equal(it->n_ops, 2);
+    assert_int_equal(it->ops[0].kind, TL_OP_MEMCPY);
+    assert_int_equal(it->ops[0].copy_kind, TL_COPY_H2D);
+    assert_false(it->ops[0].blocking);
+    assert_int_equal(it->ops[0].dur_ns, 1);
+    assert_int_equal(it->ops[0].host_call_ns, 30 * US);
+    assert_int_equal(it->ops[1].kind, TL_OP_KERNEL);
+    assert_int_equal(it->ops[1].host_gap_ns, 10 * US);
+    assert_int_equal(it->ops[1].dur_ns, 4 * US);
+    assert_int_equal(t.n_zero_dur, 1);
+    assert_false(t.has_gpu_props);
+    tl_trace_close(&t);
+    /* inf stays invalid in our own format */
+    write_text(tmp_path("inf.json"), "{\"format\":\"tally-trace\",\"version\":1,\"x\":inf}");
+    expect_fail(tmp_path("inf.json"), NULL, TL_EFORMAT, "malformed JSON");
+}
+
 /* ---- the bundled real traces ---------------------------------------------------------- */
 
 static const char *const bundled[] = {
@@ -1025,6 +1052,7 @@ int main(void)
         cmocka_unit_test(test_nsys_optional_tables),
         cmocka_unit_test(test_nsys_bad_input),
         cmocka_unit_test(test_kineto_bad_input),
+        cmocka_unit_test(test_kineto_old_format),
         cmocka_unit_test(test_bundled_all_load),
         cmocka_unit_test(test_bundled_splits),
         cmocka_unit_test(test_start_kernel_split),

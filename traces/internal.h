@@ -158,7 +158,13 @@ typedef struct tl_jscan {
     const char *buf;
     size_t len, pos;
     const char *err;      /* set on failure */
+    bool lenient;         /* accept bare inf/nan/Infinity/NaN (old Kineto writes them) */
+    bool saw_nonfinite;   /* set when one was accepted */
 } tl_jscan;
+
+/* Length of a bare non-finite literal at p (inf, -inf, nan, -nan, NaN,
+ * Infinity, -Infinity), 0 if none. */
+size_t tl_json_nonfinite_len(const char *p, size_t n);
 
 void tl_jscan_ws(tl_jscan *s);
 int tl_jscan_value(tl_jscan *s, int depth);

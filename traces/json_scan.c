@@ -119,6 +119,22 @@ static int scan_literal(tl_jscan *s, const char *lit)
     return 0;
 }
 
+size_t tl_json_nonfinite_len(const char *p, size_t n)
+{
+    static const char *const lits[] = {"-Infinity", "Infinity", "-inf", "inf", "-nan",
+                                       "nan", "-NaN", "NaN"};
+    for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++) {
+        size_t k = strlen(lits[i]);
+        if (n >= k && memcmp(p, lits[i], k) == 0) {
+            char c = n > k ? p[k] : ' ';
+            if (c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\t' ||
+                c == '\r')
+                return k;
+        }
+    }
+    return 0;
+}
+
 int tl_jscan_value(tl_jscan *s, int depth)
 {
     if (depth > TL_JSON_MAX_DEPTH)
@@ -187,13 +203,22 @@ int tl_jscan_value(tl_jscan *s, int depth)
         return scan_literal(s, "true");
     case 'f':
         return scan_literal(s, "false");
-    case 'n':
-        return scan_literal(s, "null");
     default:
-        if (c == '-' || (c >= '0' && c <= '9'))
-            return scan_number(s);
-        return fail(s, "unexpected character");
+        break;
     }
+    if (s->lenient) {
+        size_t k = tl_json_nonfinite_len(s->buf + s->pos, s->len - s->pos);
+        if (k) {
+            s->pos += k;
+            s->saw_nonfinite = true;
+            return 0;
+        }
+    }
+    if (c == 'n')
+        return scan_literal(s, "null");
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return scan_number(s);
+    return fail(s, "unexpected character");
 }
 
 void tl_jscan_linecol(const char *buf, size_t off, int *line, int *col)

@@ -67,6 +67,13 @@ static const char *kind_word(ev_kind k)
     }
 }
 
+/* An event worth parsing, found by the skimmer. */
+typedef struct span {
+    size_t start, end, index;
+    ev_kind kind;
+    bool nonfinite; /* holds a bare inf/nan: parse a sanitized copy */
+} span;
+
 /* Context for messages: "x.json: event 123 (kernel 'foo'): ..." */
 typedef struct ev_ctx {
     const char *path;
@@ -349,11 +356,54 @@ static int read_annotation(kin_state *k, const ev_ctx *c, json_t *e)
     return 0;
 }
 
-static int parse_event(kin_state *k, const char *buf, size_t len, size_t start, size_t end,
-                       size_t index, ev_kind kind)
+/* Old Kineto writes a bare inf for the bandwidth of a zero-duration copy
+ * (pytorch/kineto#105): a copy of the event with such values as null. */
+static char *sanitize(const char *p, size_t n, size_t *out_n)
 {
+    char *o = tl_xmalloc(n * 2 + 1);
+    size_t j = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < n;) {
+        char c = p[i];
+        if (in_str) {
+            o[j++] = c;
+            if (c == '\\' && i + 1 < n)
+                o[j++] = p[++i];
+            else if (c == '"')
+                in_str = false;
+            i++;
+            continue;
+        }
+        size_t k;
+        if (c == '"') {
+            in_str = true;
+        } else if ((k = tl_json_nonfinite_len(p + i, n - i)) > 0) {
+            memcpy(o + j, "null", 4);
+            j += 4;
+            i += k;
+            continue;
+        }
+        o[j++] = c;
+        i++;
+    }
+    *out_n = j;
+    return o;
+}
+
+static int parse_event(kin_state *k, const char *buf, size_t len, const span *sp)
+{
+    size_t start = sp->start, index = sp->index;
+    ev_kind kind = sp->kind;
     json_error_t je;
-    json_t *e = json_loadb(buf + start, end - start, 0, &je);
+    json_t *e;
+    if (sp->nonfinite) {
+        size_t n;
+        char *copy = sanitize(buf + start, sp->end - start, &n);
+        e = json_loadb(copy, n, 0, &je);
+        free(copy);
+    } else {
+        e = json_loadb(buf + start, sp->end - start, 0, &je);
+    }
     if (!e) {
         int line, col;
         size_t off = start + (size_t)(je.position > 0 ? je.position : 0);
@@ -449,14 +499,9 @@ static int skim_event(tl_jscan *s, const char **cat, size_t *cat_len)
     }
 }
 
-/* Events worth parsing, found by the skimmer: the whole file is checked for
+/* The skimmer finds the events worth parsing: the whole file is checked for
  * syntax before any event is interpreted, so a malformed file is reported
  * as such rather than by its first odd event. */
-typedef struct span {
-    size_t start, end, index;
-    ev_kind kind;
-} span;
-
 typedef struct span_vec {
     span *v;
     size_t n, cap;
@@ -476,6 +521,7 @@ static int skim_events(tl_jscan *s, span_vec *out)
         size_t start = s->pos;
         const char *cat;
         size_t cat_len;
+        s->saw_nonfinite = false;
         if (skim_event(s, &cat, &cat_len) < 0)
             return -1;
         ev_kind kind = cat ? classify_cat(cat, cat_len) : EV_SKIP;
@@ -484,7 +530,7 @@ static int skim_events(tl_jscan *s, span_vec *out)
                 out->cap = out->cap ? out->cap * 2 : 4096;
                 out->v = tl_xrealloc(out->v, out->cap * sizeof *out->v);
             }
-            out->v[out->n++] = (span){start, s->pos, index, kind};
+            out->v[out->n++] = (span){start, s->pos, index, kind, s->saw_nonfinite};
         }
         tl_jscan_ws(s);
         if (s->pos < s->len && s->buf[s->pos] == ',') {
@@ -560,7 +606,7 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
     tl_raw raw;
     tl_raw_init(&raw);
     kin_state k = {.raw = &raw, .path = path, .err = err};
-    tl_jscan s = {buf, len, 0, NULL};
+    tl_jscan s = {buf, len, 0, NULL, true, false};
     size_t props_start = 0, props_end = 0;
     bool have_events = false;
     span_vec spans = {NULL, 0, 0};
@@ -636,7 +682,7 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
     }
     for (size_t i = 0; i < spans.n; i++) {
         const span *sp = &spans.v[i];
-        if ((r = parse_event(&k, buf, len, sp->start, sp->end, sp->index, sp->kind)) < 0)
+        if ((r = parse_event(&k, buf, len, sp)) < 0)
             goto out;
     }
     if (props_end > props_start) {
