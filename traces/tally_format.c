@@ -718,9 +718,10 @@ static int rd_events(rd *c, json_t *root, tl_trace *t, const tl_trace_options *o
     }
     for (size_t i = 0; i < json_array_size(ev); i++) {
         snprintf(c->where, sizeof c->where, "events[%zu]", i);
+        size_t calls_before = raw.n_calls;
         if ((r = rd_flat_event(c, json_array_get(ev, i), &raw)) < 0)
             goto out;
-        if (raw.n_calls)
+        if (raw.n_calls > calls_before) /* input position: the last tie-break of host order */
             raw.calls[raw.n_calls - 1].index = (uint32_t)i;
     }
     c->where[0] = '\0';
