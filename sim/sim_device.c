@@ -406,6 +406,12 @@ static void sim_close(tl_device *d)
         free(g);
         g = n;
     }
+    smclass *k = s->cfree;
+    while (k) {
+        smclass *n = k->next_free;
+        sm_class_free(k);
+        k = n;
+    }
     free(s->units);
     for (int i = 0; i < s->n_ctxs; i++)
         free(s->ctxs[i]);

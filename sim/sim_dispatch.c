@@ -30,8 +30,18 @@ void launch_kernel_prepare(sim *s, launch *l)
     const tl_op *op = l->op;
     int threads = (int)((uint64_t)op->block[0] * op->block[1] * op->block[2]);
     uint64_t smem = (uint64_t)op->static_smem + op->dynamic_smem;
-    int occ = tl_block_cost_of(&s->gpu, threads, (int)(op->regs > 100000 ? 100000 : op->regs),
-                               (int)(smem > (1u << 30) ? (1u << 30) : smem), &l->cost, NULL);
+    int regs = (int)(op->regs > 100000 ? 100000 : op->regs);
+    int sm = (int)(smem > (1u << 30) ? (1u << 30) : smem);
+    unsigned h = ((unsigned)threads * 2654435761u ^ (unsigned)regs * 40503u ^ (unsigned)sm * 97u);
+    shape_ent *e = &s->shapes[(h ^ (h >> 15)) % SHAPE_CACHE];
+    int occ;
+    if (e->threads == threads && e->regs == regs && e->smem == sm) {
+        occ = e->occ;
+        l->cost = e->cost;
+    } else {
+        occ = tl_block_cost_of(&s->gpu, threads, regs, sm, &l->cost, NULL);
+        *e = (shape_ent){ threads, regs, sm, occ, l->cost };
+    }
     if (occ == 0) {
         /* The block does not fit this GPU (a trace from a bigger one): run it
          * one block per SM holding the whole SM, and count it. */
@@ -44,7 +54,7 @@ void launch_kernel_prepare(sim *s, launch *l)
     uint64_t waves = (grid + per_wave - 1) / per_wave;
     tl_ns dur = op->dur_ns > 0 ? op->dur_ns : 0;
     l->blk_ns = dur / (tl_ns)waves;
-    l->blk_rem = (uint32_t)u64_min((uint64_t)(dur % (tl_ns)waves), UINT32_MAX);
+    l->blk_rem = dur % (tl_ns)waves;
     uint64_t logical = l->block_end - l->block_begin;
     if (l->ptb) {
         sctx *c = l->st->c;
@@ -65,7 +75,7 @@ void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
     launch *l = g->l;
     tl_sim_activity a = {
         .kind = kind, .time = sim_now(s), .ctx = l->st->c->id, .job = l->job,
-        .launch = l->id, .tag = l->tag, .blocks = g->blocks, .sms = g->sms,
+        .launch = l->id, .tag = l->tag, .blocks = g->blocks, .waves = g->waves, .sms = g->sms,
         .ctx_sms = l->st->c->sms_now, .paused = paused,
     };
     s->act_fn(s->act_arg, &a);
@@ -86,8 +96,20 @@ static void group_end_ev(void *ctx, void *arg, uint64_t u);
 static void group_schedule(sim *s, group *g)
 {
     double t = g->remaining * g->slowdown;
-    tl_ns d = (tl_ns)ceil(t);
-    g->ev = tl_engine_at(&s->eng, sim_now(s) + d, group_end_ev, s, g, 0);
+    g->end_at = sim_now(s) + (tl_ns)ceil(t);
+    g->ev = tl_engine_at(&s->eng, g->end_at, group_end_ev, s, g, 0);
+}
+
+/* Move a running group's end event after its remaining work or rate changed
+ * (left alone when the time did not move). */
+static void group_reschedule(sim *s, group *g)
+{
+    tl_ns end = sim_now(s) + (tl_ns)ceil(g->remaining * g->slowdown);
+    if (g->ev && end == g->end_at)
+        return;
+    tl_engine_cancel(&s->eng, g->ev);
+    g->end_at = end;
+    g->ev = tl_engine_at(&s->eng, end, group_end_ev, s, g, 0);
 }
 
 void group_rate_dirty(sim *s, group *g)
@@ -105,6 +127,113 @@ static void group_release(sim *s, group *g)
     s->gfree = g;
 }
 
+/* ---------- wave trains ----------
+ *
+ * When a launch is the only kernel in its unit's EE queues and has at least
+ * two full waves left for a placement, the placement becomes a wave train:
+ * the same blocks re-run back to back on the same SMs, one event for all the
+ * waves, which is exactly what per-wave dispatch would do as long as nothing
+ * else wants the room. The launch stays at the head of its EE queue with the
+ * train's later blocks reserved, so nothing behind it dispatches early. A
+ * train is cut back to its current wave (train_break) as soon as that may no
+ * longer hold: a kernel enters an EE queue of the unit, the launch can place
+ * blocks elsewhere, or the train's contention rate changes. Per-wave
+ * dispatch then resumes at the current wave's end. */
+
+static void group_reschedule(sim *s, group *g);
+
+static void train_break(sim *s, group *g)
+{
+    if (g->waves <= 1)
+        return;
+    launch *l = g->l;
+    tl_ns now = sim_now(s);
+    double rem = g->remaining;
+    bool running = !g->paused && g->ev;
+    if (running)
+        rem -= (double)(now - g->last_t) / g->slowdown;
+    if (rem < 0)
+        rem = 0;
+    double w = (double)g->wave_ns, extra = (double)g->extra;
+    double done = extra + (double)g->waves * w - rem;
+    /* the wave in progress: the first whose end is at or after 'done' */
+    uint64_t i = 0;
+    if (done > extra + w)
+        i = (uint64_t)ceil((done - extra) / w) - 1;
+    if (i > g->waves - 1)
+        i = g->waves - 1;
+    double cur = extra + (double)(i + 1) * w - done;
+    uint64_t b = g->blocks;
+    l->to_dispatch -= i * b;
+    l->reserved -= (uint64_t)(g->waves - 1) * b;
+    l->blocks_done += i * b;
+    job_acct *j = acct_job(s, l->job);
+    if (j)
+        j->blocks += i * b;
+    g->waves = 1;
+    g->extra = 0;
+    g->remaining = cur > 0 ? cur : 0;
+    l->n_trains--;
+    g->u->n_trains--;
+    s->stats.train_breaks++;
+    if (running) {
+        g->last_t = now;
+        group_reschedule(s, g);
+    }
+}
+
+static void group_retire(sim *s, group *g);
+
+/* Break l's trains; a train whose current wave ends exactly now leaves its
+ * SMs at once (as the wave's end event would have, before this dispatch).
+ * Returns whether SMs were freed. Never completes l: it has blocks left. */
+static bool trains_break_launch(sim *s, launch *l)
+{
+    bool freed = false;
+    group *g = l->n_trains ? l->st->c->u->groups : NULL;
+    while (g && l->n_trains) {
+        group *next = g->next;
+        if (g->l == l && g->waves > 1) {
+            train_break(s, g);
+            if (!g->paused && g->remaining <= 0) {
+                tl_engine_cancel(&s->eng, g->ev);
+                g->ev = 0;
+                l->blocks_done += g->blocks;
+                job_acct *j = acct_job(s, l->job);
+                if (j)
+                    j->blocks += g->blocks;
+                group_retire(s, g);
+                freed = true;
+            }
+        }
+        g = next;
+    }
+    return freed;
+}
+
+void trains_break_unit(sim *s, unit *u)
+{
+    for (group *g = u->n_trains ? u->groups : NULL; g && u->n_trains; g = g->next)
+        train_break(s, g);
+}
+
+/* Is l the only kernel in its unit's EE queues? */
+static bool alone_in_unit(const unit *u, const launch *l)
+{
+    if (l->ee_next)
+        return false;
+    for (int i = 0; i < u->n_ctxs; i++) {
+        const sctx *c = u->ctxs[i];
+        if (c == l->st->c) {
+            if (c->ee_mask != (1ull << l->st->level) || c->ee_head[l->st->level] != l)
+                return false;
+        } else if (c->ee_mask) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Apply rate changes batched during this instant. Groups that ended in the
  * meantime (l == NULL) are released here. */
 void groups_reevaluate(sim *s)
@@ -119,14 +248,14 @@ void groups_reevaluate(sim *s)
         } else if (!g->paused && g->ev) {
             double sd = group_slowdown(s, g);
             if (sd != g->slowdown) {
+                train_break(s, g); /* later waves would start at their own rate */
                 tl_ns now = sim_now(s);
                 g->remaining -= (double)(now - g->last_t) / g->slowdown;
                 if (g->remaining < 0)
                     g->remaining = 0;
                 g->last_t = now;
                 g->slowdown = sd;
-                tl_engine_cancel(&s->eng, g->ev);
-                group_schedule(s, g);
+                group_reschedule(s, g);
             }
         }
         g = next;
@@ -179,10 +308,13 @@ static void group_start(sim *s, group *g)
         l->started = true;
         l->start_ns = now;
     }
-    if (l->ptb)
+    if (l->ptb) {
         ptb_claim(l, g);
-    else
-        g->remaining = (double)(l->blk_ns + (l->groups_started < l->blk_rem ? 1 : 0));
+    } else {
+        g->wave_ns = l->blk_ns;
+        g->extra = l->groups_started == 0 ? l->blk_rem : 0;
+        g->remaining = (double)g->extra + (double)g->waves * (double)g->wave_ns;
+    }
     l->groups_started++;
     l->groups_live++;
     g->last_t = now;
@@ -190,6 +322,26 @@ static void group_start(sim *s, group *g)
     group_schedule(s, g);
     s->stats.block_groups++;
     emit_activity(s, g, TL_SIM_RUN_START, false);
+}
+
+/* The group's blocks leave their SMs. */
+static void group_retire(sim *s, group *g)
+{
+    launch *l = g->l;
+    unit *un = g->u;
+    emit_activity(s, g, TL_SIM_RUN_STOP, false);
+    sm_remove(s, g);
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        un->groups = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    l->groups_live--;
+    g->l = NULL;
+    if (!g->dirty)
+        group_release(s, g);
+    unit_dirty(s, un);
 }
 
 static void group_end_ev(void *ctx, void *arg, uint64_t u)
@@ -211,23 +363,19 @@ static void group_end_ev(void *ctx, void *arg, uint64_t u)
             return;
         }
     } else {
-        l->blocks_done += g->blocks;
+        uint64_t b = g->blocks * g->waves;
+        if (g->waves > 1) {
+            uint64_t later = (uint64_t)(g->waves - 1) * g->blocks;
+            l->to_dispatch -= later;
+            l->reserved -= later;
+            l->n_trains--;
+            un->n_trains--;
+        }
+        l->blocks_done += b;
         if (j)
-            j->blocks += g->blocks;
+            j->blocks += b;
     }
-    emit_activity(s, g, TL_SIM_RUN_STOP, false);
-    sm_remove(s, g);
-    if (g->prev)
-        g->prev->next = g->next;
-    else
-        un->groups = g->next;
-    if (g->next)
-        g->next->prev = g->prev;
-    l->groups_live--;
-    g->l = NULL;
-    if (!g->dirty)
-        group_release(s, g);
-    unit_dirty(s, un);
+    group_retire(s, g);
     if (l->to_dispatch == 0 && l->groups_live == 0)
         launch_complete(s, l);
 }
@@ -239,11 +387,23 @@ static group *group_new(sim *s, launch *l, unit *u)
         s->gfree = g->next;
     else
         g = tl_xmalloc(sizeof *g);
-    memset(g, 0, sizeof *g);
+    /* every field, without a memset (hot path) */
     g->uid = ++s->next_group_uid;
     g->l = l;
     g->u = u;
+    g->prev = NULL;
+    g->dirty_next = NULL;
+    g->dirty = g->paused = false;
+    g->sms = 0;
+    g->blocks = 0;
+    g->waves = 1;
+    g->wave_ns = g->extra = 0;
+    g->foreign = 0;
     g->slowdown = 1.0;
+    g->remaining = 0;
+    g->last_t = 0;
+    g->ev = 0;
+    g->round_blocks = 0;
     g->next = u->groups;
     if (u->groups)
         u->groups->prev = g;
@@ -267,6 +427,7 @@ typedef struct piece {
 static int place(sim *s, sctx *c, launch *l)
 {
     unit *u = c->u;
+again:;
     int n_cls = u->n_cls;
     cand stack_cands[16];
     cand *cands = n_cls <= 16 ? stack_cands : tl_xmalloc((size_t)n_cls * sizeof *cands);
@@ -312,7 +473,19 @@ static int place(sim *s, sctx *c, launch *l)
             free(cands);
         return cap_limited ? PLACE_CAP : PLACE_ROOM;
     }
-    uint64_t need = l->to_dispatch;
+    /* Room elsewhere: per-wave dispatch would fill it with this launch's next
+     * blocks now, so its trains give their reserved waves back first. */
+    if (l->n_trains && trains_break_launch(s, l)) {
+        if (cands != stack_cands)
+            free(cands);
+        goto again;
+    }
+    uint64_t need = l->to_dispatch - l->reserved;
+    if (need == 0) { /* a train cut in its last wave: everything has started */
+        if (cands != stack_cands)
+            free(cands);
+        return l->to_dispatch ? PLACE_ROOM : PLACE_DONE;
+    }
     piece stack_pieces[32];
     piece *pieces = 2 * nc <= 32 ? stack_pieces : tl_xmalloc((size_t)(2 * nc) * sizeof *pieces);
     int np = 0;
@@ -327,7 +500,10 @@ static int place(sim *s, sctx *c, launch *l)
          * one more per SM, in class order. */
         int k = 0;
         uint64_t tot_k = 0;
-        for (;;) {
+        if (nc == 1) { /* one class: k full rounds directly */
+            k = (int)(need / (uint64_t)cands[0].m);
+            tot_k = (uint64_t)k * (uint64_t)cands[0].m;
+        } else for (;;) {
             uint64_t t = 0;
             for (int i = 0; i < nc; i++)
                 t += (uint64_t)cands[i].m * (uint64_t)(cands[i].f < k + 1 ? cands[i].f : k + 1);
@@ -355,6 +531,15 @@ static int place(sim *s, sctx *c, launch *l)
     for (int i = 0; i < np; i++)
         sm_place(s, u, pieces[i].ci, pieces[i].m, pieces[i].bps, g);
     l->to_dispatch -= placed;
+    if (!l->ptb && l->blk_ns > 0 && l->to_dispatch >= placed && alone_in_unit(u, l)) {
+        uint64_t more = l->to_dispatch / placed;
+        if (more > UINT32_MAX - 1)
+            more = UINT32_MAX - 1;
+        g->waves = 1 + (uint32_t)more;
+        l->reserved += more * placed;
+        l->n_trains++;
+        u->n_trains++;
+    }
     group_start(s, g);
     if (pieces != stack_pieces)
         free(pieces);

@@ -43,6 +43,8 @@ struct launch {
     sstream *st;
     launch *next;           /* stream FIFO */
     launch *ee_next;        /* EE queue / copy lane queue */
+    launch *ee_prev;        /* EE queue */
+    bool in_ee;
     const tl_op *op;
     int job;
     uint64_t tag;
@@ -55,11 +57,15 @@ struct launch {
     bool dead;              /* slot free */
     /* kernels */
     uint64_t block_begin, block_end;
-    uint64_t to_dispatch;   /* blocks (PTB: worker blocks) not yet dispatched */
+    uint64_t to_dispatch;   /* blocks (PTB: worker blocks) not yet started, including
+                               those reserved for later waves of wave trains */
+    uint64_t reserved;      /* blocks reserved by this launch's wave trains */
+    uint32_t n_trains;      /* live wave trains of this launch */
     uint32_t groups_live;   /* groups running or paused */
     uint32_t groups_started;
     tl_ns blk_ns;           /* solo time of one block (PTB: one logical block) */
-    uint32_t blk_rem;       /* the first blk_rem groups take one ns more (exact solo time) */
+    tl_ns blk_rem;          /* dur % waves: the launch's first group takes it on top, so
+                               that a kernel alone takes exactly its traced time */
     tl_block_cost cost;
     int occ;
     int max_per_sm;         /* PTB: workers per SM; else occ */
@@ -85,17 +91,29 @@ struct group {
     group *dirty_next;
     bool dirty, paused;
     int sms;                /* SMs the group occupies */
-    uint64_t blocks;        /* blocks (PTB: workers) */
+    uint64_t blocks;        /* blocks (PTB: workers), per wave */
+    uint32_t waves;         /* a wave train: this many identical back-to-back waves
+                               (1: an ordinary group) */
+    tl_ns wave_ns;          /* solo time of one wave of a train */
+    tl_ns extra;            /* extra solo time of the train's first wave (blk_rem) */
     int64_t foreign;        /* sum over its SMs of other launches' threads there */
     double slowdown;
-    double remaining;       /* solo ns of the current work (PTB: current round) */
+    double remaining;       /* solo ns of the work left (all waves of a train; PTB: the
+                               current round) */
     tl_ns last_t;
     tl_event_id ev;
+    tl_ns end_at;           /* time of ev */
     uint64_t round_blocks;  /* PTB: logical blocks in the current round */
 };
 
+/* A group's presence in a class. Launch, context, job and threads are copied
+ * in so that scans over a class never chase pointers. */
 typedef struct cls_ent {
     group *g;
+    launch *l;
+    sctx *ctx;
+    int job;
+    int thr;                /* threads of one block (whole warps) */
     int bps;                /* blocks per SM */
 } cls_ent;
 
@@ -106,6 +124,7 @@ struct smclass {
     cls_ent *ents;
     int n_ents, cap_ents;
     uint64_t hash;          /* order-independent hash of ents */
+    smclass *next_free;     /* class free list (ents kept for reuse) */
 };
 
 typedef struct pool_info {
@@ -122,6 +141,7 @@ struct unit {
     sctx **ctxs;
     int n_ctxs;
     int pending;            /* kernels in EE queues or running/paused */
+    int n_trains;           /* live wave trains */
     group *groups;          /* live groups (running or paused) */
     bool dirty;             /* dispatch needed */
 };
@@ -156,8 +176,18 @@ typedef struct copy_lane {
     launch *busy;
 } copy_lane;
 
+/* Occupancy and block cost by kernel shape (a small direct-mapped cache:
+ * traces repeat a few hundred shapes). */
+#define SHAPE_CACHE 512
+typedef struct shape_ent {
+    int threads, regs, smem; /* key; threads 0 = empty */
+    int occ;
+    tl_block_cost cost;
+} shape_ent;
+
 struct sim {
     tl_device *dev;
+    shape_ent shapes[SHAPE_CACHE];
     tl_gpu_props gpu;
     tl_sim_params p;
     tl_engine eng;
@@ -184,6 +214,7 @@ struct sim {
     uint32_t *lgen;
     /* groups: free list */
     group *gfree;
+    smclass *cfree;
     uint64_t next_group_uid;
     group *dirty_groups;
     uint64_t next_ee_seq;
@@ -206,6 +237,7 @@ static inline tl_ns sim_now(sim *s) { return s->eng.now; }
 /* sim_sm.c: SM classes */
 smclass *sm_class_new(int pool, int n);
 void sm_class_free(smclass *c);
+void sm_class_release(sim *s, smclass *c);
 void unit_add_pool(unit *u, int pool, int sms);
 int sm_fit(const sim *s, const smclass *c, const launch *l);
 /* Place a group of launch l with bps blocks per SM on m SMs of class index ci
@@ -231,6 +263,7 @@ void group_pause(sim *s, group *g);
 void group_resume(sim *s, group *g);
 void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused);
 void launch_kernel_prepare(sim *s, launch *l);
+void trains_break_unit(sim *s, unit *u);
 
 /* sim_stream.c */
 void stream_advance(sim *s, sstream *st);
@@ -238,6 +271,7 @@ void launch_complete(sim *s, launch *l);
 void launch_complete_later(sim *s, launch *l);
 void ee_push(sim *s, launch *l);
 void ee_pop(sim *s, sctx *c, int level);
+void ee_unlink(sim *s, launch *l);
 void copy_lane_start(sim *s, int lane);
 launch *launch_alloc(sim *s);
 void launch_free(sim *s, launch *l);

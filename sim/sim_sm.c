@@ -52,13 +52,35 @@ void unit_add_pool(unit *u, int pool, int sms)
     unit_push_class(u, sm_class_new(pool, sms));
 }
 
-static smclass *class_clone(const smclass *c, int n)
+/* Classes are recycled through a free list, their entry arrays with them:
+ * splits and merges happen about once per kernel. */
+void sm_class_release(sim *s, smclass *c)
 {
-    smclass *t = tl_xcalloc(1, sizeof *t);
+    c->next_free = s->cfree;
+    s->cfree = c;
+}
+
+static smclass *class_clone(sim *s, const smclass *c, int n)
+{
+    smclass *t = s->cfree;
+    cls_ent *ents = NULL;
+    int cap = 0;
+    if (t) {
+        s->cfree = t->next_free;
+        ents = t->ents;
+        cap = t->cap_ents;
+    } else {
+        t = tl_xmalloc(sizeof *t);
+    }
     *t = *c;
     t->n = n;
-    t->cap_ents = c->n_ents + 1;
-    t->ents = tl_xmalloc((size_t)t->cap_ents * sizeof *t->ents);
+    t->next_free = NULL;
+    if (cap < c->n_ents + 1) {
+        cap = c->n_ents + 4;
+        ents = tl_xrealloc(ents, (size_t)cap * sizeof *ents);
+    }
+    t->ents = ents;
+    t->cap_ents = cap;
     if (c->n_ents)
         memcpy(t->ents, c->ents, (size_t)c->n_ents * sizeof *c->ents);
     return t;
@@ -68,7 +90,7 @@ int sm_launch_blocks_in(const smclass *c, const launch *l)
 {
     int b = 0;
     for (int i = 0; i < c->n_ents; i++)
-        if (c->ents[i].g->l == l)
+        if (c->ents[i].l == l)
             b += c->ents[i].bps;
     return b;
 }
@@ -76,7 +98,7 @@ int sm_launch_blocks_in(const smclass *c, const launch *l)
 bool sm_ctx_present(const smclass *c, const sctx *ctx)
 {
     for (int i = 0; i < c->n_ents; i++)
-        if (c->ents[i].g->l->st->c == ctx)
+        if (c->ents[i].ctx == ctx)
             return true;
     return false;
 }
@@ -84,6 +106,13 @@ bool sm_ctx_present(const smclass *c, const sctx *ctx)
 int sm_fit(const sim *s, const smclass *c, const launch *l)
 {
     const tl_gpu_props *g = &s->gpu;
+    if (c->blocks == 0) /* an empty SM: the occupancy (no divisions) */
+        return l->max_per_sm < l->occ ? l->max_per_sm : l->occ;
+    /* full on any resource: nothing fits (the common case on a busy GPU) */
+    if (c->thr + l->cost.threads > g->max_threads_per_sm ||
+        c->regs + l->cost.regs > g->regs_per_sm || c->smem + l->cost.smem > g->smem_per_sm ||
+        c->blocks >= g->max_blocks_per_sm)
+        return 0;
     int f = g->max_blocks_per_sm - c->blocks;
     if (l->cost.threads > 0) {
         int x = (g->max_threads_per_sm - c->thr) / l->cost.threads;
@@ -151,33 +180,32 @@ void sm_place(sim *s, unit *u, int ci, int m, int bps, group *g)
 {
     smclass *c = u->cls[ci];
     if (m < c->n) {
-        smclass *t = class_clone(c, m);
+        smclass *t = class_clone(s, c, m);
         c->n -= m;
         unit_push_class(u, t);
         c = t;
     }
     launch *l = g->l;
+    sctx *ctx = l->st->c;
     bool l_here = false, j_here = false, c_here = false;
     int64_t my_thr = (int64_t)bps * l->cost.threads;
     for (int i = 0; i < c->n_ents; i++) {
-        group *o = c->ents[i].g;
-        if (o->l == l) {
+        cls_ent *e = &c->ents[i];
+        if (e->l == l) {
             l_here = true;
         } else {
-            g->foreign += (int64_t)m * c->ents[i].bps * o->l->cost.threads;
-            o->foreign += (int64_t)m * my_thr;
-            group_rate_dirty(s, o);
+            g->foreign += (int64_t)m * e->bps * e->thr;
+            e->g->foreign += (int64_t)m * my_thr;
+            group_rate_dirty(s, e->g);
         }
-        if (o->l->job == l->job)
-            j_here = true;
-        if (o->l->st->c == l->st->c)
-            c_here = true;
+        j_here |= e->job == l->job;
+        c_here |= e->ctx == ctx;
     }
     if (c->n_ents == c->cap_ents) {
         c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
         c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
     }
-    c->ents[c->n_ents++] = (cls_ent){ g, bps };
+    c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, l->job, l->cost.threads, bps };
     c->thr += bps * l->cost.threads;
     c->regs += bps * l->cost.regs;
     c->smem += bps * l->cost.smem;
@@ -209,13 +237,13 @@ static bool class_equal(const smclass *a, const smclass *b)
 }
 
 /* Merge classes that became identical; keeps the lower index (stable order). */
-static void merge_classes(unit *u)
+static void merge_classes(sim *s, unit *u)
 {
     for (int i = 0; i < u->n_cls; i++)
         for (int j = i + 1; j < u->n_cls; j++)
             if (class_equal(u->cls[i], u->cls[j])) {
                 u->cls[i]->n += u->cls[j]->n;
-                sm_class_free(u->cls[j]);
+                sm_class_release(s, u->cls[j]);
                 memmove(&u->cls[j], &u->cls[j + 1], (size_t)(u->n_cls - j - 1) * sizeof *u->cls);
                 u->n_cls--;
                 j--;
@@ -248,17 +276,15 @@ void sm_remove(sim *s, group *g)
         int64_t my_thr = (int64_t)bps * l->cost.threads;
         bool l_here = false, j_here = false, c_here = false;
         for (int i = 0; i < c->n_ents; i++) {
-            group *o = c->ents[i].g;
-            if (o->l == l) {
+            cls_ent *e = &c->ents[i];
+            if (e->l == l) {
                 l_here = true;
             } else {
-                o->foreign -= (int64_t)c->n * my_thr;
-                group_rate_dirty(s, o);
+                e->g->foreign -= (int64_t)c->n * my_thr;
+                group_rate_dirty(s, e->g);
             }
-            if (o->l->job == l->job)
-                j_here = true;
-            if (o->l->st->c == l->st->c)
-                c_here = true;
+            j_here |= e->job == l->job;
+            c_here |= e->ctx == l->st->c;
         }
         if (running) {
             if (!l_here)
@@ -271,7 +297,7 @@ void sm_remove(sim *s, group *g)
         changed = true;
     }
     if (changed)
-        merge_classes(u);
+        merge_classes(s, u);
 }
 
 void sm_presence_all(sim *s, unit *u, int sign)
@@ -279,14 +305,11 @@ void sm_presence_all(sim *s, unit *u, int sign)
     for (int ci = 0; ci < u->n_cls; ci++) {
         smclass *c = u->cls[ci];
         for (int i = 0; i < c->n_ents; i++) {
-            launch *l = c->ents[i].g->l;
+            launch *l = c->ents[i].l;
             bool l_seen = false, j_seen = false;
             for (int k = 0; k < i; k++) {
-                launch *o = c->ents[k].g->l;
-                if (o == l)
-                    l_seen = true;
-                if (o->job == l->job)
-                    j_seen = true;
+                l_seen |= c->ents[k].l == l;
+                j_seen |= c->ents[k].job == l->job;
             }
             if (!l_seen)
                 acct_launch_sms(s, l, sign * c->n);

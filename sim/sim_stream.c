@@ -63,26 +63,47 @@ void ee_push(sim *s, launch *l)
     sctx *c = l->st->c;
     int lvl = l->st->level;
     l->ee_next = NULL;
+    l->ee_prev = c->ee_tail[lvl];
     if (c->ee_tail[lvl])
         c->ee_tail[lvl]->ee_next = l;
     else
         c->ee_head[lvl] = l;
     c->ee_tail[lvl] = l;
     c->ee_mask |= 1ull << lvl;
+    l->in_ee = true;
     l->ee_seq = s->next_ee_seq++;
+    if (c->u->n_trains)
+        trains_break_unit(s, c->u); /* someone else may want the room at the next wave */
     unit_work_added(s, c->u);
     unit_dirty(s, c->u);
+}
+
+/* Take l out of its EE queue (normally the head; a launch whose last blocks
+ * end before the next dispatch pass completes while still queued). */
+void ee_unlink(sim *s, launch *l)
+{
+    if (!l->in_ee)
+        return;
+    sctx *c = l->st->c;
+    int lvl = l->st->level;
+    if (l->ee_prev)
+        l->ee_prev->ee_next = l->ee_next;
+    else
+        c->ee_head[lvl] = l->ee_next;
+    if (l->ee_next)
+        l->ee_next->ee_prev = l->ee_prev;
+    else
+        c->ee_tail[lvl] = l->ee_prev;
+    if (!c->ee_head[lvl])
+        c->ee_mask &= ~(1ull << lvl);
+    l->ee_next = l->ee_prev = NULL;
+    l->in_ee = false;
 }
 
 void ee_pop(sim *s, sctx *c, int lvl)
 {
     launch *l = c->ee_head[lvl];
-    c->ee_head[lvl] = l->ee_next;
-    if (!c->ee_head[lvl]) {
-        c->ee_tail[lvl] = NULL;
-        c->ee_mask &= ~(1ull << lvl);
-    }
-    l->ee_next = NULL;
+    ee_unlink(s, l);
     /* A PTB launch told to retreat before any worker ran has nothing left. */
     if (l->to_dispatch == 0 && l->groups_live == 0 && !l->done)
         launch_complete_later(s, l);
@@ -185,6 +206,7 @@ void launch_complete(sim *s, launch *l)
         .retreated = l->kind == ITEM_KERNEL && l->ptb && l->claimed < total,
     };
     if (l->kind == ITEM_KERNEL) {
+        ee_unlink(s, l);
         unit_work_removed(s, st->c->u);
         job_acct *j = acct_job(s, l->job);
         if (j)

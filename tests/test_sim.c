@@ -149,14 +149,17 @@ static const tl_kernel_record *rec_of(h *x, uint64_t tag)
 static void test_solo_exact(void **st)
 {
     /* (grid, threads, regs, smem, dur): waves on H100 = ceil(grid / (occ x 132)) */
-    struct { uint32_t grid, thr, regs, smem; tl_ns dur; uint64_t waves; } c[] = {
+    /* groups: one per wave, except that identical full waves of a kernel alone
+     * form one wave train (one group, one event) */
+    struct { uint32_t grid, thr, regs, smem; tl_ns dur; uint64_t groups; } c[] = {
         { 132, 256, 32, 0, 10 * US, 1 },           /* occ 8: 1056 per wave */
-        { 5000, 256, 32, 0, 1000003, 5 },          /* 5000/1056 -> 5 waves, 3 ns remainder */
+        { 5000, 256, 32, 0, 1000003, 2 },          /* 5 waves (3 ns remainder): 4 full + 776 */
         { 1, 1024, 64, 0, 7777, 1 },
-        { 512, 128, 214, 81920, 20416, 2 },        /* occ 2: 264 per wave -> 2 */
-        { 100352, 256, 32, 4224, 628813, 96 },     /* 100352/1056 = 95.03 -> 96 */
+        { 512, 128, 214, 81920, 20416, 2 },        /* occ 2: 264 per wave -> 264 + 248 */
+        { 100352, 256, 32, 4224, 628813, 2 },      /* 100352/1056 = 95.03: 95 full + 32 */
         { 200, 1024, 32, 0, 999999, 1 },           /* occ 2 -> 264 per wave: 1 wave */
         { 7, 64, 0, 0, 1, 1 },
+        { 10560, 256, 32, 0, 10 * MS + 9, 1 },     /* 10 full waves: one train */
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         h *x = open_h(0, -1);
@@ -171,9 +174,8 @@ static void test_solo_exact(void **st)
         assert_int_equal(x->recs[0].blocks, c[i].grid);
         tl_sim_stats ss;
         tl_sim_get_stats(&x->d, &ss);
-        /* one event and one block group per wave */
-        assert_int_equal(ss.block_groups, c[i].waves);
-        assert_int_equal(ss.events, c[i].waves);
+        assert_int_equal(ss.block_groups, c[i].groups);
+        assert_int_equal(ss.events, c[i].groups);
         assert_int_equal(ss.kernels, 1);
         tl_job_stats js;
         tl_dev_job_stats(&x->d, 0, &js);
@@ -199,7 +201,7 @@ static void test_unfit_kernel_runs(void **st)
     tl_sim_stats ss;
     tl_sim_get_stats(&x->d, &ss);
     assert_int_equal(ss.unfit_kernels, 1);
-    assert_int_equal(ss.block_groups, 2);
+    assert_int_equal(ss.block_groups, 1); /* two identical waves: a train */
     close_h(x);
 }
 
@@ -229,7 +231,7 @@ static void test_cost_waves_not_blocks(void **st)
     uint64_t e1 = events_for(1), e10 = events_for(10);
     assert_int_equal(e1, 50); /* one event per kernel */
     assert_int_equal(e10, e1);
-    /* a multi-wave kernel: one event per wave, whatever the blocks per wave */
+    /* a multi-wave kernel alone: its identical waves are one wave train */
     h *x = open_h(0, -1);
     start_h(x);
     tl_stream_id s = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
@@ -238,8 +240,8 @@ static void test_cost_waves_not_blocks(void **st)
     run(x);
     tl_sim_stats ss;
     tl_sim_get_stats(&x->d, &ss);
-    assert_int_equal(ss.events, 3);
-    assert_int_equal(ss.block_groups, 3);
+    assert_int_equal(ss.events, 1);
+    assert_int_equal(ss.block_groups, 1);
     assert_int_equal(x->recs[0].end_ns, 3 * MS);
     assert_true(x->recs[0].avg_sms > 131.99 && x->recs[0].avg_sms < 132.01);
     close_h(x);
@@ -449,6 +451,77 @@ static void test_leftover_dispatch(void **st)
             assert_int_equal(x->acts[i].blocks, 4);
             assert_int_equal(x->acts[i].sms, 4);
         }
+    close_h(x);
+}
+
+/* ---------- wave trains: identical to per-wave dispatch ---------- */
+
+/* K1 alone becomes a 3-wave train (24 blocks x 128 threads, 100000 B smem:
+ * 2 per SM, 8 per wave, 1 ms per block). K2 (same level, another stream)
+ * arrives at 0.5 ms: the train is cut back to its current wave, and per-wave
+ * rules apply: K2 gets leftovers only when K1 dispatches its last wave (2 ms). */
+static void test_train_follower(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op k1 = mk(24, 128, 32, 100000, 3 * MS), k2 = mk(4, 64, 32, 0, 500 * US);
+    launch(x, stream(x, c, 0), &k1, 0, 1);
+    later l2 = { x, stream(x, c, 0), &k2, 2 };
+    tl_dev_timer(&x->d, 500 * US, launch_later, &l2);
+    run(x);
+    assert_int_equal(rec_of(x, 2)->start_ns, 2 * MS);
+    assert_int_equal(rec_of(x, 2)->end_ns, 2500 * US);
+    assert_int_equal(rec_of(x, 1)->end_ns, 3 * MS);
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    assert_int_equal(ss.train_breaks, 1);
+    close_h(x);
+}
+
+/* Room freed elsewhere: K_b (64 blocks x 1024 threads, occ 2, 8 ms traced ->
+ * 1 ms per block) starts beside K_a (4 blocks x 1024 threads, 1.5 ms) with
+ * one block per SM: a train of 4-block waves. At 1.5 ms K_a's room frees and
+ * K_b takes it at once, as per-wave dispatch would: two slots of 4 blocks
+ * recycling at 0, 1, 2, ... and 1.5, 2.5, ...; the 16th wave starts at 8 ms. */
+static void test_train_room_freed(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op ka = mk(4, 1024, 32, 0, 1500 * US), kb = mk(64, 1024, 32, 0, 8 * MS);
+    launch(x, stream(x, c, 0), &ka, 0, 1);
+    launch(x, stream(x, c, 0), &kb, 0, 2);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->end_ns, 1500 * US);
+    assert_int_equal(rec_of(x, 2)->end_ns, 9 * MS);
+    assert_int_equal(rec_of(x, 2)->blocks, 64);
+    tl_job_stats js;
+    tl_dev_job_stats(&x->d, 0, &js);
+    assert_int_equal(js.blocks, 68);
+    close_h(x);
+}
+
+/* A rate change cuts a train: MPS client A, one SM, 6 blocks x 128 threads
+ * with 100000 B smem (2 per SM, 3 waves, 1 ms per block). Client B's
+ * 1024-thread block arrives at 0.5 ms and fits beside: A slows to
+ * 1 + 0.5 x 1024/2048 = 1.25, B to 1 + 0.5 x 256/2048 = 1.0625.
+ * A's wave 1: 0.5 ms solo left x 1.25 -> ends 1.125 ms; A's next two waves
+ * start as a train at rate 1.25. B ends at 0.5 + 1.0625 = 1.5625 ms; A's wave 2
+ * has then done 0.4375 / 1.25 = 0.35 ms solo: 0.65 ms more at full speed ->
+ * 2.2125 ms; wave 3 -> 3.2125 ms. */
+static void test_train_rate_change(void **st)
+{
+    h *x = open_h(1, 0.5);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_MPS, 0, 0, 0), b = ctx(x, TL_CTX_MPS, 0, 0, 0);
+    tl_op ka = mk(6, 128, 32, 100000, 3 * MS), kb = mk(1, 1024, 32, 0, 1 * MS);
+    launch(x, stream(x, a, 0), &ka, 0, 1);
+    later lb = { x, stream(x, b, 0), &kb, 2 };
+    tl_dev_timer(&x->d, 500 * US, launch_later, &lb);
+    run(x);
+    assert_int_equal(rec_of(x, 2)->end_ns, 1562500);
+    assert_int_equal(rec_of(x, 1)->end_ns, 3212500);
     close_h(x);
 }
 
@@ -682,6 +755,47 @@ static void test_ptb_retreat_early_and_late(void **st)
     assert_int_equal(p.next, 100);
     assert_int_equal(tl_dev_retreat(&x->d, p.cur), 0); /* finished: harmless */
     assert_int_equal(tl_dev_retreat(&x->d, 0), 0);
+    close_h(x);
+}
+
+/* A PTB launch still queued for more workers is told to retreat at the very
+ * instant its running workers finish a round: it completes while still in its
+ * EE queue; the queue must forget it (its slot is reused by the next launch).
+ * 4 SMs; a 10 ms kernel holds half the threads of 3 SMs; PTB: 8 workers per
+ * SM (32), 1 ms per logical block. */
+static void test_ptb_retreat_while_queued(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id s1 = stream(x, c, 0), s2 = stream(x, c, 0);
+    tl_op busy = mk(3, 1024, 32, 0, 10 * MS);    /* 1 block on each of 3 SMs... */
+    tl_op busy2 = mk(3, 1024, 32, 0, 10 * MS);   /* ...and a second: 3 SMs full */
+    launch(x, s1, &busy, 0, 1);
+    launch(x, s1, &busy2, 0, 2);
+    /* 1000 blocks x 256 threads, occ 8, traced 32 ms on 4 SMs -> 1 ms each */
+    ptb_run p = { .x = x, .s = s2, .op = mk(1000, 256, 32, 0, 32 * MS), .workers = 8 };
+    tl_dev_timer(&x->d, 2 * MS, ptb_retreat, &p); /* before the round's end event */
+    ptb_launch(&p);
+    tl_op after = mk(4, 64, 32, 0, 100 * US);
+    later la = { x, s2, &after, 3 };
+    tl_dev_timer(&x->d, 5 * MS, launch_later, &la);
+    run(x);
+    /* busy: 1 block on each of 3 SMs (breadth-first), busy2 waits (FIFO) ->
+     * 3 SMs have 1024 threads free: 4 workers each, the 4th SM takes 8: 20
+     * workers run, 12 wait. Retreat at 2 ms = the end of the second round:
+     * 40 blocks done, and it resumes. */
+    const tl_kernel_record *r = NULL;
+    for (int i = 0; i < x->n_recs; i++)
+        if (x->recs[i].tag == 100)
+            r = &x->recs[i];
+    assert_non_null(r);
+    assert_true(r->retreated);
+    assert_int_equal(r->end_ns, 2 * MS);
+    assert_int_equal(r->blocks, 40);
+    assert_int_equal(p.next, 1000);
+    assert_int_equal(rec_of(x, 3)->end_ns >= 5 * MS, 1);
+    assert_true(rec_of(x, 2)->end_ns > 10 * MS); /* everything completed */
     close_h(x);
 }
 
@@ -981,6 +1095,9 @@ int main(void)
         cmocka_unit_test(test_priority_clamp),
         cmocka_unit_test(test_stream_fifo),
         cmocka_unit_test(test_leftover_dispatch),
+        cmocka_unit_test(test_train_follower),
+        cmocka_unit_test(test_train_room_freed),
+        cmocka_unit_test(test_train_rate_change),
         cmocka_unit_test(test_mps_cap),
         cmocka_unit_test(test_mps_cap_rounding),
         cmocka_unit_test(test_mps_client_priority),
@@ -988,6 +1105,7 @@ int main(void)
         cmocka_unit_test(test_ptb_retreat_resume),
         cmocka_unit_test(test_ptb_full_and_measure),
         cmocka_unit_test(test_ptb_retreat_early_and_late),
+        cmocka_unit_test(test_ptb_retreat_while_queued),
         cmocka_unit_test(test_slices),
         cmocka_unit_test(test_contention),
         cmocka_unit_test(test_contention_cap),

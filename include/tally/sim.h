@@ -31,7 +31,9 @@ typedef struct tl_sim_params {
 typedef struct tl_sim_stats {
     uint64_t events;           /* events processed by the engine */
     uint64_t kernels;          /* kernel launches completed */
-    uint64_t block_groups;     /* block groups started (one event per group) */
+    uint64_t block_groups;     /* block groups started (one event per group; a wave train
+                                  of identical waves is one group) */
+    uint64_t train_breaks;     /* wave trains cut short (arrival, rate change) */
     uint64_t copies;           /* copies and memsets completed */
     uint64_t ctx_switches;     /* time-slice preemptions */
     uint64_t unfit_kernels;    /* launches whose block does not fit the simulated GPU
@@ -63,7 +65,9 @@ typedef struct tl_sim_activity {
     int job;
     tl_launch_id launch;
     uint64_t tag;
-    uint64_t blocks;           /* blocks (PTB: worker blocks) of the group */
+    uint64_t blocks;           /* blocks (PTB: worker blocks) of the group, per wave */
+    uint32_t waves;            /* a wave train: identical back-to-back waves on the same
+                                  SMs, one interval (1: an ordinary group) */
     int sms;                   /* SMs the group occupies */
     int ctx_sms;               /* SMs with a block of ctx resident, after the change */
     bool paused;               /* RUN_STOP by a time slice / RUN_START by a resume */
