@@ -121,6 +121,9 @@ typedef struct tl_mps {
     char pipe_dir[256];
     char log_dir[256];
     bool running;
+    pid_t pids[16];      /* its processes seen so far (an exiting process's
+                            environment can no longer be read: keep the pids) */
+    int n_pids;
 } tl_mps;
 
 /* Finds nvidia-cuda-mps-control on PATH (or $TALLY_MPS_CONTROL). TL_ENODEV
@@ -139,7 +142,7 @@ int tl_mps_start(tl_mps *m, tl_err *err);
 /* Safe to call twice and from the exit path. */
 void tl_mps_stop(tl_mps *m);
 /* Processes (control daemon, servers) running for this pipe folder. */
-int tl_mps_count_processes(const tl_mps *m);
+int tl_mps_count_processes(tl_mps *m);
 
 /* ---- Children and cleanup (procs.c) -----------------------------------------
  * Every child (context workers) is registered; on exit, SIGINT, SIGTERM,

@@ -440,9 +440,10 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
             return TL_EIO;
         }
     } else {
+        /* No completion event: the kernel's last block writes the launch's
+         * generation into the host-mapped record, and the loop polls that
+         * (a memory read instead of an event record and queries per launch). */
         int e = tl_synth_enqueue(c->synth, &l, s->s);
-        if (!e) e = ev_get(c, false, &ev);
-        if (!e) e = (int)cudaEventRecord(ev, s->s);
         if (e) {
             fprintf(stderr, "tally-run: launch: %s\n", cudaGetErrorString((cudaError_t)e));
             tl_synth_slot_release(c->synth, (unsigned)slot);
@@ -457,6 +458,7 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     p->ptb = l.workers > 0;
     p->slot = slot;
     p->ev_end = ev;
+    p->gen = slot >= 0 ? tl_synth_slot_gen(c->synth, (unsigned)slot) : 0;
     p->cb = cb;
     p->arg = arg;
     p->op = k->op;
@@ -651,7 +653,6 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
             kr.stream = p->stream;
             d->observer(d->observer_arg, &kr);
         }
-        if (!p->remote) ev_put(c, false, p->ev_end);
     } else {
         float ms = 0;
         if (!p->remote) cudaEventElapsedTime(&ms, p->ev_start, p->ev_end);
@@ -690,6 +691,15 @@ static int poll_completions(tl_device *d, tl_err *err)
             if (p->remote) {
                 if (!p->r_done) break;
                 if (p->r_failed) return tl_errf(err, TL_EIO, "GPU work failed in a context worker");
+            } else if (p->is_kernel) {
+                if (tl_synth_record(c->synth, (unsigned)p->slot)->gen != p->gen) {
+                    /* Not done yet; now and then ask the stream whether it failed. */
+                    if ((++c->spins & 1023) == 0) {
+                        cudaError_t e = cudaStreamQuery(s->s);
+                        if (e != cudaSuccess && e != cudaErrorNotReady) return tl_cuda_errf(err, e, "GPU work failed");
+                    }
+                    break;
+                }
             } else {
                 cudaError_t e = cudaEventQuery(p->ev_end);
                 if (e == cudaErrorNotReady) break;
@@ -720,6 +730,11 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
         int fired = 0;
         while (c->n_timers && c->timers[0].at <= now && fired < 64) {
             tl_timer_ent t = t_pop(c);
+            tl_ns late = now - t.at;
+            c->loop.timers++;
+            c->loop.late_sum_ns += late;
+            if (late > c->loop.late_max_ns) c->loop.late_max_ns = late;
+            if (late > 10 * TL_NS_PER_US) c->loop.late_over_10us++;
             t.cb(t.arg, now);
             fired++;
             now = host_now(c);
@@ -874,6 +889,7 @@ fail:
 
 void tl_cuda_get_info(tl_device *d, tl_cuda_info *out) { *out = C(d)->info; }
 void tl_cuda_get_calib_stats(tl_device *d, tl_cuda_calib_stats *out) { *out = C(d)->cstats; }
+void tl_cuda_get_loop_stats(tl_device *d, tl_cuda_loop_stats *out) { *out = C(d)->loop; }
 
 int tl_cuda_sync(tl_device *d, tl_err *err)
 {

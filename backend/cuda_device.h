@@ -3,8 +3,10 @@
  * One process drives the GPU: streams with priorities, green-context SM
  * partitions (driver API), synthetic kernels for traced ones (synth.h),
  * copies from pinned buffers. An event-loop on the thread that calls
- * tl_dev_run polls the completion event at the head of every stream and fires
- * due timers; every policy callback therefore runs on that thread.
+ * tl_dev_run polls the op at the head of every stream (kernels: the
+ * host-mapped record their last block writes; copies: a CUDA event; ops of
+ * worker processes: their messages) and fires due timers; every policy
+ * callback therefore runs on that thread.
  *
  * Time: now() is CLOCK_MONOTONIC ns since tl_cuda_open. Kernel start/end come
  * from the kernels' own %globaltimer stamps (first block start, last block
@@ -19,8 +21,8 @@
  * Contexts: the first TL_CTX_TIMESLICED context is the process's own primary
  * context; TL_CTX_PARTITION contexts are green contexts carved from the SMs not
  * yet given to another partition. TL_CTX_MPS and further TL_CTX_TIMESLICED
- * contexts need processes of their own: see worker.c (design) -- until that
- * lands they fail with TL_ENODEV and a message.
+ * contexts run in processes of their own (worker.h); MPS contexts make the
+ * device start a private MPS daemon (backend.h), stopped at close.
  */
 #ifndef TALLY_BACKEND_CUDA_DEVICE_H
 #define TALLY_BACKEND_CUDA_DEVICE_H
@@ -58,6 +60,13 @@ typedef struct tl_cuda_calib_stats {
     uint64_t outside_tol;    /* best point still outside the tolerance */
 } tl_cuda_calib_stats;
 
+/* How late the event loop fired timers (host-timeline replay precision). */
+typedef struct tl_cuda_loop_stats {
+    uint64_t timers;
+    tl_ns late_sum_ns, late_max_ns;
+    uint64_t late_over_10us;
+} tl_cuda_loop_stats;
+
 /* The synthetic stand-in chosen for a kernel op. */
 typedef struct tl_kernel_plan {
     int kind;                /* TL_KIND_COMPUTE / TL_KIND_MEMORY */
@@ -81,6 +90,7 @@ void tl_cuda_forget_trace(tl_device *d, const tl_trace *t);
 int tl_cuda_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err);
 void tl_cuda_get_info(tl_device *d, tl_cuda_info *out);
 void tl_cuda_get_calib_stats(tl_device *d, tl_cuda_calib_stats *out);
+void tl_cuda_get_loop_stats(tl_device *d, tl_cuda_loop_stats *out);
 /* Wait for all GPU work to finish (without running callbacks). */
 int tl_cuda_sync(tl_device *d, tl_err *err);
 

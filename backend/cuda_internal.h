@@ -27,6 +27,7 @@ typedef struct tl_pending {
     uint64_t begin, end;      /* logical blocks */
     double avg_sms;
     tl_ns issued_ns;
+    unsigned int gen;         /* local kernels: generation its record will carry */
     /* ops on a worker's stream: filled from its TL_W_DONE message */
     bool remote, r_done, r_failed;
     uint64_t r_start_gt, r_end_gt;
@@ -141,6 +142,8 @@ typedef struct tl_cuda {
 
     tl_watchdog *watchdog;
     bool warned_unnamed;
+    uint64_t spins;
+    tl_cuda_loop_stats loop;
 
     tl_worker *workers;       /* context workers (worker.h) */
     int n_workers;

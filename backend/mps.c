@@ -130,6 +130,8 @@ static int run_control(const tl_mps *m, const char *const *argv, const char *inp
     }
 }
 
+static int kill_ours(tl_mps *m, int sig);
+
 int tl_mps_start(tl_mps *m, tl_err *err)
 {
     if (m->running) return 0;
@@ -143,11 +145,13 @@ int tl_mps_start(tl_mps *m, tl_err *err)
     if (st != 0)
         return tl_errf(err, TL_ENODEV, "%s -d (CUDA_MPS_PIPE_DIRECTORY=%s): exit status %d; see %s/control.log",
                        m->control, m->pipe_dir, st, m->log_dir);
+    m->n_pids = 0;
     /* The daemon is up once its control pipe exists. */
     char ctl[400];
     snprintf(ctl, sizeof ctl, "%s/control", m->pipe_dir);
     for (int i = 0; i < 500 && access(ctl, F_OK) != 0; i++) sleep_ms(10);
     m->running = true;
+    kill_ours(m, 0); /* remember the daemon */
     if (access(ctl, F_OK) != 0) {
         tl_mps_stop(m);
         return tl_errf(err, TL_ENODEV, "%s: the MPS daemon did not create its control pipe within 5 s", ctl);
@@ -155,9 +159,31 @@ int tl_mps_start(tl_mps *m, tl_err *err)
     return 0;
 }
 
+static bool alive(pid_t pid)
+{
+    char p[64], buf[256];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
+    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+static void remember(tl_mps *m, pid_t pid)
+{
+    for (int i = 0; i < m->n_pids; i++)
+        if (m->pids[i] == pid) return;
+    if (m->n_pids < (int)(sizeof m->pids / sizeof m->pids[0])) m->pids[m->n_pids++] = pid;
+}
+
 /* Processes whose environment names our pipe folder (the control daemon and
- * the servers it started); kills them with sig. Returns how many matched. */
-static int kill_ours(const tl_mps *m, int sig)
+ * the servers it started); remembered, and killed with sig if sig != 0.
+ * Returns how many matched. */
+static int kill_ours(tl_mps *m, int sig)
 {
     char want[400];
     int wlen = snprintf(want, sizeof want, "CUDA_MPS_PIPE_DIRECTORY=%s", m->pipe_dir);
@@ -188,6 +214,7 @@ static int kill_ours(const tl_mps *m, int sig)
                     if (c > 0) comm[c] = 0;
                 }
                 if (strncmp(comm, "nvidia-cuda-mps", 15) == 0) {
+                    remember(m, (pid_t)pid);
                     if (sig) kill((pid_t)pid, sig);
                     n++;
                 }
@@ -217,15 +244,31 @@ static void rm_tree(const char *path)
     rmdir(path);
 }
 
+/* Remembered processes still running (zombies count as gone). */
+static int remembered_alive(const tl_mps *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_pids; i++) n += alive(m->pids[i]);
+    return n;
+}
+
 void tl_mps_stop(tl_mps *m)
 {
     if (!m || !m->running) return;
     m->running = false;
+    kill_ours(m, 0); /* remember the server(s) too */
     const char *argv[2] = {m->control, NULL};
     run_control(m, argv, "quit\n", 5000);
-    for (int i = 0; i < 300 && kill_ours(m, 0) > 0; i++) sleep_ms(10);
-    if (kill_ours(m, SIGKILL) > 0) sleep_ms(100);
+    for (int i = 0; i < 300 && (kill_ours(m, 0) > 0 || remembered_alive(m) > 0); i++) sleep_ms(10);
+    kill_ours(m, SIGKILL);
+    for (int i = 0; i < m->n_pids; i++)
+        if (alive(m->pids[i])) kill(m->pids[i], SIGKILL);
+    for (int i = 0; i < 100 && remembered_alive(m) > 0; i++) sleep_ms(10);
     if (!getenv("TALLY_KEEP_MPS_LOG")) rm_tree(m->root);
 }
 
-int tl_mps_count_processes(const tl_mps *m) { return kill_ours(m, 0); }
+int tl_mps_count_processes(tl_mps *m)
+{
+    kill_ours(m, 0);
+    return remembered_alive(m);
+}

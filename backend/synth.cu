@@ -75,14 +75,13 @@ __device__ __forceinline__ void block_exit(const kargs &a)
     if (ge > *(volatile unsigned long long *)&s->end) atomicMax(&s->end, ge);
     __threadfence();
     if (atomicAdd(&s->exited, 1u) != ngroups - 1) return;
-    // Last block of all: publish to the host record and reset the slot.
+    // Last block of all: reset the slot, then publish to the host record. The
+    // generation is written last: once the host sees it, it may reuse the
+    // slot at once, so nothing may touch the slot after that.
     __threadfence();
     volatile slot_dev *vs = s;
-    a.rec->start_gt = vs->start;
-    a.rec->end_gt = vs->end;
-    a.rec->claimed = vs->claimed;
-    __threadfence_system();
-    *(volatile unsigned int *)&a.rec->gen = a.gen;
+    const unsigned long long st = vs->start, en = vs->end;
+    const unsigned int cl = vs->claimed;
     vs->start = ~0ull;
     vs->end = 0;
     vs->claimed = 0;
@@ -92,6 +91,11 @@ __device__ __forceinline__ void block_exit(const kargs &a)
         vs->g_end[i] = 0;
     }
     __threadfence();
+    a.rec->start_gt = st;
+    a.rec->end_gt = en;
+    a.rec->claimed = cl;
+    __threadfence_system();
+    *(volatile unsigned int *)&a.rec->gen = a.gen;
 }
 
 template <int KIND, int NACC>

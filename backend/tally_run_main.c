@@ -317,7 +317,8 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
     if (csv)
         fprintf(csv, "trace,gpu,iterations,traced_iter_ns,measured_iter_ns,iter_err,kernels,"
                      "traced_kernel_median_ns,measured_kernel_median_ns,kernel_median_err,"
-                     "names,names_within_5pct,traced_busy_ns,measured_busy_ns\n");
+                     "names,names_within_5pct,traced_busy_ns,measured_busy_ns,timers,timer_late_mean_ns,"
+                     "timer_late_max_ns,timers_late_over_10us\n");
     printf("%-36s %5s %12s %12s %7s %12s %12s %7s %9s\n", "trace", "iters", "traced_it_us", "hw_it_us", "err%",
            "traced_k_ns", "hw_k_ns", "err%", "names<5%");
     int status = 0;
@@ -410,6 +411,8 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
         }
         free(seen);
         free(a3);
+        tl_cuda_loop_stats ls;
+        tl_cuda_get_loop_stats(&d, &ls);
         tl_dev_close(&d);
         free(a1);
         free(a2);
@@ -419,9 +422,11 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
                traced_it / 1e3, hw_it / 1e3, 100 * it_err, (long long)km_tr, (long long)km_hw, 100 * k_err,
                names_ok, names);
         if (csv)
-            fprintf(csv, "\"%s\",\"%s\",%zu,%.0f,%.0f,%.5f,%zu,%lld,%lld,%.5f,%d,%d,%.0f,%.0f\n", argv[a], info.name,
-                    res.n_recs, traced_it, hw_it, it_err, nk, (long long)km_tr, (long long)km_hw, k_err, names,
-                    names_ok, traced_busy, hw_busy);
+            fprintf(csv, "\"%s\",\"%s\",%zu,%.0f,%.0f,%.5f,%zu,%lld,%lld,%.5f,%d,%d,%.0f,%.0f,%llu,%.0f,%lld,%llu\n",
+                    argv[a], info.name, res.n_recs, traced_it, hw_it, it_err, nk, (long long)km_tr, (long long)km_hw,
+                    k_err, names, names_ok, traced_busy, hw_busy, (unsigned long long)ls.timers,
+                    ls.timers ? (double)ls.late_sum_ns / (double)ls.timers : 0.0, (long long)ls.late_max_ns,
+                    (unsigned long long)ls.late_over_10us);
         tl_run_result_close(&res);
         tl_trace_close(&t);
     }
