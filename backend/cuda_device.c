@@ -582,7 +582,22 @@ static int cu_timer(tl_device *d, tl_ns at, tl_timer_cb cb, void *arg)
     return 0;
 }
 
-static tl_ns cu_now(tl_device *d) { return host_now(C(d)); }
+/* Inside a callback, now() is the time of the event being handled (a timer's
+ * due time, a completion's GPU end), kept monotonic, as in the simulator:
+ * otherwise the loop's few microseconds of lateness per event would add up
+ * along a replayed host timeline (every host gap would restart from the late
+ * firing). Outside callbacks it is the wall clock. Both are <= the wall clock. */
+static tl_ns cu_now(tl_device *d)
+{
+    tl_cuda *c = C(d);
+    return c->in_cb ? c->logical : host_now(c);
+}
+
+static void enter_cb(tl_cuda *c, tl_ns event_time)
+{
+    if (event_time > c->logical) c->logical = event_time;
+    c->in_cb++;
+}
 
 /* A completed op, collected before its callback runs. */
 typedef struct done_rec {
@@ -714,7 +729,11 @@ static int poll_completions(tl_device *d, tl_err *err)
     for (int i = 0; i < n; i++) finish(c, d, &buf[i].p, seen, &buf[i].r);
     if (n > 1) qsort(buf, (size_t)n, sizeof buf[0], cmp_done);
     for (int i = 0; i < n; i++)
-        if (buf[i].p.cb) buf[i].p.cb(buf[i].p.arg, &buf[i].r);
+        if (buf[i].p.cb) {
+            enter_cb(c, buf[i].r.end_ns < seen ? buf[i].r.end_ns : seen);
+            buf[i].p.cb(buf[i].p.arg, &buf[i].r);
+            c->in_cb--;
+        }
     if (n) tl_watchdog_kick(c->watchdog, c->inflight > 0);
     return n;
 }
@@ -735,7 +754,9 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
             c->loop.late_sum_ns += late;
             if (late > c->loop.late_max_ns) c->loop.late_max_ns = late;
             if (late > 10 * TL_NS_PER_US) c->loop.late_over_10us++;
-            t.cb(t.arg, now);
+            enter_cb(c, t.at < now ? t.at : now);
+            t.cb(t.arg, c->logical);
+            c->in_cb--;
             fired++;
             now = host_now(c);
         }

@@ -143,6 +143,8 @@ typedef struct tl_cuda {
     tl_watchdog *watchdog;
     bool warned_unnamed;
     uint64_t spins;
+    int in_cb;                /* > 0 while a callback runs */
+    tl_ns logical;            /* event time seen by callbacks (monotonic) */
     tl_cuda_loop_stats loop;
 
     tl_worker *workers;       /* context workers (worker.h) */
