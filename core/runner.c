@@ -17,14 +17,19 @@ typedef enum host_state {
     HOST_DONE,        /* window over: issues nothing more */
 } host_state;
 
+typedef struct busy_iv {
+    tl_ns a, b;
+} busy_iv;
+
 /* A request (inference) or iteration (training) in flight. */
 typedef struct req_slot {
     uint32_t id;
     tl_ns arrival, start, host_end, gpu_end;
     uint32_t outstanding;  /* its tasks not yet complete */
-    tl_ns busy, cur_start, cur_end; /* union of its tasks' GPU intervals, merged as
-                                       they complete (exact when they complete in
-                                       start order, as on one stream) */
+    busy_iv *ivs;          /* GPU intervals of its completed tasks; busy time is their
+                              union, merged when the slot finishes (tasks of several
+                              streams complete out of start order) */
+    size_t n_ivs, cap_ivs; /* the buffer is kept when the slot is reused */
     bool host_finished;
     bool in_use;
 } req_slot;
@@ -158,7 +163,11 @@ static uint32_t slot_open(job_rt *j, tl_ns arrival, tl_ns start)
     for (uint32_t s = 0; s < MAX_INFLIGHT; s++) {
         if (!j->slots[s].in_use) {
             req_slot *r = &j->slots[s];
+            busy_iv *ivs = r->ivs;
+            size_t cap = r->cap_ivs;
             memset(r, 0, sizeof *r);
+            r->ivs = ivs;
+            r->cap_ivs = cap;
             r->in_use = true;
             r->id = j->next_req_id++;
             r->arrival = arrival;
@@ -186,6 +195,33 @@ static void kick_timer(void *arg, tl_ns now)
     }
 }
 
+static int cmp_busy_iv(const void *x, const void *y)
+{
+    const busy_iv *p = x, *q = y;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return p->b < q->b ? -1 : (p->b > q->b);
+}
+
+/* Length of the union of a slot's task intervals. */
+static tl_ns slot_busy(req_slot *r)
+{
+    if (r->n_ivs == 0)
+        return 0;
+    qsort(r->ivs, r->n_ivs, sizeof *r->ivs, cmp_busy_iv);
+    tl_ns total = 0, a = r->ivs[0].a, b = r->ivs[0].b;
+    for (size_t i = 1; i < r->n_ivs; i++) {
+        if (r->ivs[i].a > b) {
+            total += b - a;
+            a = r->ivs[i].a;
+            b = r->ivs[i].b;
+        } else if (r->ivs[i].b > b) {
+            b = r->ivs[i].b;
+        }
+    }
+    return total + (b - a);
+}
+
 static void slot_maybe_finish(job_rt *j, uint32_t s)
 {
     req_slot *r = &j->slots[s];
@@ -201,7 +237,7 @@ static void slot_maybe_finish(job_rt *j, uint32_t s)
     if (counted) {
         tl_request_rec rec = { .job = j->id, .id = r->id, .arrival_ns = r->arrival,
                                .start_ns = r->start, .end_ns = end,
-                               .busy_ns = r->busy + (r->cur_end - r->cur_start) };
+                               .busy_ns = slot_busy(r) };
         push_rec(rt->out, &rec);
     }
     r->in_use = false;
@@ -265,12 +301,12 @@ void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
     req_slot *r = &j->slots[slot];
     if (r->gpu_end < end_ns)
         r->gpu_end = end_ns;
-    if (start_ns > r->cur_end || r->cur_end == r->cur_start) {
-        r->busy += r->cur_end - r->cur_start;
-        r->cur_start = start_ns;
-        r->cur_end = end_ns;
-    } else if (end_ns > r->cur_end) {
-        r->cur_end = end_ns;
+    if (end_ns > start_ns) {
+        if (r->n_ivs == r->cap_ivs) {
+            r->cap_ivs = r->cap_ivs ? r->cap_ivs * 2 : 64;
+            r->ivs = tl_xrealloc(r->ivs, r->cap_ivs * sizeof *r->ivs);
+        }
+        r->ivs[r->n_ivs++] = (busy_iv){start_ns, end_ns};
     }
     r->outstanding--;
     task_free(rt, t);
@@ -715,6 +751,8 @@ static void runtime_close(tl_runtime *rt)
         free(j->queue);
         for (int s = 0; s < TL_MAX_JOB_STREAMS; s++)
             free(j->streams[s].held);
+        for (int s = 0; s < MAX_INFLIGHT; s++)
+            free(j->slots[s].ivs);
     }
     while (rt->free_tasks) {
         tl_task *t = rt->free_tasks;
