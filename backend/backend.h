@@ -105,6 +105,11 @@ int tl_calib_db_put(tl_calib_db *c, const tl_calib_key *k, tl_ns target, uint32_
 /* Every answered target of a GPU (current synth version), for bulk loading. */
 typedef void (*tl_calib_row_cb)(void *arg, const tl_calib_key *k, tl_ns target, uint32_t iters, tl_ns measured);
 int tl_calib_db_each(tl_calib_db *c, const char *gpu, tl_calib_row_cb cb, void *arg, tl_err *err);
+/* Timed launch configurations (tl_dev_measure), keyed by a text key that
+ * names the synthetic launch (plan, shape, block range, PTB workers). */
+typedef void (*tl_measure_row_cb)(void *arg, const char *key, tl_ns ns);
+int tl_calib_db_measure_each(tl_calib_db *c, const char *gpu, tl_measure_row_cb cb, void *arg, tl_err *err);
+int tl_calib_db_measure_put(tl_calib_db *c, const char *gpu, const char *key, tl_ns ns, tl_err *err);
 int tl_calib_db_begin(tl_calib_db *c);
 int tl_calib_db_commit(tl_calib_db *c);
 

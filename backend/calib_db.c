@@ -21,7 +21,9 @@ static const char schema[] =
     " kind INTEGER NOT NULL, blocks INTEGER NOT NULL, bx INTEGER NOT NULL, by INTEGER NOT NULL,"
     " bz INTEGER NOT NULL, smem INTEGER NOT NULL, variant INTEGER NOT NULL,"
     " target_ns INTEGER NOT NULL, iters INTEGER NOT NULL, measured_ns INTEGER NOT NULL,"
-    " PRIMARY KEY(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant, target_ns));";
+    " PRIMARY KEY(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant, target_ns));"
+    "CREATE TABLE IF NOT EXISTS measure(gpu TEXT NOT NULL, synth_version INTEGER NOT NULL,"
+    " key TEXT NOT NULL, ns INTEGER NOT NULL, PRIMARY KEY(gpu, synth_version, key));";
 
 static int mkdirs(const char *path)
 {
@@ -63,6 +65,9 @@ int tl_calib_db_open(tl_calib_db *c, const char *path, tl_err *err)
         return r;
     }
     sqlite3_busy_timeout(db, 10000);
+    /* A cache: losing the last rows in a crash costs a re-measurement, while
+     * a synchronous commit per row would stall runs that measure lazily. */
+    sqlite3_exec(db, "PRAGMA synchronous=OFF", NULL, NULL, NULL);
     char *msg = NULL;
     if (sqlite3_exec(db, schema, NULL, NULL, &msg) != SQLITE_OK) {
         int r = tl_errf(err, TL_EDB, "%s: calibration cache schema: %s", path, msg ? msg : "?");
@@ -203,6 +208,36 @@ int tl_calib_db_each(tl_calib_db *c, const char *gpu, tl_calib_row_cb cb, void *
         cb(arg, &k, sqlite3_column_int64(st, 7), (uint32_t)sqlite3_column_int64(st, 8),
            sqlite3_column_int64(st, 9));
     }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return tl_errf(err, TL_EDB, "%s: %s", c->path, sqlite3_errmsg((sqlite3 *)c->db));
+    return 0;
+}
+
+int tl_calib_db_measure_each(tl_calib_db *c, const char *gpu, tl_measure_row_cb cb, void *arg, tl_err *err)
+{
+    sqlite3_stmt *st;
+    int r = prep(c, "SELECT key, ns FROM measure WHERE gpu=?1 AND synth_version=?2", &st, err);
+    if (r) return r;
+    sqlite3_bind_text(st, 1, gpu ? gpu : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 2, TL_SYNTH_VERSION);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        cb(arg, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return tl_errf(err, TL_EDB, "%s: %s", c->path, sqlite3_errmsg((sqlite3 *)c->db));
+    return 0;
+}
+
+int tl_calib_db_measure_put(tl_calib_db *c, const char *gpu, const char *key, tl_ns ns, tl_err *err)
+{
+    sqlite3_stmt *st;
+    int r = prep(c, "INSERT OR REPLACE INTO measure(gpu, synth_version, key, ns) VALUES(?1,?2,?3,?4)", &st, err);
+    if (r) return r;
+    sqlite3_bind_text(st, 1, gpu ? gpu : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 2, TL_SYNTH_VERSION);
+    sqlite3_bind_text(st, 3, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, ns);
+    int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return tl_errf(err, TL_EDB, "%s: %s", c->path, sqlite3_errmsg((sqlite3 *)c->db));
     return 0;

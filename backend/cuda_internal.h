@@ -132,6 +132,8 @@ typedef struct tl_cuda {
     tl_calib_db calib;
     tl_calib_mem *mem;
     size_t mem_cap, mem_n;
+    struct { char key[120]; tl_ns ns; } *meas; /* measure() cache (linear: a few thousand) */
+    size_t n_meas, cap_meas;
     tl_cuda_calib_stats cstats;
     tl_job_stats *jstats;
     int n_jstats;
