@@ -89,6 +89,8 @@ static struct {
     bool have_old[65];
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_ts = UINT64_MAX, .stop_corr = UINT32_MAX};
 
+static void wake_writer(char req);
+static void boundary_locked(uint64_t ts, uint32_t corr);
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
@@ -129,17 +131,25 @@ static CUresult (*p_cuCtxPopCurrent)(CUcontext *);
 static CUresult (*p_cuCtxGetStreamPriorityRange)(int *, int *);
 static CUresult (*p_cuCtxSynchronize)(void);
 
+static void *driver_sym(void *h, const char *name)
+{
+    void *p = h ? dlsym(h, name) : NULL;
+    return p ? p : dlsym(RTLD_DEFAULT, name);
+}
+
+/* The runtime loads libcuda privately (RTLD_LOCAL): look in that very copy. */
 static void load_driver_symbols(void)
 {
-    *(void **)&p_cuDeviceGet = dlsym(RTLD_DEFAULT, "cuDeviceGet");
-    *(void **)&p_cuDeviceGetAttribute = dlsym(RTLD_DEFAULT, "cuDeviceGetAttribute");
-    *(void **)&p_cuDeviceGetName = dlsym(RTLD_DEFAULT, "cuDeviceGetName");
-    *(void **)&p_cuDeviceTotalMem = dlsym(RTLD_DEFAULT, "cuDeviceTotalMem_v2");
-    *(void **)&p_cuDeviceGetUuid = dlsym(RTLD_DEFAULT, "cuDeviceGetUuid");
-    *(void **)&p_cuCtxPushCurrent = dlsym(RTLD_DEFAULT, "cuCtxPushCurrent_v2");
-    *(void **)&p_cuCtxPopCurrent = dlsym(RTLD_DEFAULT, "cuCtxPopCurrent_v2");
-    *(void **)&p_cuCtxGetStreamPriorityRange = dlsym(RTLD_DEFAULT, "cuCtxGetStreamPriorityRange");
-    *(void **)&p_cuCtxSynchronize = dlsym(RTLD_DEFAULT, "cuCtxSynchronize");
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    *(void **)&p_cuDeviceGet = driver_sym(h, "cuDeviceGet");
+    *(void **)&p_cuDeviceGetAttribute = driver_sym(h, "cuDeviceGetAttribute");
+    *(void **)&p_cuDeviceGetName = driver_sym(h, "cuDeviceGetName");
+    *(void **)&p_cuDeviceTotalMem = driver_sym(h, "cuDeviceTotalMem_v2");
+    *(void **)&p_cuDeviceGetUuid = driver_sym(h, "cuDeviceGetUuid");
+    *(void **)&p_cuCtxPushCurrent = driver_sym(h, "cuCtxPushCurrent_v2");
+    *(void **)&p_cuCtxPopCurrent = driver_sym(h, "cuCtxPopCurrent_v2");
+    *(void **)&p_cuCtxGetStreamPriorityRange = driver_sym(h, "cuCtxGetStreamPriorityRange");
+    *(void **)&p_cuCtxSynchronize = driver_sym(h, "cuCtxSynchronize");
 }
 
 static int attr(CUdevice dev, CUdevice_attribute a)
@@ -235,6 +245,32 @@ static uint32_t kernel_name(const char *mangled)
             g.demangled[m] = m;
     }
     return g.demangled[m];
+}
+
+/* Is this (demangled) kernel name the one that starts each iteration? The
+ * name is looked for in the demangled and the mangled form, once per name. */
+static uint8_t *kmatch; /* by string id: 0 unknown, 1 no, 2 yes */
+static uint32_t n_kmatch;
+
+static bool iteration_kernel(uint32_t name)
+{
+    if (name >= n_kmatch) {
+        uint32_t n = n_kmatch ? n_kmatch : 256;
+        while (n <= name)
+            n *= 2;
+        uint8_t *p = realloc(kmatch, n);
+        if (!p)
+            return false;
+        memset(p + n_kmatch, 0, n - n_kmatch);
+        kmatch = p, n_kmatch = n;
+    }
+    if (!kmatch[name]) {
+        bool m = strstr(g.store.strings[name], g.opts.iter_kernel) != NULL;
+        for (uint32_t i = 0; !m && i < g.n_demangled && i < g.store.n_strings; i++)
+            m = g.demangled[i] == name && strstr(g.store.strings[i], g.opts.iter_kernel);
+        kmatch[name] = m ? 2 : 1;
+    }
+    return kmatch[name] == 2;
 }
 
 static uint32_t api_name(int driver, uint32_t cbid)
@@ -353,6 +389,8 @@ static void parse_record(const CUpti_Activity *a)
         r->cluster[0] = k->clusterX, r->cluster[1] = k->clusterY, r->cluster[2] = k->clusterZ;
         r->graph = k->graphId;
         r->name = kernel_name(k->name);
+        if (*g.opts.iter_kernel && iteration_kernel(r->name))
+            boundary_locked(0, k->correlationId);
         return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -479,149 +517,57 @@ static void wake_writer(char req)
 }
 
 /* A boundary: the iteration with this index starts at ts; its first API call
- * has correlation id corr (0 when unknown: resolved from ts when writing). */
-static void boundary(uint64_t ts, uint32_t corr)
+ * has correlation id corr. Either may be unknown (0): an NVTX range has no
+ * correlation id, a kernel record no host time; they are resolved from the
+ * API records when writing. Called with g.mu held. */
+static void boundary_locked(uint64_t ts, uint32_t corr)
 {
-    pthread_mutex_lock(&g.mu);
-    if (g.stopping) {
-        pthread_mutex_unlock(&g.mu);
+    if (g.stopping)
         return;
-    }
     uint64_t it = g.opts.iter_sync > 0 && !*g.opts.iter_marker && !*g.opts.iter_kernel
                       ? g.iters_seen + 1 /* sync: iteration 0 starts with the program */
                       : g.iters_seen;
     g.iters_seen++;
-    bool wake = false;
     if (!g.started && g.opts.start_iters >= 0 && (int64_t)it >= g.opts.start_iters) {
         g.started = true;
         g.start_ts = ts;
         g.start_corr = corr;
         g.first_iter = (int64_t)it;
         if (g.opts.stop_seconds >= 0) {
-            g.stop_deadline = ts + (uint64_t)(g.opts.stop_seconds * 1e9);
-            wake = true; /* the writer re-reads its timer */
+            g.stop_deadline = (ts ? ts : now_cupti()) + (uint64_t)(g.opts.stop_seconds * 1e9);
+            wake_writer('T'); /* the writer re-reads its timer */
         }
     } else if (!g.started && g.opts.start_seconds >= 0 && ts >= g.start_ts) {
         g.started = true; /* start by time: iterations count from the first whole one */
         g.first_iter = (int64_t)it;
     }
-    if (g.started) {
-        if (g.opts.stop_iters > 0 && (int64_t)it >= g.first_iter + g.opts.stop_iters) {
-            g.stopping = true; /* this boundary starts the first iteration not wanted */
-            g.stop_ts = ts;
-            g.stop_corr = corr ? corr : UINT32_MAX;
-            g.end_reason = "stop-after-iterations";
-            pthread_mutex_unlock(&g.mu);
-            wake_writer(REQ_STOP);
-            return;
-        }
-        tt_rec *r = add(TT_R_ITER);
-        if (r)
-            r->start = ts, r->corr = corr, r->id = (uint32_t)it, r->tid = gettid_();
+    if (!g.started)
+        return;
+    if (g.opts.stop_iters > 0 && (int64_t)it >= g.first_iter + g.opts.stop_iters) {
+        g.stopping = true; /* this boundary starts the first iteration not wanted */
+        g.stop_ts = ts ? ts : UINT64_MAX;
+        g.stop_corr = corr ? corr : UINT32_MAX;
+        g.end_reason = "stop-after-iterations";
+        wake_writer(REQ_STOP);
+        return;
     }
-    pthread_mutex_unlock(&g.mu);
-    if (wake)
-        wake_writer('T');
+    tt_rec *r = add(TT_R_ITER);
+    if (r)
+        r->start = ts, r->corr = corr, r->id = (uint32_t)it, r->tid = ts ? gettid_() : 0;
 }
 
-static _Thread_local int in_runtime_launch;
-
-static bool is_runtime_launch(CUpti_CallbackId id)
+static void boundary(uint64_t ts, uint32_t corr)
 {
-    switch (id) {
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
-    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
-        return true;
-    default:
-        return false;
-    }
+    pthread_mutex_lock(&g.mu);
+    boundary_locked(ts, corr);
+    pthread_mutex_unlock(&g.mu);
 }
-
-static const CUpti_CallbackId driver_launches[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-};
-
-static const CUpti_CallbackId runtime_launches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
-};
 
 static const CUpti_CallbackId runtime_syncs[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
 };
-
-/* Does the launched kernel match --iteration-kernel? The name is looked for
- * in the symbol and in its demangled form (what the trace shows), once per
- * symbol: launches of a known symbol cost one hash lookup. */
-static pthread_mutex_t sym_mu = PTHREAD_MUTEX_INITIALIZER;
-typedef struct sym_slot {
-    const char *sym;
-    bool match;
-} sym_slot;
-static sym_slot *sym_cache;
-static size_t sym_slots, sym_used;
-
-static bool kernel_matches(const char *sym)
-{
-    if (!sym)
-        return false;
-    pthread_mutex_lock(&sym_mu);
-    if (2 * (sym_used + 1) > sym_slots) {
-        size_t n = sym_slots ? 2 * sym_slots : 1024;
-        void *p = calloc(n, sizeof *sym_cache);
-        if (!p) {
-            pthread_mutex_unlock(&sym_mu);
-            return strstr(sym, g.opts.iter_kernel) != NULL;
-        }
-        sym_slot *old = sym_cache;
-        size_t old_n = sym_slots;
-        sym_cache = p, sym_slots = n;
-        for (size_t i = 0; i < old_n; i++) {
-            if (!old[i].sym)
-                continue;
-            size_t h = ((uintptr_t)old[i].sym >> 4) & (n - 1);
-            while (sym_cache[h].sym)
-                h = (h + 1) & (n - 1);
-            sym_cache[h] = old[i];
-        }
-        free(old);
-    }
-    size_t h = ((uintptr_t)sym >> 4) & (sym_slots - 1);
-    while (sym_cache[h].sym && sym_cache[h].sym != sym)
-        h = (h + 1) & (sym_slots - 1);
-    if (!sym_cache[h].sym) {
-        bool m = strstr(sym, g.opts.iter_kernel) != NULL;
-        if (!m && sym[0] == '_' && sym[1] == 'Z') {
-            int status = -1;
-            char *d = __cxa_demangle(sym, NULL, NULL, &status);
-            m = status == 0 && d && strstr(d, g.opts.iter_kernel);
-            free(d);
-        }
-        sym_cache[h].sym = sym;
-        sym_cache[h].match = m;
-        sym_used++;
-    }
-    bool match = sym_cache[h].match;
-    pthread_mutex_unlock(&sym_mu);
-    return match;
-}
 
 static bool marker_matches(const char *msg)
 {
@@ -679,8 +625,11 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
     }
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
         const CUpti_NvtxData *nd = data;
+        /* CUPTI stamps the range itself a little before this callback runs:
+         * the boundary goes 5 us earlier, so that the range starting the
+         * window is in it and the one ending it is not. */
         if (marker_matches(nvtx_message(cbid, nd->functionParams)))
-            boundary(now_cupti(), 0);
+            boundary(now_cupti() - 5000, 0);
         return;
     }
     const CUpti_CallbackData *cd = data;
@@ -688,16 +637,6 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) {
             if (cd->callbackSite == CUPTI_API_EXIT)
                 wake_writer(REQ_RESET);
-            return;
-        }
-        if (is_runtime_launch(cbid)) {
-            if (cd->callbackSite == CUPTI_API_ENTER) {
-                in_runtime_launch++;
-                if (kernel_matches(cd->symbolName))
-                    boundary(now_cupti(), cd->correlationId);
-            } else {
-                in_runtime_launch--;
-            }
             return;
         }
         /* a synchronize: the next iteration starts when it returns */
@@ -712,16 +651,15 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         }
         return;
     }
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cd->callbackSite == CUPTI_API_ENTER &&
-        !in_runtime_launch && kernel_matches(cd->symbolName))
-        boundary(now_cupti(), cd->correlationId);
 }
 
 /* ---- writing the trace ---- */
 
-/* Correlation id of the first API call at or after ts (UINT32_MAX if none):
- * turns a boundary known only by time into one the GPU records can use. */
-static uint32_t corr_at(uint64_t ts)
+/* Correlation ids are handed out in order as API calls begin, so a boundary
+ * known only by its time (NVTX, seconds) becomes one the GPU records can use:
+ * the window starts at the first call that began at or after its start and
+ * ends after the last call that began before its stop. */
+static uint32_t first_corr_from(uint64_t ts)
 {
     uint32_t best = UINT32_MAX;
     for (size_t i = 0; i < g.store.n; i++) {
@@ -732,27 +670,101 @@ static uint32_t corr_at(uint64_t ts)
     return best;
 }
 
+static uint32_t corr_after_last_before(uint64_t ts)
+{
+    uint32_t last = 0;
+    for (size_t i = 0; i < g.store.n; i++) {
+        const tt_rec *r = tt_store_at(&g.store, i);
+        if (r->type == TT_R_API && r->start < ts && r->corr > last)
+            last = r->corr;
+    }
+    return last + 1;
+}
+
+/* Boundaries found in kernel records know the launch's correlation id, not
+ * its host time: take the time (and thread) of the launch's API call. */
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void resolve_boundary_times(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < g.store.n; i++) {
+        const tt_rec *r = tt_store_at(&g.store, i);
+        n += r->type == TT_R_ITER && r->start == 0;
+    }
+    bool need_start = g.start_corr && !g.start_ts;
+    bool need_stop = g.stop_corr != UINT32_MAX && g.stop_ts == UINT64_MAX;
+    if (!n && !need_start && !need_stop)
+        return;
+    uint32_t *corrs = malloc((n + 2) * sizeof *corrs);
+    if (!corrs)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < g.store.n; i++) {
+        const tt_rec *r = tt_store_at(&g.store, i);
+        if (r->type == TT_R_ITER && r->start == 0)
+            corrs[k++] = r->corr;
+    }
+    qsort(corrs, k, sizeof *corrs, cmp_u32);
+    /* API records with those correlation ids: time and thread, by position */
+    uint64_t *ts = calloc(k + 1, sizeof *ts);
+    uint32_t *tid = calloc(k + 1, sizeof *tid);
+    for (size_t i = 0; ts && tid && i < g.store.n; i++) {
+        const tt_rec *r = tt_store_at(&g.store, i);
+        if (r->type != TT_R_API)
+            continue;
+        if (need_start && r->corr == g.start_corr)
+            g.start_ts = r->start, need_start = false;
+        if (need_stop && r->corr == g.stop_corr)
+            g.stop_ts = r->start, need_stop = false;
+        uint32_t *hit = k ? bsearch(&r->corr, corrs, k, sizeof *corrs, cmp_u32) : NULL;
+        if (hit)
+            ts[hit - corrs] = r->start, tid[hit - corrs] = r->tid;
+    }
+    for (size_t i = 0; ts && tid && i < g.store.n; i++) {
+        tt_rec *r = tt_store_at(&g.store, i);
+        if (r->type != TT_R_ITER || r->start != 0)
+            continue;
+        uint32_t *hit = bsearch(&r->corr, corrs, k, sizeof *corrs, cmp_u32);
+        if (hit && ts[hit - corrs])
+            r->start = ts[hit - corrs], r->tid = tid[hit - corrs];
+        else
+            r->type = TT_R_DEAD; /* its launch was not recorded: no boundary */
+    }
+    free(ts);
+    free(tid);
+    free(corrs);
+}
+
 /* Called with g.mu held. */
 static int write_now(const char *end_reason, bool truncated, const char *why)
 {
+    resolve_boundary_times();
     tt_trace_meta m = {0};
     m.pid = g.pid;
     m.opts = &g.opts;
     m.devices = g.devices;
     m.n_devices = g.n_devices;
     bool any_window = g.opts.start_iters >= 0 || g.opts.start_seconds >= 0;
-    if (any_window && !g.started) {
+    bool started = g.started || (g.opts.start_seconds >= 0 && now_cupti() >= g.start_ts);
+    if (any_window && !started) {
         truncated = true;
         why = "the program ended before the start condition was met";
         m.window_start_ts = UINT64_MAX; /* nothing in the window */
         m.window_start_corr = UINT32_MAX;
     } else {
         m.window_start_ts = g.start_ts;
-        m.window_start_corr = g.start_corr ? g.start_corr : (g.start_ts ? corr_at(g.start_ts) : 0);
+        m.window_start_corr = g.start_corr           ? g.start_corr
+                              : g.start_ts           ? first_corr_from(g.start_ts)
+                                                     : 0;
     }
     m.window_stop_ts = g.stop_ts;
     m.window_stop_corr = g.stop_corr != UINT32_MAX ? g.stop_corr
-                         : g.stop_ts != UINT64_MAX ? corr_at(g.stop_ts)
+                         : g.stop_ts != UINT64_MAX ? corr_after_last_before(g.stop_ts)
                                                    : UINT32_MAX;
     if (g.truncated) { /* a limit hit while recording wins */
         truncated = true;
@@ -837,6 +849,11 @@ static const char *signal_name(int sig)
     }
 }
 
+/* Held by the writer while it works and, for good, by the exit handler: a
+ * stop found only while the exit handler flushes (an iteration kernel's
+ * record) must not have the writer call CUPTI while the process unloads it. */
+static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -852,11 +869,22 @@ static void *writer_main(void *arg)
             uint64_t now = now_cupti();
             timeout = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
         }
+        /* Iteration kernels are seen in delivered records: deliver them
+         * often while a start or stop condition waits on them. */
+        bool poll_kernels = *g.opts.iter_kernel && !g.final_written && !g.stopping &&
+                            (g.opts.start_iters >= 0 || g.opts.stop_iters > 0);
+        if (poll_kernels && (timeout < 0 || timeout > 200))
+            timeout = 200;
         struct pollfd pfd = {.fd = g.req_pipe[0], .events = POLLIN};
         int pr = poll(&pfd, 1, timeout);
         if (pr < 0 && errno == EINTR)
             continue;
         unsigned char req = 0;
+        if (pr == 0 && poll_kernels) {
+            pthread_mutex_lock(&work_mu);
+            cuptiActivityFlushAll(0);
+            pthread_mutex_unlock(&work_mu);
+        }
         if (pr == 0) {
             pthread_mutex_lock(&g.mu);
             bool fire = !g.stopping && g.stop_deadline && now_cupti() >= g.stop_deadline;
@@ -867,14 +895,18 @@ static void *writer_main(void *arg)
             }
             g.stop_deadline = 0;
             pthread_mutex_unlock(&g.mu);
-            if (fire)
+            if (fire) {
+                pthread_mutex_lock(&work_mu);
                 finish_stop();
+                pthread_mutex_unlock(&work_mu);
+            }
             continue;
         }
         if (read(g.req_pipe[0], &req, 1) != 1)
             continue;
         if (req == REQ_QUIT)
             return NULL;
+        pthread_mutex_lock(&work_mu);
         if (req == REQ_STOP) {
             finish_stop();
         } else if (req == REQ_RESET) {
@@ -904,6 +936,7 @@ static void *writer_main(void *arg)
             ssize_t w = write(g.done_pipe[1], &done, 1);
             (void)w;
         }
+        pthread_mutex_unlock(&work_mu);
         /* 'T': the stop deadline changed; loop to re-read it */
     }
 }
@@ -914,11 +947,15 @@ static void at_exit(void)
 {
     if (atomic_load(&g.inert))
         return;
+    pthread_mutex_lock(&work_mu); /* never released: the writer is done */
     pthread_mutex_lock(&g.mu);
     bool done = g.final_written;
     pthread_mutex_unlock(&g.mu);
     if (done)
         return;
+    /* The program is done calling CUDA: what follows is ours (the context
+     * synchronize that completes the GPU records) and must not be recorded. */
+    disable_kinds(api_kinds, sizeof api_kinds / sizeof api_kinds[0]);
     sync_contexts();
     cuptiActivityFlushAll(0);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -989,6 +1026,85 @@ static void after_fork_child(void)
 
 /* ---- entry point ---- */
 
+/* API calls that only ask or set something on the host: they launch no work
+ * and wait for none, so the trace needs them only as host time (which it
+ * keeps as the gap between the calls around them). PyTorch makes ~12000 of
+ * them per ResNet-50 training step (cudaGetDevice alone ~6700). --activities
+ * queries keeps them. */
+static const char *const query_names[] = {
+    "cudaGetDevice", "cudaSetDevice", "cudaGetDeviceCount", "cudaGetDeviceProperties",
+    "cudaDeviceGetAttribute", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorString",
+    "cudaGetErrorName", "cudaFuncGetAttributes", "cudaFuncSetAttribute", "cudaFuncGetName",
+    "cudaFuncSetCacheConfig", "cudaPointerGetAttributes", "cudaStreamIsCapturing",
+    "cudaStreamGetCaptureInfo", "cudaStreamGetPriority", "cudaStreamGetFlags", "cudaStreamGetId",
+    "cudaStreamGetDevice", "cudaDeviceGetStreamPriorityRange", "cudaDriverGetVersion",
+    "cudaRuntimeGetVersion", "cudaOccupancy*", "cudaGetDriverEntryPoint*", "cudaGetSymbolAddress",
+    "cudaGetSymbolSize", "cudaGetFuncBySymbol", "cudaThreadExchangeStreamCaptureMode",
+    "cudaDeviceGetLimit", "cudaDeviceGetCacheConfig", "cudaGetKernel", "cudaEventQuery",
+    "cudaStreamQuery", "cudaDeviceCanAccessPeer", "cudaEventElapsedTime",
+    "cuDevicePrimaryCtxGetState", "cuKernelGetName", "cuKernelGetFunction", "cuKernelGetAttribute",
+    "cuKernelSetAttribute", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxGetId",
+    "cuCtxGetFlags", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuCtxGetStreamPriorityRange",
+    "cuCtxGetLimit", "cuCtxGetApiVersion", "cuOccupancy*", "cuFuncGetAttribute",
+    "cuFuncSetAttribute", "cuFuncGetName", "cuFuncGetModule", "cuGetProcAddress*", "cuDeviceGet",
+    "cuDeviceGetAttribute", "cuDeviceGetCount", "cuDeviceGetName", "cuDeviceGetUuid",
+    "cuDeviceTotalMem", "cuDeviceComputeCapability", "cuDeviceGetProperties",
+    "cuDriverGetVersion", "cuPointerGetAttribute", "cuPointerGetAttributes", "cuGetErrorString",
+    "cuGetErrorName", "cuStreamGetPriority", "cuStreamGetFlags", "cuStreamGetId", "cuStreamGetCtx",
+    "cuStreamIsCapturing", "cuStreamGetCaptureInfo*", "cuEventQuery", "cuStreamQuery",
+    "cuModuleGetLoadingMode", "cuLibraryGetKernel", "cuLibraryGetModule", "cuModuleGetFunction",
+    "cuDeviceCanAccessPeer", "cuMemGetAddressRange", "cuEventElapsedTime",
+    "cuThreadExchangeStreamCaptureMode",
+};
+
+/* "cuCtxPushCurrent_v2", "cudaStreamQuery_ptsz_v7000" -> the base name. */
+static void api_family(const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s", name);
+    for (;;) {
+        char base[256];
+        tt_api_base_name(out, base, sizeof base);
+        char *p = strrchr(base, '_');
+        if (p && (strcmp(p, "_ptsz") == 0 || strcmp(p, "_ptds") == 0))
+            *p = 0;
+        if (strcmp(base, out) == 0)
+            return;
+        snprintf(out, len, "%s", base);
+    }
+}
+
+static bool is_query(const char *name)
+{
+    char base[256];
+    api_family(name, base, sizeof base);
+    for (size_t i = 0; i < sizeof query_names / sizeof query_names[0]; i++) {
+        const char *q = query_names[i];
+        size_t n = strlen(q);
+        if (q[n - 1] == '*' ? strncmp(base, q, n - 1) == 0 : strcmp(base, q) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Record every runtime (or driver) API call but the queries, one call id at
+ * a time, without enabling the whole kind: with the kind enabled, CUPTI
+ * still intercepts every call, queries included, and dropping them by id
+ * afterwards did not make the program faster. */
+static void enable_api_calls(int driver)
+{
+    uint32_t size = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    for (uint32_t cbid = 1; cbid < size; cbid++) {
+        const char *name = NULL;
+        if (cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 cbid, &name) != CUPTI_SUCCESS || !name || is_query(name))
+            continue;
+        if (driver)
+            cuptiActivityEnableDriverApi(cbid, 1);
+        else
+            cuptiActivityEnableRuntimeApi(cbid, 1);
+    }
+}
+
 static int enable_activities(unsigned acts)
 {
     struct {
@@ -1008,6 +1124,11 @@ static int enable_activities(unsigned acts)
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         if (!(acts & map[i].bit))
             continue;
+        bool api = map[i].bit == TT_ACT_RUNTIME || map[i].bit == TT_ACT_DRIVER;
+        if (api && !(acts & TT_ACT_QUERIES)) {
+            enable_api_calls(map[i].bit == TT_ACT_DRIVER);
+            continue;
+        }
         CUptiResult r = cuptiActivityEnable(map[i].kind);
         if (r != CUPTI_SUCCESS) {
             const char *err = "";
@@ -1036,15 +1157,11 @@ static int setup_callbacks(void)
     cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                         CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
     /* Only what the chosen iteration method needs: each callback costs time
-     * on the program's own thread. */
+     * on the program's own thread. (Iteration kernels are found in the kernel
+     * records instead: a callback on every launch cost ~10 us per launch.) */
     if (*g.opts.iter_marker) {
         cuptiEnableDomain(1, g.subscriber, CUPTI_CB_DOMAIN_NVTX);
-    } else if (*g.opts.iter_kernel) {
-        for (size_t i = 0; i < sizeof runtime_launches / sizeof runtime_launches[0]; i++)
-            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i]);
-        for (size_t i = 0; i < sizeof driver_launches / sizeof driver_launches[0]; i++)
-            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i]);
-    } else if (g.opts.iter_sync > 0) {
+    } else if (g.opts.iter_sync > 0 && !*g.opts.iter_kernel) {
         for (size_t i = 0; i < sizeof runtime_syncs / sizeof runtime_syncs[0]; i++)
             cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_syncs[i]);
     }

@@ -18,7 +18,7 @@ static const struct {
     {"kernel", TT_ACT_KERNEL},   {"memcpy", TT_ACT_MEMCPY}, {"memset", TT_ACT_MEMSET},
     {"runtime", TT_ACT_RUNTIME}, {"driver", TT_ACT_DRIVER}, {"sync", TT_ACT_SYNC},
     {"nvtx", TT_ACT_NVTX},       {"event", TT_ACT_EVENT},   {"stream", TT_ACT_STREAM},
-    {"all", TT_ACT_ALL},
+    {"queries", TT_ACT_QUERIES}, {"default", TT_ACT_DEFAULT}, {"all", TT_ACT_ALL},
 };
 
 int tt_parse_activities(const char *list, unsigned *bits, char *bad, size_t bad_len)
@@ -33,7 +33,7 @@ int tt_parse_activities(const char *list, unsigned *bits, char *bad, size_t bad_
         const char *w = minus ? p + 1 : p;
         size_t wl = minus ? len - 1 : len;
         if (minus && first)
-            b = TT_ACT_ALL; /* "-driver" alone means "all but driver" */
+            b = TT_ACT_DEFAULT; /* "-driver" alone means "the default but driver" */
         unsigned bit = 0;
         for (size_t i = 0; i < sizeof activity_names / sizeof activity_names[0]; i++)
             if (strlen(activity_names[i].name) == wl && strncmp(activity_names[i].name, w, wl) == 0)
@@ -98,7 +98,7 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
     o->start_seconds = -1;
     o->stop_seconds = -1;
     o->buffer_size = 8u << 20;
-    o->activities = TT_ACT_ALL;
+    o->activities = TT_ACT_DEFAULT;
     o->max_records = 200u * 1000 * 1000; /* ~20 GB of records: a guard, not a plan */
 
     env_str("TALLY_TRACE_OUTPUT", o->output, sizeof o->output);

@@ -33,7 +33,9 @@ enum {
     TT_ACT_NVTX = 1 << 6,
     TT_ACT_EVENT = 1 << 7,  /* cudaEventRecord: which stream an event marks */
     TT_ACT_STREAM = 1 << 8, /* stream creation: priority, flags */
-    TT_ACT_ALL = (1 << 9) - 1,
+    TT_ACT_QUERIES = 1 << 9, /* API calls that neither launch nor wait (cudaGetDevice...) */
+    TT_ACT_ALL = (1 << 10) - 1,
+    TT_ACT_DEFAULT = TT_ACT_ALL & ~TT_ACT_QUERIES,
 };
 
 typedef struct tt_options {
@@ -81,6 +83,7 @@ typedef enum tt_rec_type {
     TT_R_EVENT = 6,   /* cudaEventRecord: event id on a stream */
     TT_R_STREAM = 7,  /* stream creation: priority and flags */
     TT_R_ITER = 8,    /* iteration boundary found by the tracer */
+    TT_R_DEAD = 9,    /* a record withdrawn before writing */
 } tt_rec_type;
 
 /* One record; which fields are used depends on type (unused ones are 0).

@@ -153,6 +153,22 @@ static const char *copy_kind_name(unsigned k)
     }
 }
 
+/* The format's copy direction (h2d, d2h, d2d, other). */
+static const char *copy_dir(unsigned k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "h2d";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "d2h";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "d2d";
+    default: return "other";
+    }
+}
+
 static const char *mem_kind_name(unsigned k)
 {
     switch (k) {
@@ -167,29 +183,15 @@ static const char *mem_kind_name(unsigned k)
     }
 }
 
-static const char *sync_kind_name(unsigned k)
-{
-    switch (k) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "event";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "stream_wait_event";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "stream";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "device";
-    default: return "unknown";
-    }
-}
-
-/* ---- the window and the order of events ---- */
-
-static bool has_corr(const tt_rec *r)
-{
-    return r->type != TT_R_MARKER && r->type != TT_R_STREAM && r->type != TT_R_ITER;
-}
+/* ---- the window, the order of events, joins by correlation id ---- */
 
 static bool in_window(const tt_rec *r, const tt_trace_meta *m)
 {
+    if (r->type == TT_R_DEAD)
+        return false;
     if (r->type == TT_R_STREAM)
         return true; /* stream properties hold for the whole run */
-    if (has_corr(r) && r->corr)
+    if (r->type != TT_R_MARKER && r->type != TT_R_ITER && r->corr)
         return r->corr >= m->window_start_corr && r->corr < m->window_stop_corr;
     return r->start >= m->window_start_ts && r->start < m->window_stop_ts;
 }
@@ -202,6 +204,35 @@ static int by_start(const void *a, const void *b)
     if (ra->start != rb->start)
         return ra->start < rb->start ? -1 : 1;
     return ia < ib ? -1 : ia > ib; /* ties keep arrival order: deterministic */
+}
+
+/* Correlation id -> index of the SYNC or EVENT record that says which stream
+ * and CUDA event an API call acted on (open addressing, 0 = empty). */
+typedef struct corr_map {
+    uint32_t *keys;
+    size_t *vals;
+    size_t cap;
+} corr_map;
+
+static int corr_map_init(corr_map *c, size_t n)
+{
+    c->cap = 64;
+    while (c->cap < 2 * n + 2)
+        c->cap *= 2;
+    c->keys = calloc(c->cap, sizeof *c->keys);
+    c->vals = malloc(c->cap * sizeof *c->vals);
+    return c->keys && c->vals ? 0 : -1;
+}
+
+static size_t *corr_map_slot(corr_map *c, uint32_t corr, bool add)
+{
+    size_t h = (corr * 2654435761u) & (c->cap - 1);
+    while (c->keys[h] && c->keys[h] != corr)
+        h = (h + 1) & (c->cap - 1);
+    if (!c->keys[h] && !add)
+        return NULL;
+    c->keys[h] = corr;
+    return &c->vals[h];
 }
 
 /* ---- the file ---- */
@@ -224,15 +255,16 @@ static void put_device(sink *o, const tt_device *d)
          d->regs_per_sm, d->regs_per_block, d->smem_per_sm, d->smem_per_block,
          d->smem_per_block_optin, d->smem_reserved_per_block, d->warp_size);
     putf(o,
-         "\"l2_bytes\":%d,\"clock_khz\":%d,\"mem_clock_khz\":%d,\"mem_bus_bits\":%d,"
-         "\"copy_engines\":%d,\"stream_prio_least\":%d,\"stream_prio_greatest\":%d,"
+         "\"stream_prio_greatest\":%d,\"stream_prio_least\":%d,\"l2_bytes\":%d,"
+         "\"clock_khz\":%d,\"mem_clock_khz\":%d,\"mem_bus_bits\":%d,\"copy_engines\":%d,"
          "\"total_mem_bytes\":%" PRIu64 "}",
-         d->l2_bytes, d->clock_khz, d->mem_clock_khz, d->mem_bus_bits, d->async_engines,
-         d->stream_prio_least, d->stream_prio_greatest, d->total_mem);
+         d->stream_prio_greatest, d->stream_prio_least, d->l2_bytes, d->clock_khz,
+         d->mem_clock_khz, d->mem_bus_bits, d->async_engines, d->total_mem);
 }
 
 static void put_options(sink *o, const tt_options *op)
 {
+    static const char *const sync_kinds[] = {"any", "device", "stream"};
     puts_(o, "{\"output\":");
     put_str(o, op->output);
     putf(o, ",\"start_after_iterations\":%" PRId64 ",\"stop_after_iterations\":%" PRId64,
@@ -244,7 +276,6 @@ static void put_options(sink *o, const tt_options *op)
     put_str(o, op->iter_marker);
     puts_(o, ",\"iteration_kernel\":");
     put_str(o, op->iter_kernel);
-    static const char *const sync_kinds[] = {"any", "device", "stream"};
     putf(o, ",\"iteration_sync\":%" PRId64 ",\"iteration_sync_kind\":\"%s\",\"gzip\":%s}",
          op->iter_sync, sync_kinds[op->iter_sync_kind], op->gzip ? "true" : "false");
 }
@@ -260,96 +291,142 @@ static const char *iteration_method(const tt_options *op)
     return "";
 }
 
-static void put_event(sink *o, const tt_store *s, const tt_rec *r, uint64_t base)
+typedef struct emit {
+    sink *o;
+    const tt_store *s;
+    uint64_t base;
+    size_t n;           /* events written so far */
+    uint64_t zero_dur;  /* GPU records stretched to 1 ns */
+} emit;
+
+static void sep(emit *e)
 {
-    const char *name = r->name < s->n_strings ? s->strings[r->name] : "";
-    int64_t st = (int64_t)(r->start - base), en = (int64_t)(r->end - base);
+    puts_(e->o, e->n++ ? ",\n" : "\n");
+}
+
+static const char *str_of(const tt_store *s, uint32_t id)
+{
+    return id < s->n_strings ? s->strings[id] : "";
+}
+
+/* GPU records must last > 0 ns; CUPTI sometimes stamps tiny memsets with
+ * start == end. */
+static void put_gpu_times(emit *e, const tt_rec *r)
+{
+    int64_t st = (int64_t)(r->start - e->base), en = (int64_t)(r->end - e->base);
+    if (en <= st) {
+        en = st + 1;
+        e->zero_dur++;
+    }
+    putf(e->o, ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64, st, en);
+}
+
+/* An API call, with the stream and CUDA event it acted on when CUPTI said so
+ * in a synchronization or CUDA-event record of the same correlation id. */
+static void put_api(emit *e, const tt_rec *r, const tt_rec *info)
+{
+    sep(e);
+    puts_(e->o, "{\"type\":\"api\",\"name\":");
+    put_str(e->o, str_of(e->s, r->name));
+    putf(e->o,
+         ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"tid\":%u,\"corr\":%u,\"api\":\"%s\","
+         "\"cbid\":%u",
+         (int64_t)(r->start - e->base), (int64_t)(r->end - e->base), r->tid, r->corr,
+         r->sub ? "driver" : "runtime", r->id);
+    if (info) {
+        bool device_sync = info->type == TT_R_SYNC &&
+                           info->sub == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+        if (info->stream != UINT32_MAX && !device_sync)
+            putf(e->o, ",\"stream\":%u", info->stream);
+        if (info->id != UINT32_MAX && (info->type == TT_R_EVENT ||
+                                       info->sub == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+                                       info->sub == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT))
+            putf(e->o, ",\"event\":%u", info->id);
+    }
+    puts_(e->o, "}");
+}
+
+static void put_gpu(emit *e, const tt_rec *r)
+{
+    sep(e);
+    sink *o = e->o;
     switch (r->type) {
-    case TT_R_API:
-        puts_(o, "{\"type\":\"api\",\"api\":");
-        puts_(o, r->sub ? "\"driver\"" : "\"runtime\"");
-        puts_(o, ",\"name\":");
-        put_str(o, name);
-        putf(o, ",\"cbid\":%u,\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"tid\":%u,\"corr\":%u}",
-             r->id, st, en, r->tid, r->corr);
-        break;
     case TT_R_KERNEL:
         puts_(o, "{\"type\":\"kernel\",\"name\":");
-        put_str(o, name);
+        put_str(o, str_of(e->s, r->name));
+        put_gpu_times(e, r);
         putf(o,
-             ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"corr\":%u,\"device\":%u,"
-             "\"context\":%u,\"stream\":%u,\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],",
-             st, en, r->corr, r->device, r->context, r->stream, r->grid[0], r->grid[1],
-             r->grid[2], r->block[0], r->block[1], r->block[2]);
+             ",\"corr\":%u,\"stream\":%u,\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],\"regs\":%u,"
+             "\"static_smem\":%d,\"dynamic_smem\":%d,",
+             r->corr, r->stream, r->grid[0], r->grid[1], r->grid[2], r->block[0], r->block[1],
+             r->block[2], r->regs, r->static_smem, r->dynamic_smem);
         putf(o,
-             "\"regs\":%u,\"static_smem\":%d,\"dynamic_smem\":%d,\"local_mem\":%u,"
-             "\"cluster\":[%u,%u,%u],\"graph\":%u}",
-             r->regs, r->static_smem, r->dynamic_smem, r->local_mem, r->cluster[0],
-             r->cluster[1], r->cluster[2], r->graph);
+             "\"device\":%u,\"context\":%u,\"local_mem\":%u,\"cluster\":[%u,%u,%u],\"graph\":%u}",
+             r->device, r->context, r->local_mem, r->cluster[0], r->cluster[1], r->cluster[2],
+             r->graph);
         break;
-    case TT_R_MEMCPY:
-        putf(o, "{\"type\":\"memcpy\",\"copy_kind\":\"%s\",\"src_kind\":\"%s\",\"dst_kind\":\"%s\",",
-             copy_kind_name(r->sub), mem_kind_name(r->id & 0xff), mem_kind_name(r->id >> 8));
+    case TT_R_MEMCPY: {
+        unsigned src = r->id & 0xff, dst = r->id >> 8;
+        putf(o, "{\"type\":\"memcpy\",\"name\":\"Memcpy %s\"", copy_kind_name(r->sub));
+        put_gpu_times(e, r);
         putf(o,
-             "\"bytes\":%" PRIu64 ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"corr\":%u,"
-             "\"device\":%u,\"context\":%u,\"stream\":%u,\"graph\":%u}",
-             r->bytes, st, en, r->corr, r->device, r->context, r->stream, r->graph);
-        break;
-    case TT_R_MEMSET:
-        putf(o,
-             "{\"type\":\"memset\",\"bytes\":%" PRIu64 ",\"start\":%" PRId64 ",\"end\":%" PRId64
-             ",\"corr\":%u,\"device\":%u,\"context\":%u,\"stream\":%u,\"graph\":%u}",
-             r->bytes, st, en, r->corr, r->device, r->context, r->stream, r->graph);
-        break;
-    case TT_R_SYNC:
-        putf(o,
-             "{\"type\":\"sync\",\"sync\":\"%s\",\"start\":%" PRId64 ",\"end\":%" PRId64
-             ",\"corr\":%u,\"context\":%u,\"stream\":%d,\"event\":%d}",
-             sync_kind_name(r->sub), st, en, r->corr, r->context,
-             r->stream == UINT32_MAX ? -1 : (int)r->stream, r->id == UINT32_MAX ? -1 : (int)r->id);
-        break;
-    case TT_R_EVENT:
-        putf(o,
-             "{\"type\":\"event_record\",\"event\":%u,\"corr\":%u,\"device\":%u,\"context\":%u,"
-             "\"stream\":%u,\"start\":%" PRId64 "}",
-             r->id, r->corr, r->device, r->context, r->stream, r->start ? st : -1);
-        break;
-    case TT_R_MARKER:
-        puts_(o, "{\"type\":\"marker\",\"name\":");
-        put_str(o, name);
-        puts_(o, ",\"domain\":");
-        put_str(o, r->domain < s->n_strings ? s->strings[r->domain] : "");
-        putf(o, ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"tid\":%u,\"id\":%u}", st,
-             r->end ? en : st, r->tid, r->id);
-        break;
-    case TT_R_STREAM:
-        putf(o, "{\"type\":\"stream\",\"context\":%u,\"stream\":%u,\"priority\":%d,\"flags\":%u}",
-             r->context, r->stream, r->static_smem, r->id);
-        break;
-    case TT_R_ITER:
-        putf(o, "{\"type\":\"iteration\",\"index\":%u,\"start\":%" PRId64 ",\"tid\":%u,\"corr\":%u}",
-             r->id, st, r->tid, r->corr);
+             ",\"corr\":%u,\"stream\":%u,\"bytes\":%" PRIu64 ",\"copy\":\"%s\",\"to_pageable\":%s,"
+             "\"copy_kind\":\"%s\",\"src_kind\":\"%s\",\"dst_kind\":\"%s\",\"device\":%u,"
+             "\"context\":%u,\"graph\":%u}",
+             r->corr, r->stream, r->bytes, copy_dir(r->sub),
+             dst == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ? "true" : "false", copy_kind_name(r->sub),
+             mem_kind_name(src), mem_kind_name(dst), r->device, r->context, r->graph);
         break;
     }
+    case TT_R_MEMSET:
+        puts_(o, "{\"type\":\"memset\",\"name\":\"Memset\"");
+        put_gpu_times(e, r);
+        putf(o,
+             ",\"corr\":%u,\"stream\":%u,\"bytes\":%" PRIu64 ",\"device\":%u,\"context\":%u,"
+             "\"graph\":%u}",
+             r->corr, r->stream, r->bytes, r->device, r->context, r->graph);
+        break;
+    }
+}
+
+static void put_marker(emit *e, const char *name, const char *domain, uint64_t start,
+                       uint64_t end, uint32_t tid)
+{
+    sep(e);
+    puts_(e->o, "{\"type\":\"marker\",\"name\":");
+    put_str(e->o, name);
+    puts_(e->o, ",\"domain\":");
+    put_str(e->o, domain);
+    putf(e->o, ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"tid\":%u}",
+         (int64_t)(start - e->base), (int64_t)(end - e->base), tid);
 }
 
 int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, char *msg,
                    size_t msg_len)
 {
-    /* Select and order the records first: the header names the time base. */
+    /* Select and order the records; join syncs and event records to calls. */
     size_t *idx = malloc((s->n ? s->n : 1) * sizeof *idx);
-    if (!idx) {
+    corr_map joins = {0};
+    if (!idx || corr_map_init(&joins, s->n) < 0) {
+        free(idx);
+        free(joins.keys);
+        free(joins.vals);
         snprintf(msg, msg_len, "%s: out of memory for %zu records", path, s->n);
         return -1;
     }
     size_t n = 0;
     uint64_t counts[9] = {0};
+    uint64_t last_end = 0;
     for (size_t i = 0; i < s->n; i++) {
         const tt_rec *r = tt_store_at(s, i);
-        if (in_window(r, m)) {
-            idx[n++] = i;
-            counts[r->type]++;
-        }
+        if (!in_window(r, m))
+            continue;
+        idx[n++] = i;
+        counts[r->type]++;
+        if ((r->type == TT_R_SYNC || r->type == TT_R_EVENT) && r->corr)
+            *corr_map_slot(&joins, r->corr, true) = i;
+        if (r->type != TT_R_STREAM && r->end > last_end)
+            last_end = r->end;
     }
     sort_store = s;
     qsort(idx, n, sizeof *idx, by_start);
@@ -363,6 +440,8 @@ int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, 
     if (fd < 0) {
         snprintf(msg, msg_len, "%s: cannot create: %s", tmp, strerror(errno));
         free(idx);
+        free(joins.keys);
+        free(joins.vals);
         return -1;
     }
     sink o = {.fd = fd, .cap = 1 << 20};
@@ -378,40 +457,114 @@ int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, 
     puts_(&o, "\"tool\":\"tally-trace " TT_VERSION "\",");
     putf(&o, "\"pid\":%d,\"command\":", m->pid);
     put_str(&o, m->opts->command);
-    putf(&o, ",\"time_unit\":\"ns\",\"time_base\":%" PRIu64 ",\"time_base_unix_ns\":%" PRId64 ",",
-         base, (int64_t)base + m->cupti_to_unix_ns);
+    putf(&o, ",\"time_base_ns\":%" PRIu64 ",\"time_base_unix_ns\":%" PRId64 ",", base,
+         (int64_t)base + m->cupti_to_unix_ns);
     puts_(&o, "\"iteration_method\":");
     put_str(&o, iteration_method(m->opts));
     puts_(&o, ",\"options\":");
     put_options(&o, m->opts);
+    if (m->n_devices > 0) { /* what the loader reads: the first device */
+        const tt_device *d = &m->devices[0];
+        puts_(&o, ",\"gpu\":{\"name\":");
+        put_str(&o, d->name);
+        putf(&o,
+             ",\"sms\":%d,\"max_threads_per_sm\":%d,\"max_threads_per_block\":%d,"
+             "\"max_warps_per_sm\":%d,\"max_blocks_per_sm\":%d,\"regs_per_sm\":%d,"
+             "\"regs_per_block\":%d,\"smem_per_sm\":%d,\"smem_per_block\":%d,"
+             "\"smem_per_block_optin\":%d,\"smem_reserved_per_block\":%d,\"warp_size\":%d,"
+             "\"cc_major\":%d,\"cc_minor\":%d,\"stream_prio_greatest\":%d}",
+             d->sms, d->max_threads_per_sm, d->max_threads_per_block,
+             d->warp_size ? d->max_threads_per_sm / d->warp_size : 0, d->max_blocks_per_sm,
+             d->regs_per_sm, d->regs_per_block, d->smem_per_sm, d->smem_per_block,
+             d->smem_per_block_optin, d->smem_reserved_per_block, d->warp_size, d->cc_major,
+             d->cc_minor, d->stream_prio_greatest);
+    }
     puts_(&o, ",\"devices\":[");
     for (int i = 0; i < m->n_devices; i++) {
         if (i)
             puts_(&o, ",");
         put_device(&o, &m->devices[i]);
     }
+    puts_(&o, "],\"stream_info\":[");
+    for (size_t i = 0, k = 0; i < n; i++) {
+        const tt_rec *r = tt_store_at(s, idx[i]);
+        if (r->type == TT_R_STREAM)
+            putf(&o, "%s{\"stream\":%u,\"context\":%u,\"priority\":%d,\"flags\":%u}",
+                 k++ ? "," : "", r->stream, r->context, r->static_smem, r->id);
+    }
+    puts_(&o, "],\"events\":[");
+
+    emit e = {.o = &o, .s = s, .base = base};
+    const tt_rec *prev_iter = NULL;
+    uint64_t range_end = 0;
+    for (size_t i = 0; i < n && !o.failed; i++) {
+        const tt_rec *r = tt_store_at(s, idx[i]);
+        switch (r->type) {
+        case TT_R_API: {
+            size_t *j = corr_map_slot(&joins, r->corr, false);
+            put_api(&e, r, j ? tt_store_at(s, *j) : NULL);
+            break;
+        }
+        case TT_R_KERNEL:
+        case TT_R_MEMCPY:
+        case TT_R_MEMSET:
+            put_gpu(&e, r);
+            break;
+        case TT_R_MARKER:
+            put_marker(&e, str_of(s, r->name), str_of(s, r->domain), r->start,
+                       r->end >= r->start ? r->end : r->start, r->tid);
+            if (prev_iter && !range_end && r->end > r->start && *m->opts->iter_marker &&
+                strncmp(str_of(s, r->name), m->opts->iter_marker, strlen(m->opts->iter_marker)) == 0)
+                range_end = r->end; /* the NVTX range that began the latest iteration */
+            break;
+        case TT_R_ITER:
+            /* Boundaries become ranges "iteration#N" from one boundary to
+             * the next, which the loader splits on. */
+            if (prev_iter) {
+                char name[48];
+                snprintf(name, sizeof name, "iteration#%u", prev_iter->id);
+                put_marker(&e, name, "tally-trace", prev_iter->start, r->start, prev_iter->tid);
+            }
+            prev_iter = r;
+            range_end = 0;
+            break;
+        default:
+            break; /* SYNC, EVENT: joined to their calls; STREAM: in stream_info */
+        }
+    }
+    /* The last iteration ends where the window was closed; else with its NVTX
+     * range (marker method) or with the trace (kernel method: the step ran to
+     * completion). With the sync method, what follows the last synchronize
+     * is no iteration. */
+    if (prev_iter && (m->window_stop_ts != UINT64_MAX || *m->opts->iter_kernel || range_end)) {
+        char name[48];
+        snprintf(name, sizeof name, "iteration#%u", prev_iter->id);
+        uint64_t end = m->window_stop_ts != UINT64_MAX ? m->window_stop_ts
+                       : range_end                     ? range_end
+                                                       : last_end;
+        if (end > prev_iter->start)
+            put_marker(&e, name, "tally-trace", prev_iter->start, end, prev_iter->tid);
+    }
+    puts_(&o, "\n],");
     putf(&o,
-         "],\"counts\":{\"api\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"memcpy\":%" PRIu64
+         "\"counts\":{\"api\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"memcpy\":%" PRIu64
          ",\"memset\":%" PRIu64 ",\"sync\":%" PRIu64 ",\"marker\":%" PRIu64
          ",\"event_record\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"iteration\":%" PRIu64 "},",
          counts[TT_R_API], counts[TT_R_KERNEL], counts[TT_R_MEMCPY], counts[TT_R_MEMSET],
          counts[TT_R_SYNC], counts[TT_R_MARKER], counts[TT_R_EVENT], counts[TT_R_STREAM],
          counts[TT_R_ITER]);
-    puts_(&o, "\"events\":[\n");
-    for (size_t i = 0; i < n && !o.failed; i++) {
-        put_event(&o, s, tt_store_at(s, idx[i]), base);
-        puts_(&o, i + 1 < n ? ",\n" : "\n");
-    }
-    puts_(&o, "],");
-    putf(&o, "\"iterations_seen\":%" PRIu64 ",\"dropped_records\":%" PRIu64
-             ",\"incomplete_records\":%" PRIu64 ",\"end\":",
-         m->iterations_seen, m->dropped_records, m->incomplete_records);
+    putf(&o,
+         "\"iterations_seen\":%" PRIu64 ",\"dropped_records\":%" PRIu64
+         ",\"incomplete_records\":%" PRIu64 ",\"zero_duration_records\":%" PRIu64 ",\"end\":",
+         m->iterations_seen, m->dropped_records, m->incomplete_records, e.zero_dur);
     put_str(&o, m->end_reason ? m->end_reason : "exit");
     putf(&o, ",\"truncated\":%s,\"truncation_reason\":", m->truncated ? "true" : "false");
     put_str(&o, m->truncated && m->truncation_reason ? m->truncation_reason : "");
     puts_(&o, "}\n");
     sink_flush(&o);
     free(idx);
+    free(joins.keys);
+    free(joins.vals);
     free(o.buf);
     if (o.gz && zl.gzclose(o.gz) != 0 && !o.failed)
         o.failed = EIO;
@@ -428,7 +581,7 @@ int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, 
         unlink(tmp);
         return -1;
     }
-    snprintf(msg, msg_len, "%s: %zu events (%" PRIu64 " kernels)%s", path, n,
+    snprintf(msg, msg_len, "%s: %zu events (%" PRIu64 " kernels)%s", path, e.n,
              counts[TT_R_KERNEL], m->truncated ? ", truncated" : "");
     return 0;
 }

@@ -17,7 +17,7 @@ def main():
     with opener(path, "rt") as f:
         trace = json.load(f)
     kernels = [e for e in trace["events"] if e["type"] == "kernel"]
-    kernels.sort(key=lambda e: e["start"])
+    kernels.sort(key=lambda e: e["start_ns"])
     counts = Counter(e["name"] for e in kernels)
     names = set(counts)
     for e in kernels:

@@ -38,7 +38,8 @@ def main():
     with open(os.path.join(d, "overhead_summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["config", "runs", "median_ms", "ratio_vs_baseline", "slowdown_pct"])
-        for config in ["baseline", "tally_trace", "torch_profiler"]:
+        for config in ["baseline", "tally_trace", "tally_trace_all", "tally_trace_gpu_only",
+                       "torch_profiler"]:
             if config not in runs:
                 continue
             m = statistics.median(runs[config])

@@ -1,0 +1,801 @@
+/* tally-trace (traces/tracer/): the CUPTI injection tracer and its command.
+ *
+ * Everywhere: the command's usage and exit codes, a program that never
+ * touches CUDA (no file, a message), and the committed capture of the test
+ * program (traces/captured/testprog_steps.*), checked field by field against
+ * the manifest the program printed while it was traced, then loaded with
+ * tl_trace_load like the committed PyTorch traces.
+ *
+ * Where a GPU is present (CUDA driver loads and sees a device): the test
+ * program runs under the tracer again and every field is checked live, plus
+ * start/stop windows, crash and SIGTERM (a valid file marked truncated),
+ * cudaDeviceReset, fork and gzip. Without a GPU those tests SKIP and say why.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "tally/trace.h"
+
+#define CAPTURED "traces/captured/"
+#define STEPS 6 /* iterations in the committed test-program capture */
+
+/* ---- environment -------------------------------------------------------- */
+
+static char build[1024];
+static char tool[1200], lib[1200], prog[1200];
+static char tmpdir[256];
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* Tracer binaries are built only where nvcc and CUPTI exist (cuda.mk). */
+static bool have_tracer(void)
+{
+    return exists(tool) && exists(lib);
+}
+
+/* A GPU: the driver library loads, cuInit succeeds and sees a device. */
+static bool have_gpu(char *why, size_t len)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, len, "no GPU: the CUDA driver (libcuda.so.1) is not installed");
+        return false;
+    }
+    int (*cu_init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+    int (*cu_count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+    int n = 0, r = cu_init ? cu_init(0) : -1;
+    if (r != 0 || !cu_count || cu_count(&n) != 0 || n < 1) {
+        snprintf(why, len, "no GPU: cuInit returned %d, %d device(s)", r, n);
+        return false;
+    }
+    return true;
+}
+
+static bool gpu_ready(void)
+{
+    char why[256];
+    if (!have_tracer() || !exists(prog)) {
+        print_message("SKIP: %s not built (needs nvcc and CUPTI)\n", tool);
+        return false;
+    }
+    if (!have_gpu(why, sizeof why)) {
+        print_message("SKIP: %s\n", why);
+        return false;
+    }
+    return true;
+}
+
+/* Run argv with stdout/stderr to files; returns the wait status. */
+static int run(char *const argv[], const char *out, const char *err_path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0)
+            _exit(99);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(argv[0], argv);
+        _exit(98);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    return st;
+}
+
+static char *slurp(const char *path)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    tl_err err;
+    if (tl_read_file(path, &buf, &len, &err) < 0)
+        return NULL;
+    return buf;
+}
+
+static void path_in_tmp(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", tmpdir, name);
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void clear_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* ---- the manifest the test program prints -------------------------------- */
+
+typedef struct launch {
+    int step;
+    char name[64];
+    int grid[3], block[3];
+    int regs, static_smem, dynamic_smem;
+    long long stream, ns;
+} launch;
+
+typedef struct manifest {
+    launch l[512];
+    int n;
+    int copies_h2d, copies_d2h, memsets, stream_syncs, device_syncs, event_syncs, waits;
+    long long stream_low, stream_high;
+    int prio_least, prio_greatest;
+} manifest;
+
+static void read_manifest(const char *path, manifest *m)
+{
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        launch *l = &m->l[m->n];
+        char kind[32];
+        int step;
+        if (m->n < 512 &&
+            sscanf(line, "launch %d %63s %d,%d,%d %d,%d,%d %d %d %d %lld %lld", &l->step, l->name,
+                   &l->grid[0], &l->grid[1], &l->grid[2], &l->block[0], &l->block[1],
+                   &l->block[2], &l->regs, &l->static_smem, &l->dynamic_smem, &l->stream,
+                   &l->ns) == 13)
+            m->n++;
+        else if (sscanf(line, "copy %d %31s", &step, kind) == 2)
+            strcmp(kind, "HtoD") == 0 ? m->copies_h2d++ : m->copies_d2h++;
+        else if (sscanf(line, "memset %d", &step) == 1)
+            m->memsets++;
+        else if (sscanf(line, "sync %d %31s", &step, kind) == 2) {
+            if (!strcmp(kind, "stream"))
+                m->stream_syncs++;
+            else if (!strcmp(kind, "device"))
+                m->device_syncs++;
+            else if (!strcmp(kind, "event"))
+                m->event_syncs++;
+            else
+                m->waits++;
+        } else
+            sscanf(line, "streams low=%lld high=%lld least=%d greatest=%d", &m->stream_low,
+                   &m->stream_high, &m->prio_least, &m->prio_greatest);
+    }
+    fclose(f);
+}
+
+/* ---- checking a trace against the manifest ------------------------------- */
+
+static long long jint(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v))
+        fail_msg("field '%s' missing or not an integer", key);
+    return json_integer_value(v);
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v))
+        fail_msg("field '%s' missing or not a string", key);
+    return json_string_value(v);
+}
+
+static json_t *load_json(const char *path)
+{
+    char *buf = slurp(path);
+    if (!buf)
+        fail_msg("%s: cannot read", path);
+    json_error_t je;
+    json_t *root = json_loads(buf, 0, &je);
+    free(buf);
+    if (!root)
+        fail_msg("%s: line %d: %s", path, je.line, je.text);
+    assert_string_equal(jstr(root, "format"), "tally-trace");
+    assert_int_equal(jint(root, "version"), 1);
+    assert_string_equal(jstr(root, "form"), "events");
+    assert_true(json_is_array(json_object_get(root, "events")));
+    assert_true(json_is_boolean(json_object_get(root, "truncated")));
+    return root;
+}
+
+static bool is_tt_kernel(json_t *e, const char *name)
+{
+    const char *n = jstr(e, "name");
+    size_t len = strlen(name);
+    return strncmp(n, name, len) == 0 && n[len] == '(';
+}
+
+static bool has_prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* CUPTI reports the registers allocated per thread: what the compiler used
+ * (cudaFuncGetAttributes), rounded up to 8, at least 16 (seen on the H100). */
+static bool regs_match(long long traced, int compiled)
+{
+    int want = (compiled + 7) / 8 * 8;
+    return traced == (want < 16 ? 16 : want);
+}
+
+/* The program's streams as CUPTI numbers them (cudaStreamGetId counts
+ * differently): the stream of its first launch on each. */
+typedef struct stream_map {
+    long long from[8], to[8];
+    int n;
+} stream_map;
+
+static long long map_stream(stream_map *sm, long long program_id, long long traced)
+{
+    for (int i = 0; i < sm->n; i++) {
+        if (sm->from[i] == program_id) {
+            if (traced >= 0 && sm->to[i] != traced)
+                fail_msg("stream %lld traced as %lld and as %lld", program_id, sm->to[i], traced);
+            return sm->to[i];
+        }
+        if (traced >= 0 && sm->to[i] == traced)
+            fail_msg("streams %lld and %lld both traced as %lld", sm->from[i], program_id, traced);
+    }
+    if (traced < 0 || sm->n == 8)
+        fail_msg("stream %lld: no launch on it", program_id);
+    sm->from[sm->n] = program_id;
+    sm->to[sm->n++] = traced;
+    return traced;
+}
+
+/* Every field of every launch of the manifest, in launch order; the copies,
+ * memsets, synchronizations, event records and waits with their streams. */
+static void check_against_manifest(json_t *root, const manifest *m)
+{
+    json_t *events = json_object_get(root, "events");
+    json_t *dev = json_object_get(root, "gpu");
+    assert_non_null(dev);
+    assert_true(strlen(jstr(dev, "name")) > 0);
+    assert_true(jint(dev, "sms") > 0);
+    assert_true(jint(dev, "cc_major") >= 7);
+    assert_true(jint(dev, "regs_per_sm") >= 65536);
+    assert_true(jint(dev, "smem_per_block_optin") >= jint(dev, "smem_per_block"));
+    assert_true(jint(dev, "max_threads_per_sm") >= 1024);
+    assert_int_equal(jint(dev, "warp_size"), 32);
+    assert_int_equal(jint(dev, "stream_prio_greatest"), m->prio_greatest);
+    json_t *full = json_array_get(json_object_get(root, "devices"), 0);
+    assert_non_null(full);
+    assert_int_equal(jint(full, "stream_prio_least"), m->prio_least);
+    assert_int_equal(jint(full, "sms"), jint(dev, "sms"));
+
+    /* launches: the k-th launch of a name is the k-th kernel of that name */
+    size_t n = json_array_size(events);
+    stream_map sm = {.n = 0};
+    json_t **launch_of = calloc((size_t)m->n + 1, sizeof *launch_of);
+    for (int i = 0; i < m->n; i++) {
+        const launch *l = &m->l[i];
+        int k = 0;
+        for (int j = 0; j < i; j++)
+            k += strcmp(m->l[j].name, l->name) == 0;
+        json_t *e = NULL;
+        for (size_t j = 0, seen = 0; j < n && !e; j++) {
+            json_t *x = json_array_get(events, j);
+            if (!strcmp(jstr(x, "type"), "kernel") && is_tt_kernel(x, l->name) && seen++ == (size_t)k)
+                e = x;
+        }
+        if (!e)
+            fail_msg("launch %d (%s, step %d) has no kernel record", i, l->name, l->step);
+        launch_of[i] = e;
+        json_t *grid = json_object_get(e, "grid"), *block = json_object_get(e, "block");
+        for (int d = 0; d < 3; d++) {
+            assert_int_equal(json_integer_value(json_array_get(grid, d)), l->grid[d]);
+            assert_int_equal(json_integer_value(json_array_get(block, d)), l->block[d]);
+        }
+        if (!regs_match(jint(e, "regs"), l->regs))
+            fail_msg("%s: %lld registers traced, %d compiled", l->name, jint(e, "regs"), l->regs);
+        assert_int_equal(jint(e, "static_smem"), l->static_smem);
+        assert_int_equal(jint(e, "dynamic_smem"), l->dynamic_smem);
+        map_stream(&sm, l->stream, jint(e, "stream"));
+        assert_int_equal(jint(e, "device"), 0);
+        assert_true(jint(e, "context") > 0);
+        long long dur = jint(e, "end_ns") - jint(e, "start_ns");
+        /* it spins l->ns on the global timer (1 us resolution at worst) */
+        if (dur < l->ns - 1000 || dur > l->ns + l->ns / 2 + 50000)
+            fail_msg("%s step %d: traced %lld ns for a %lld ns spin", l->name, l->step, dur, l->ns);
+    }
+    long long low = map_stream(&sm, m->stream_low, -1), high = map_stream(&sm, m->stream_high, -1);
+
+    /* stream priorities */
+    bool saw_low = false, saw_high = false;
+    json_t *si = json_object_get(root, "stream_info");
+    for (size_t i = 0; i < json_array_size(si); i++) {
+        json_t *x = json_array_get(si, i);
+        if (jint(x, "stream") == low)
+            saw_low = true, assert_int_equal(jint(x, "priority"), m->prio_least);
+        if (jint(x, "stream") == high)
+            saw_high = true, assert_int_equal(jint(x, "priority"), m->prio_greatest);
+    }
+    assert_true(saw_low && saw_high);
+
+    /* API calls (by correlation id), copies, memsets */
+    json_t **api_by_corr = calloc(1 << 20, sizeof *api_by_corr);
+    long long main_tid = -1, record_event = -1, wait_event = -2;
+    int h2d = 0, d2h = 0, memsets = 0, ssync = 0, dsync = 0, esync = 0, waits = 0, records = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(events, i);
+        const char *type = jstr(e, "type");
+        assert_true(jint(e, "end_ns") >= jint(e, "start_ns"));
+        if (!strcmp(type, "api")) {
+            long long c = jint(e, "corr");
+            const char *name = jstr(e, "name");
+            assert_true(c > 0 && c < (1 << 20));
+            api_by_corr[c] = e;
+            if (main_tid < 0)
+                main_tid = jint(e, "tid");
+            assert_int_equal(jint(e, "tid"), main_tid); /* one host thread */
+            if (!strcmp(name, "cudaStreamSynchronize") && jint(e, "stream") == low)
+                ssync++;
+            else if (!strcmp(name, "cudaDeviceSynchronize"))
+                dsync++, assert_null(json_object_get(e, "stream"));
+            else if (!strcmp(name, "cudaEventSynchronize"))
+                esync++, assert_int_equal(jint(e, "event"), record_event);
+            else if (!strcmp(name, "cudaEventRecord") && jint(e, "stream") == low)
+                records++, record_event = jint(e, "event");
+            else if (!strcmp(name, "cudaStreamWaitEvent") && jint(e, "stream") == high)
+                waits++, wait_event = jint(e, "event");
+            assert_false(!strcmp(name, "cudaGetDevice")); /* queries are left out */
+        } else if (!strcmp(type, "memcpy")) {
+            if (jint(e, "bytes") != 4 << 20)
+                continue;
+            const char *k = jstr(e, "copy");
+            if (!strcmp(k, "h2d"))
+                h2d++, assert_string_equal(jstr(e, "src_kind"), "pageable");
+            else if (!strcmp(k, "d2h"))
+                d2h++, assert_string_equal(jstr(e, "dst_kind"), "pinned"),
+                    assert_false(json_is_true(json_object_get(e, "to_pageable"))),
+                    assert_int_equal(jint(e, "stream"), low);
+            assert_true(jint(e, "end_ns") > jint(e, "start_ns"));
+        } else if (!strcmp(type, "memset")) {
+            if (jint(e, "bytes") == 1 << 20)
+                memsets++, assert_int_equal(jint(e, "stream"), low);
+        }
+    }
+    assert_int_equal(h2d, m->copies_h2d);
+    assert_int_equal(d2h, m->copies_d2h);
+    assert_int_equal(memsets, m->memsets);
+    assert_int_equal(ssync, m->stream_syncs);
+    assert_true(dsync >= m->device_syncs);
+    assert_int_equal(esync, m->event_syncs);
+    assert_int_equal(waits, m->waits);
+    assert_int_equal(records, m->waits);
+    assert_int_equal(wait_event, record_event); /* the wait names the recorded event */
+
+    /* each kernel was launched by a cudaLaunchKernel of the same thread */
+    for (int i = 0; i < m->n; i++) {
+        json_t *e = launch_of[i];
+        long long c = jint(e, "corr");
+        assert_true(c > 0 && c < (1 << 20));
+        json_t *api = api_by_corr[c];
+        if (!api)
+            fail_msg("%s step %d: no API call with correlation %lld", m->l[i].name, m->l[i].step, c);
+        assert_non_null(strstr(jstr(api, "name"), "aunchKernel"));
+        assert_true(jint(api, "start_ns") <= jint(e, "start_ns"));
+    }
+    free(api_by_corr);
+    free(launch_of);
+}
+
+/* The program's NVTX ranges step#first..step#last, each closed. */
+static void check_markers(json_t *root, int first, int last)
+{
+    json_t *events = json_object_get(root, "events");
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        if (strcmp(jstr(e, "type"), "marker") != 0 || !has_prefix(jstr(e, "name"), "step#"))
+            continue;
+        int step;
+        assert_int_equal(sscanf(jstr(e, "name"), "step#%d", &step), 1);
+        assert_int_equal(step, first + seen);
+        assert_true(jint(e, "end_ns") > jint(e, "start_ns"));
+        seen++;
+    }
+    assert_int_equal(seen, last - first + 1);
+}
+
+static int count_type(json_t *root, const char *type)
+{
+    json_t *events = json_object_get(root, "events");
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(events); i++)
+        n += strcmp(jstr(json_array_get(events, i), "type"), type) == 0;
+    return n;
+}
+
+/* The tracer's own iteration ranges (iteration#N markers). */
+static int count_iterations(json_t *root)
+{
+    json_t *events = json_object_get(root, "events");
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        n += !strcmp(jstr(e, "type"), "marker") && has_prefix(jstr(e, "name"), "iteration#");
+    }
+    return n;
+}
+
+/* tl_trace_load reads it: n iterations, each with the test program's 4 kernels. */
+static void check_loads(const char *path, const char *marker, uint32_t n_iters, uint32_t kernels)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_trace_options o = {.marker_prefix = marker};
+    tl_err err;
+    int r = tl_trace_load(&t, path, &o, &err);
+    if (r < 0)
+        fail_msg("tl_trace_load: %s", err.msg);
+    assert_int_equal(t.n_iters, n_iters);
+    for (uint32_t i = 0; i < t.n_iters; i++) {
+        tl_iter_stats st;
+        tl_iteration_stats(&t.iters[i], &st);
+        assert_int_equal(st.kernels, kernels);
+        assert_true(st.traced_ns > 0);
+    }
+    assert_true(t.has_gpu_props);
+    assert_true(t.gpu.sms > 0);
+    tl_trace_close(&t);
+}
+
+/* ---- tests that need no GPU ---------------------------------------------- */
+
+static void test_usage(void **state)
+{
+    (void)state;
+    if (!have_tracer()) {
+        print_message("SKIP: %s not built (needs nvcc and CUPTI)\n", tool);
+        skip();
+    }
+    char out[300], err[300];
+    path_in_tmp(out, sizeof out, "out.txt");
+    path_in_tmp(err, sizeof err, "err.txt");
+
+    char *help[] = {tool, "--help", NULL};
+    int st = run(help, out, err);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char *text = slurp(out);
+    assert_non_null(strstr(text, "Usage: tally-trace"));
+    assert_non_null(strstr(text, "--stop-after-iterations"));
+    free(text);
+
+    char *version[] = {tool, "--version", NULL};
+    st = run(version, out, err);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    text = slurp(out);
+    assert_non_null(strstr(text, "tally-trace "));
+    free(text);
+
+    char *cases[][6] = {
+        {tool, "--bogus", "--", "/bin/true", NULL},
+        {tool, NULL},
+        {tool, "--activities", "kernel,nonsense", "--", "/bin/true", NULL},
+        {tool, "--iteration-sync", "0", "--", "/bin/true", NULL},
+        {tool, "--stop-after-iterations", "3", "--", "/bin/true", NULL}, /* no method */
+        {tool, "--iteration-sync", "1", "--iteration-kernel", "k", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        st = run(cases[i], out, err);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 64)
+            fail_msg("case %zu: expected exit 64 (EX_USAGE), got status %d", i, st);
+    }
+    char *missing[] = {tool, "--", "/nonexistent/program", NULL};
+    st = run(missing, out, err);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 127);
+}
+
+/* A program that never initializes CUDA: exit status kept, no file, a message. */
+static void test_program_without_cuda(void **state)
+{
+    (void)state;
+    if (!have_tracer()) {
+        print_message("SKIP: %s not built (needs nvcc and CUPTI)\n", tool);
+        skip();
+    }
+    char dir[300], pat[400], out[300], err[300];
+    path_in_tmp(dir, sizeof dir, "nocuda");
+    mkdir(dir, 0755);
+    snprintf(pat, sizeof pat, "%s/t-%%p.json", dir);
+    path_in_tmp(out, sizeof out, "out.txt");
+    path_in_tmp(err, sizeof err, "err.txt");
+    char *argv[] = {tool, "-o", pat, "--", "/bin/sh", "-c", "exit 3", NULL};
+    int st = run(argv, out, err);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 3);
+    assert_int_equal(count_files(dir), 0);
+    char *text = slurp(err);
+    assert_non_null(strstr(text, "never initialized CUDA"));
+    free(text);
+}
+
+/* The committed capture of the test program, field by field. */
+static void test_committed_testprog_trace(void **state)
+{
+    (void)state;
+    manifest m;
+    read_manifest(CAPTURED "testprog_steps.manifest", &m);
+    assert_int_equal(m.n, 4 * STEPS);
+    json_t *root = load_json(CAPTURED "testprog_steps.json.gz");
+    assert_false(json_is_true(json_object_get(root, "truncated")));
+    assert_string_equal(jstr(root, "end"), "exit");
+    check_against_manifest(root, &m);
+    check_markers(root, 0, STEPS - 1);
+    json_decref(root);
+}
+
+/* What the simulator gets: iterations and kernels of the committed captures. */
+static void test_committed_traces_load(void **state)
+{
+    (void)state;
+    check_loads(CAPTURED "testprog_steps.json.gz", "step#", STEPS, 4);
+
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_err err;
+    if (tl_trace_load(&t, CAPTURED "resnet50_train_b32.json.gz", NULL, &err) < 0)
+        fail_msg("%s", err.msg);
+    /* 20 training steps were recorded (--stop-after-iterations 20) */
+    assert_int_equal(t.n_iters, 20);
+    uint32_t k0 = 0;
+    for (uint32_t i = 0; i < t.n_iters; i++) {
+        tl_iter_stats st;
+        tl_iteration_stats(&t.iters[i], &st);
+        if (i == 0)
+            k0 = st.kernels;
+        assert_int_equal(st.kernels, k0); /* the same step every time */
+    }
+    assert_true(k0 > 100);
+    tl_trace_close(&t);
+}
+
+/* ---- tests on the GPU ---------------------------------------------------- */
+
+static int trace_prog(const char *out_json, const char *manifest_out, char *const extra[],
+                      char *const mode[])
+{
+    char *argv[32];
+    int n = 0;
+    argv[n++] = tool;
+    argv[n++] = "-o";
+    argv[n++] = (char *)out_json;
+    for (int i = 0; extra && extra[i]; i++)
+        argv[n++] = extra[i];
+    argv[n++] = "--";
+    argv[n++] = prog;
+    for (int i = 0; mode[i]; i++)
+        argv[n++] = mode[i];
+    argv[n] = NULL;
+    char err[300];
+    path_in_tmp(err, sizeof err, "tracer.err");
+    return run(argv, manifest_out, err);
+}
+
+static void test_gpu_every_field(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    char json[300], man[300];
+    path_in_tmp(json, sizeof json, "steps.json");
+    path_in_tmp(man, sizeof man, "steps.manifest");
+    char *extra[] = {"--iteration-marker", "step#", NULL};
+    char *mode[] = {"steps", "4", NULL};
+    int st = trace_prog(json, man, extra, mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    manifest m;
+    read_manifest(man, &m);
+    assert_int_equal(m.n, 16);
+    json_t *root = load_json(json);
+    assert_false(json_is_true(json_object_get(root, "truncated")));
+    check_against_manifest(root, &m);
+    check_markers(root, 0, 3);
+    assert_int_equal(count_iterations(root), 4);
+    json_decref(root);
+    check_loads(json, "step#", 4, 4);
+    check_loads(json, NULL, 4, 4); /* the tracer's iteration# ranges */
+}
+
+/* Skip two iterations, keep three: exactly steps 2..4 are in the file. */
+static void test_gpu_window(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    char json[300], man[300];
+    path_in_tmp(json, sizeof json, "window.json");
+    path_in_tmp(man, sizeof man, "window.manifest");
+    char *extra[] = {"--iteration-marker", "step#", "--start-after-iterations", "2",
+                     "--stop-after-iterations", "3", NULL};
+    char *mode[] = {"steps", "7", NULL};
+    int st = trace_prog(json, man, extra, mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    json_t *root = load_json(json);
+    assert_false(json_is_true(json_object_get(root, "truncated")));
+    assert_string_equal(jstr(root, "end"), "stop-after-iterations");
+    check_markers(root, 2, 4);
+    assert_int_equal(count_type(root, "kernel"), 12);
+    assert_int_equal(count_iterations(root), 3);
+    json_decref(root);
+
+    /* the same window found by kernel name and by synchronize count */
+    char *by_kernel[] = {"--iteration-kernel", "tt_spin_plain", "--start-after-iterations", "2",
+                         "--stop-after-iterations", "3", NULL};
+    st = trace_prog(json, man, by_kernel, mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    root = load_json(json);
+    assert_int_equal(count_type(root, "kernel"), 12);
+    json_decref(root);
+    char *by_sync[] = {"--iteration-sync", "device:1", "--start-after-iterations", "3",
+                       "--stop-after-iterations", "3", NULL};
+    st = trace_prog(json, man, by_sync, mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    root = load_json(json);
+    /* iteration 0 runs to the setup's device synchronize: steps are 1.. */
+    check_markers(root, 2, 4);
+    assert_int_equal(count_type(root, "kernel"), 12);
+    json_decref(root);
+}
+
+/* Crashes and SIGTERM: the program's status is kept, the file is valid and
+ * says it is truncated, and holds the iterations that completed. */
+static void test_gpu_signals(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    static const struct {
+        const char *mode;
+        int sig;
+        const char *name;
+    } cases[] = {{"crash", SIGSEGV, "SIGSEGV"}, {"abort", SIGABRT, "SIGABRT"},
+                 {"sigterm", SIGTERM, "SIGTERM"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[300], man[300];
+        path_in_tmp(json, sizeof json, "sig.json");
+        path_in_tmp(man, sizeof man, "sig.manifest");
+        unlink(json);
+        char *mode[] = {(char *)cases[i].mode, NULL};
+        int st = trace_prog(json, man, NULL, mode);
+        bool status_ok = (WIFSIGNALED(st) && WTERMSIG(st) == cases[i].sig) ||
+                         (WIFEXITED(st) && WEXITSTATUS(st) == 128 + cases[i].sig);
+        if (!status_ok)
+            fail_msg("%s: status %d, expected death by %s", cases[i].mode, st, cases[i].name);
+        json_t *root = load_json(json);
+        assert_true(json_is_true(json_object_get(root, "truncated")));
+        assert_non_null(strstr(jstr(root, "truncation_reason"), cases[i].name));
+        assert_true(count_type(root, "kernel") >= 8); /* two whole steps */
+        char end[64];
+        snprintf(end, sizeof end, "signal %s", cases[i].name);
+        assert_string_equal(jstr(root, "end"), end);
+        json_decref(root);
+    }
+}
+
+/* cudaDeviceReset in the middle, fork of a CUDA-free child, gzip. */
+static void test_gpu_reset_fork_gzip(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    char dir[300], json[400], man[300];
+    path_in_tmp(dir, sizeof dir, "multi");
+    mkdir(dir, 0755);
+    clear_dir(dir);
+    path_in_tmp(man, sizeof man, "multi.manifest");
+
+    snprintf(json, sizeof json, "%s/reset.json", dir);
+    char *reset[] = {"reset", NULL};
+    int st = trace_prog(json, man, NULL, reset);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    json_t *root = load_json(json);
+    assert_false(json_is_true(json_object_get(root, "truncated")));
+    assert_int_equal(count_type(root, "kernel"), 16); /* 2 steps before, 2 after */
+    json_decref(root);
+    unlink(json);
+
+    snprintf(json, sizeof json, "%s/fork-%%p.json", dir);
+    char *fork_mode[] = {"fork", NULL};
+    st = trace_prog(json, man, NULL, fork_mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(count_files(dir), 1); /* the parent's only */
+    clear_dir(dir);
+
+    snprintf(json, sizeof json, "%s/gz.json", dir);
+    char *gz[] = {"--gzip", NULL};
+    char *steps[] = {"steps", "2", NULL};
+    st = trace_prog(json, man, gz, steps);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    snprintf(json, sizeof json, "%s/gz.json.gz", dir);
+    root = load_json(json);
+    assert_int_equal(count_type(root, "kernel"), 8);
+    json_decref(root);
+    clear_dir(dir);
+}
+
+/* ---- setup ----------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *b = getenv("TALLY_BUILD");
+    snprintf(build, sizeof build, "%s", b && *b ? b : "build");
+    snprintf(tool, sizeof tool, "%s/tally-trace", build);
+    snprintf(lib, sizeof lib, "%s/libtally_trace.so", build);
+    snprintf(prog, sizeof prog, "%s/tracer_testprog", build);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tally_test_tracer_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char sub[300];
+    path_in_tmp(sub, sizeof sub, "nocuda");
+    clear_dir(sub);
+    rmdir(sub);
+    path_in_tmp(sub, sizeof sub, "multi");
+    clear_dir(sub);
+    rmdir(sub);
+    clear_dir(tmpdir);
+    rmdir(tmpdir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_program_without_cuda),
+        cmocka_unit_test(test_committed_testprog_trace),
+        cmocka_unit_test(test_committed_traces_load),
+        cmocka_unit_test(test_gpu_every_field),
+        cmocka_unit_test(test_gpu_window),
+        cmocka_unit_test(test_gpu_signals),
+        cmocka_unit_test(test_gpu_reset_fork_gzip),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
