@@ -133,8 +133,28 @@ typedef struct tl_flat_op {
     tl_ns awaited_end;    /* sync / blocking copy: when the awaited GPU work ended; -1 */
     tl_ns record_end;     /* EVENT_RECORD: end of the work before it on its stream */
     int64_t record;       /* STREAM_WAIT / SYNC(EVENT): flat index of the record; -1 */
+    int64_t gpu_index;    /* its GPU record in tl_raw.gpu; -1 if none */
     bool removed;         /* turned into host time */
+    bool inferred;        /* EVENT_RECORD / STREAM_WAIT inferred from the GPU timeline */
 } tl_flat_op;
+
+/* ---- cross-stream dependencies the trace does not state (infer.c) ---------- */
+
+/* An op on stream S that starts later than both its launch and the end of its
+ * predecessor on S by more than this was held back by something. */
+#define TL_INFER_HELD_NS (20 * TL_NS_PER_US)
+/* ... and it waited for an op of another stream that ended at most this long
+ * before it started (cross-stream signalling, NCCL kernel start-up). */
+#define TL_INFER_TOLERANCE_NS (50 * TL_NS_PER_US)
+
+/* Infer the dependencies behind stream waits the trace did not resolve
+ * (FORMAT.md, "Inferred dependencies"): for each, insert an EVENT_RECORD on
+ * the awaited op's stream and a STREAM_WAIT before the waiting op, both with
+ * inferred = true and zero host time. waits: API start times of the
+ * unresolved cudaStreamWaitEvent calls, ascending. *ops is reallocated; index
+ * fields (record) are remapped. Returns the number of dependencies. */
+uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops, size_t *n_ops, const tl_ns *waits,
+                       size_t n_waits);
 
 /* A split: iteration i covers flat ops [begin[i], end[i]); with markers it
  * also has the marker's start and end (mark_start = -1 otherwise). */

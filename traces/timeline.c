@@ -147,12 +147,14 @@ static tl_flat_op *flat_add(flat_vec *f)
     o->awaited_end = -1;
     o->record_end = -1;
     o->record = -1;
+    o->gpu_index = -1;
     o->raw_stream = TL_RAW_NONE;
     return o;
 }
 
-static void flat_from_gpu(tl_flat_op *o, const tl_raw_gpu *g, const tl_raw_call *c)
+static void flat_from_gpu(tl_flat_op *o, const tl_raw_gpu *g, size_t gi, const tl_raw_call *c)
 {
+    o->gpu_index = (int64_t)gi;
     o->op.kind = g->kind;
     o->op.name = g->name;
     o->raw_stream = g->stream;
@@ -177,7 +179,24 @@ typedef struct builder {
     tl_err *err;
     flat_vec flat;
     uint32_t n_unlinked, n_unresolved, n_precapture;
+    tl_ns *lost_waits;    /* API starts of the stream waits that could not be resolved */
+    size_t n_lost_waits, cap_lost_waits;
 } builder;
+
+static void lost_wait(builder *b, tl_ns at)
+{
+    if (b->n_lost_waits == b->cap_lost_waits) {
+        b->cap_lost_waits = b->cap_lost_waits ? b->cap_lost_waits * 2 : 64;
+        b->lost_waits = tl_xrealloc(b->lost_waits, b->cap_lost_waits * sizeof *b->lost_waits);
+    }
+    b->lost_waits[b->n_lost_waits++] = at;
+}
+
+static int cmp_ns(const void *a, const void *b)
+{
+    tl_ns x = *(const tl_ns *)a, y = *(const tl_ns *)b;
+    return x < y ? -1 : (x > y);
+}
 
 /* Steps 1-3: the ordered op list. */
 static int build_flat(builder *b)
@@ -257,7 +276,7 @@ static int build_flat(builder *b)
         const tl_raw_call *c = &r->calls[ci];
         if (c->gpu_index >= 0) {
             tl_flat_op *o = flat_add(&b->flat);
-            flat_from_gpu(o, &r->gpu[c->gpu_index], NULL);
+            flat_from_gpu(o, &r->gpu[c->gpu_index], (size_t)c->gpu_index, NULL);
             o->api_start = o->api_end = c->start;
             last_gpu_stream = o->raw_stream;
             continue;
@@ -282,7 +301,7 @@ static int build_flat(builder *b)
                  * the call's start; the last one carries the call's time. */
                 for (size_t k = lo; k < end; k++) {
                     tl_flat_op *o = flat_add(&b->flat);
-                    flat_from_gpu(o, &r->gpu[refs[k].i], c);
+                    flat_from_gpu(o, &r->gpu[refs[k].i], refs[k].i, c);
                     o->api_start = c->start;
                     o->api_end = k + 1 == end ? c->end : c->start;
                     last_gpu_stream = o->raw_stream;
@@ -355,6 +374,7 @@ static int build_flat(builder *b)
                 rec = -1;
             if (rec < 0 || c->stream == TL_RAW_NONE) {
                 b->n_unresolved++;
+                lost_wait(b, c->start);
                 break;
             }
             tl_flat_op *ro = &b->flat.v[rec];
@@ -393,6 +413,7 @@ static int build_flat(builder *b)
         b->n_unresolved++;
         if (o->op.kind == TL_OP_STREAM_WAIT) {
             o->removed = true;
+            lost_wait(b, o->api_start);
         } else { /* event sync on a record of unknown stream: wait for the device */
             o->op.sync_kind = TL_SYNC_DEVICE;
         }
@@ -489,6 +510,11 @@ static void fix_cross_iteration_events(builder *b, size_t begin, size_t end)
             continue;
         if ((size_t)o->record >= begin && (size_t)o->record < i)
             continue;
+        if (o->inferred) { /* its record lies in an earlier iteration: not replayable */
+            o->removed = true;
+            o->record = -1;
+            continue;
+        }
         const tl_flat_op *ro = &b->flat.v[o->record];
         if (o->op.kind == TL_OP_STREAM_WAIT) {
             o->removed = true; /* ordering already enforced by the earlier iteration */
@@ -602,6 +628,8 @@ static int emit_iterations(builder *b, tl_trace *t, const tl_split *sp, uint32_t
                 op->dur_ns = 0;
             }
             op->event = -1;
+            if (op->kind == TL_OP_STREAM_WAIT && o->inferred)
+                t->n_inferred++;
             if (op->kind == TL_OP_EVENT_RECORD) {
                 op->event = next_event;
                 map_put(&event_ids, (int64_t)i, next_event++);
@@ -674,6 +702,11 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
     int rc = build_flat(&b);
     if (rc < 0)
         goto out;
+    if (!(opts && opts->no_inferred_deps)) {
+        qsort(b.lost_waits, b.n_lost_waits, sizeof *b.lost_waits, cmp_ns);
+        tl_infer_deps(r, &b.flat.v, &b.flat.n, b.lost_waits, b.n_lost_waits);
+        b.flat.cap = b.flat.n;
+    }
     compute_awaited(&b);
 
     tl_split sp;
@@ -708,5 +741,6 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
     compact_strings(t, &r->strings);
 out:
     free(b.flat.v);
+    free(b.lost_waits);
     return rc;
 }

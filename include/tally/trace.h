@@ -108,6 +108,9 @@ typedef struct tl_trace {
                                 kept as host time (event sync: waits for the device) */
     uint32_t n_outside;      /* ops outside every iteration (before the first marker,
                                 warm-up prefix of a period split, skipped iterations) */
+    /* Not a warning: what the reader modelled from the GPU timeline. */
+    uint32_t n_inferred;     /* cross-stream dependencies inferred for unresolved stream
+                                waits (traces/FORMAT.md, "Inferred dependencies") */
 } tl_trace;
 
 /* How to split a trace without markers. */
@@ -115,6 +118,9 @@ typedef struct tl_trace_options {
     const char *iteration_start_kernel; /* TL_SPLIT_USER: substring of the first kernel's name */
     const char *marker_prefix;          /* default "ProfilerStep#" */
     int skip_iterations;                /* drop the first N (warm-up) */
+    bool no_inferred_deps;              /* do not infer the dependencies behind unresolved
+                                           stream waits from the GPU timeline: such waits
+                                           stay host time only */
 } tl_trace_options;
 
 void tl_trace_init(tl_trace *t);
