@@ -172,6 +172,8 @@ bool tl_watchdog_expired(tl_ns now, tl_ns last_progress, bool busy, tl_ns limit)
 int tl_watchdog_start(tl_watchdog **out, tl_ns limit, tl_err *err);
 void tl_watchdog_kick(tl_watchdog *w, bool busy);
 void tl_watchdog_stop(tl_watchdog *w);
+/* Called from the watchdog's thread before it ends the process. */
+void tl_watchdog_set_report(tl_watchdog *w, void (*report)(void *arg), void *arg);
 
 /* Monotonic clock in ns. */
 tl_ns tl_mono_ns(void);

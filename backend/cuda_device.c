@@ -820,7 +820,10 @@ static int cu_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err 
             *out = c->meas[i].ns;
             return 0;
         }
-    if ((r = tl_cuda_time_launch(c, &l, 5, c->calib_stream, out, err))) return r;
+    c->measuring = true;
+    r = tl_cuda_time_launch(c, &l, 5, c->calib_stream, out, err);
+    c->measuring = false;
+    if (r) return r;
     meas_put(c, key, *out);
     tl_err e2;
     tl_calib_db_measure_put(&c->calib, c->info.name, key, *out, &e2);
@@ -890,6 +893,32 @@ static const tl_device_ops cuda_ops = {
     .close = cu_close,
 };
 
+/* The watchdog's last words: what each stream was waiting for. Racy reads
+ * from another thread, only on the way out. */
+static void hang_report(void *arg)
+{
+    tl_cuda *c = arg;
+    tl_ns now = host_now(c);
+    fprintf(stderr, "tally-run: in flight: %zu ops; in a callback: %s; loop logical time %.6f s, wall %.6f s; "
+                    "measuring: %s; measurements %llu; timers pending %zu\n",
+            c->inflight, c->in_cb ? "yes" : "no", (double)c->logical / 1e9, (double)now / 1e9,
+            c->measuring ? "yes" : "no", (unsigned long long)c->n_meas, c->n_timers);
+    for (int i = 0; i < c->n_streams; i++) {
+        tl_dstream *s = &c->streams[i];
+        if (!s->n) continue;
+        tl_pending *p = &s->q[s->head];
+        const volatile tl_synth_rec *rec = p->is_kernel && !p->remote ? tl_synth_record(c->synth, (unsigned)p->slot) : NULL;
+        fprintf(stderr,
+                "tally-run:   stream %d (ctx %d, prio %d, worker %d): %zu queued; head id %llu %s%s blocks %llu-%llu "
+                "grid %llu block %ux%ux%u issued %.6f s; slot %d gen %u record gen %u cudaStreamQuery %d\n",
+                i, s->ctx, s->prio, s->worker, s->n, (unsigned long long)p->id, p->is_kernel ? "kernel" : "copy",
+                p->ptb ? " PTB" : "", (unsigned long long)p->begin, (unsigned long long)p->end,
+                p->op ? (unsigned long long)tl_op_blocks(p->op) : 0ull, p->op ? p->op->block[0] : 0,
+                p->op ? p->op->block[1] : 0, p->op ? p->op->block[2] : 0, (double)p->issued_ns / 1e9, p->slot, p->gen,
+                rec ? rec->gen : 0u, s->s ? (int)cudaStreamQuery(s->s) : -1);
+    }
+}
+
 int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -930,6 +959,7 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     c->t0 = tl_mono_ns();
     if (opt.watchdog_ns >= 0 && (r = tl_watchdog_start(&c->watchdog, opt.watchdog_ns ? opt.watchdog_ns : 20 * TL_NS_PER_S, err)))
         goto fail;
+    tl_watchdog_set_report(c->watchdog, hang_report, c);
     return 0;
 fail:
     cu_close(d);

@@ -146,6 +146,7 @@ typedef struct tl_cuda {
     bool warned_unnamed;
     uint64_t spins;
     int in_cb;                /* > 0 while a callback runs */
+    volatile bool measuring;  /* inside measure() (for the watchdog's report) */
     tl_ns logical;            /* event time seen by callbacks (monotonic) */
     tl_cuda_loop_stats loop;
 

@@ -11,6 +11,8 @@
 
 struct tl_watchdog {
     pthread_t thread;
+    void (*report)(void *arg);
+    void *report_arg;
     tl_ns limit;
     _Atomic tl_ns last_progress;
     atomic_bool busy;
@@ -34,6 +36,7 @@ static void *watch(void *arg)
                     "tally-run: watchdog: GPU work has been in flight for %.1f s without any completion; "
                     "ending the run (limit --watchdog %.1f s)\n",
                     (double)(now - atomic_load(&w->last_progress)) / 1e9, (double)w->limit / 1e9);
+            if (w->report) w->report(w->report_arg); /* what was in flight (best effort) */
             tl_procs_cleanup();
             _exit(70); /* EX_SOFTWARE */
         }
@@ -67,4 +70,11 @@ void tl_watchdog_stop(tl_watchdog *w)
     atomic_store(&w->stop, true);
     pthread_join(w->thread, NULL);
     free(w);
+}
+
+void tl_watchdog_set_report(tl_watchdog *w, void (*report)(void *arg), void *arg)
+{
+    if (!w) return;
+    w->report_arg = arg;
+    w->report = report;
 }
