@@ -1,6 +1,7 @@
 /* Solo replay fidelity (see include/tally/fidelity.h). */
 #include "tally/fidelity.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "tally/runner.h"
@@ -23,14 +24,21 @@ int tl_fidelity_check(const tl_trace *t, const tl_gpu_props *gpu, tl_fidelity *o
             return r;
     }
     /* Play every iteration once, back to back, as the capture did. The
-     * training role gives the closed loop; the window covers them all. */
+     * training role gives the closed loop; the window covers them all.
+     * A trace captured mid-run (n_precapture > 0: work of the step before
+     * was still queued on the GPU when the capture began) starts with that
+     * backlog, and its iteration 0 waited for it. Such a trace is played
+     * twice and the second pass is measured: its iteration 0 inherits the
+     * backlog of the replayed last iteration, the closest stand-in for the
+     * untraced step before. */
+    uint32_t first = t->n_precapture > 0 ? t->n_iters : 0;
     long double total = 0;
     for (uint32_t i = 0; i < t->n_iters; i++)
         total += t->iters[i].traced_ns;
     tl_job_spec job = { .name = "solo", .trace = t, .role = TL_ROLE_TRAINING };
     tl_run_config cfg = { .jobs = &job, .n_jobs = 1, .policy = tl_policy_find("time-slicing"),
-                          .duration_ns = (tl_ns)(total * 3) + TL_NS_PER_MS, .warmup_ns = 0,
-                          .seed = 1 };
+                          .duration_ns = (tl_ns)(total * (first ? 5 : 3)) + TL_NS_PER_MS,
+                          .warmup_ns = 0, .seed = 1 };
     if (!cfg.policy)
         return tl_errf(err, TL_EUNKNOWN, "policy time-slicing is not registered");
     tl_device dev;
@@ -44,18 +52,31 @@ int tl_fidelity_check(const tl_trace *t, const tl_gpu_props *gpu, tl_fidelity *o
     tl_dev_close(&dev);
     if (r < 0)
         return r;
-    if (res.n_recs < t->n_iters) {
+    /* The measured pass: iterations first .. first + n - 1 (ids count from 0
+     * in start order; records come in completion order). */
+    const tl_request_rec **pass = tl_xcalloc(t->n_iters, sizeof *pass);
+    uint32_t found = 0;
+    for (size_t k = 0; k < res.n_recs; k++) {
+        uint32_t id = res.recs[k].id;
+        if (id >= first && id - first < t->n_iters && !pass[id - first]) {
+            pass[id - first] = &res.recs[k];
+            found++;
+        }
+    }
+    if (found < t->n_iters) {
+        free(pass);
         tl_run_result_close(&res);
-        return tl_errf(err, TL_EINVAL, "%s: replay finished %zu of %u iterations", t->path, res.n_recs,
-                       t->n_iters);
+        return tl_errf(err, TL_EINVAL, "%s: replay finished %u of %u iterations%s", t->path, found,
+                       t->n_iters, first ? " of its second pass" : "");
     }
     long double ti = 0, tb = 0, ri = 0, rb = 0;
     for (uint32_t i = 0; i < t->n_iters; i++) {
         ti += t->iters[i].traced_ns;
         tb += t->iters[i].traced_busy_ns;
-        ri += res.recs[i].end_ns - res.recs[i].start_ns;
-        rb += res.recs[i].busy_ns;
+        ri += pass[i]->end_ns - pass[i]->start_ns;
+        rb += pass[i]->busy_ns;
     }
+    free(pass);
     out->iterations = t->n_iters;
     out->traced_iter_ns = (double)(ti / t->n_iters);
     out->traced_busy_ns = (double)(tb / t->n_iters);

@@ -43,14 +43,26 @@ typedef struct held_op {
     const tl_op *op;
     uint32_t iter, index, slot;
     tl_ns issued;
+    uint64_t before;      /* UNTRACED: tasks issued on its stream before it */
 } held_op;
 
+struct job_rt;
+
 typedef struct stream_state {
-    uint64_t issued;      /* tasks issued on this trace stream */
+    uint64_t issued;      /* tasks issued on this trace stream (UNTRACED ops count) */
     uint64_t completed;   /* tasks completed */
     int gate_event;       /* -1: open; else ops wait for this event's work */
     held_op *held;
     size_t n_held, cap_held, head_held;
+    /* An UNTRACED op holding the stream: GPU time the trace has no record
+     * for. It starts once the stream's earlier work is done, lasts dur_ns on
+     * a timer (no device task, no SMs, no busy time) and holds later work. */
+    const tl_op *untraced;
+    uint64_t untraced_after; /* starts when this many tasks have completed */
+    uint32_t untraced_slot;
+    bool untraced_running;
+    struct job_rt *owner; /* for the timer callback */
+    int index;
 } stream_state;
 
 typedef struct event_state {
@@ -275,11 +287,20 @@ static void set_next_step(job_rt *j)
                                                          : it->tail_host_ns);
 }
 
+static void untraced_try_start(job_rt *j, int s);
+
+static bool stream_gated(const stream_state *ss)
+{
+    return ss->gate_event >= 0 || ss->untraced;
+}
+
 static void check_gates(job_rt *j)
 {
     const tl_trace *t = j->spec->trace;
     for (int s = 0; s < t->n_streams; s++) {
         stream_state *ss = &j->streams[s];
+        if (ss->untraced && !ss->untraced_running)
+            untraced_try_start(j, s);
         if (ss->gate_event < 0)
             continue;
         const event_state *ev = &j->events[ss->gate_event];
@@ -289,6 +310,8 @@ static void check_gates(job_rt *j)
         }
     }
 }
+
+static void stream_work_done(job_rt *j, uint32_t slot);
 
 void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
 {
@@ -308,10 +331,20 @@ void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
         }
         r->ivs[r->n_ivs++] = (busy_iv){start_ns, end_ns};
     }
-    r->outstanding--;
     task_free(rt, t);
+    stream_work_done(j, (uint32_t)slot);
+    if (j->outstanding == 0)
+        tl_policy_job_idle(&rt->policy, j->job);
+}
+
+/* A task or UNTRACED op of request 'slot' completed (its stream's count is
+ * already updated): open gates, finish the request, wake a blocked host. */
+static void stream_work_done(job_rt *j, uint32_t slot)
+{
+    tl_runtime *rt = j->rt;
+    j->slots[slot].outstanding--;
     check_gates(j);
-    slot_maybe_finish(j, (uint32_t)slot);
+    slot_maybe_finish(j, slot);
     if (j->host == HOST_BLOCKED && j->block_stream != -2 && host_condition_met(j)) {
         /* The wait is over: the call returns after its own overhead. Resume on
          * a timer so policy callbacks never nest host work. */
@@ -327,8 +360,38 @@ void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
         j->host = HOST_SCHEDULED;
         tl_dev_timer(rt->dev, j->next_at, host_timer, j);
     }
-    if (j->outstanding == 0)
-        tl_policy_job_idle(&rt->policy, j->job);
+}
+
+static void untraced_timer(void *arg, tl_ns now)
+{
+    stream_state *ss = arg;
+    job_rt *j = ss->owner;
+    (void)now;
+    ss->untraced = NULL;
+    ss->untraced_running = false;
+    ss->completed++;
+    stream_work_done(j, ss->untraced_slot);
+    release_held(j, ss->index);
+}
+
+/* Start the stream's UNTRACED op once the work before it is done. */
+static void untraced_try_start(job_rt *j, int s)
+{
+    stream_state *ss = &j->streams[s];
+    if (!ss->untraced || ss->untraced_running || ss->completed < ss->untraced_after)
+        return;
+    ss->untraced_running = true;
+    tl_dev_timer(j->rt->dev, tl_dev_now(j->rt->dev) + ss->untraced->dur_ns, untraced_timer, ss);
+}
+
+static void untraced_begin(job_rt *j, int s, const tl_op *op, uint32_t slot, uint64_t before)
+{
+    stream_state *ss = &j->streams[s];
+    ss->untraced = op;
+    ss->untraced_after = before; /* everything issued before it */
+    ss->untraced_slot = slot;
+    ss->untraced_running = false;
+    untraced_try_start(j, s);
 }
 
 /* ---------- issuing ops ---------- */
@@ -378,10 +441,12 @@ static void apply_stream_wait(job_rt *j, const tl_op *op)
 static void release_held(job_rt *j, int s)
 {
     stream_state *ss = &j->streams[s];
-    while (ss->head_held < ss->n_held && ss->gate_event < 0) {
+    while (ss->head_held < ss->n_held && !stream_gated(ss)) {
         held_op h = ss->held[ss->head_held++];
         if (h.op->kind == TL_OP_STREAM_WAIT)
             apply_stream_wait(j, h.op);
+        else if (h.op->kind == TL_OP_UNTRACED)
+            untraced_begin(j, s, h.op, h.slot, h.before);
         else
             submit_task(j, h.op, h.iter, h.index, h.slot, h.issued);
     }
@@ -397,14 +462,19 @@ static void issue_on_stream(job_rt *j, const tl_op *op, tl_ns now)
         ss->issued++;
         j->outstanding++;
         j->slots[j->cur_slot].outstanding++;
+    } else if (op->kind == TL_OP_UNTRACED) { /* stream work, but no device task */
+        ss->issued++;
+        j->slots[j->cur_slot].outstanding++;
     }
-    if (ss->gate_event >= 0 || ss->head_held < ss->n_held) {
-        held_op h = { op, j->iter, j->op_index, j->cur_slot, now };
+    if (stream_gated(ss) || ss->head_held < ss->n_held) {
+        held_op h = { op, j->iter, j->op_index, j->cur_slot, now, ss->issued - 1 };
         hold(ss, &h);
         return;
     }
     if (op->kind == TL_OP_STREAM_WAIT)
         apply_stream_wait(j, op);
+    else if (op->kind == TL_OP_UNTRACED)
+        untraced_begin(j, op->stream, op, j->cur_slot, ss->issued - 1);
     else
         submit_task(j, op, j->iter, j->op_index, j->cur_slot, now);
 }
@@ -483,6 +553,7 @@ static void host_continue(job_rt *j)
             }
             break;
         case TL_OP_STREAM_WAIT:
+        case TL_OP_UNTRACED:
             issue_on_stream(j, op, now);
             break;
         case TL_OP_SYNC:
@@ -700,8 +771,11 @@ static void job_rt_init(tl_runtime *rt, int i)
     j->job = &rt->jobs[i];
     j->block_stream = -2;
     tl_rng_init(&j->rng, tl_rng_derive_seed(rt->cfg->seed, s->rng_stream, 1));
-    for (int k = 0; k < TL_MAX_JOB_STREAMS; k++)
+    for (int k = 0; k < TL_MAX_JOB_STREAMS; k++) {
         j->streams[k].gate_event = -1;
+        j->streams[k].owner = j;
+        j->streams[k].index = k;
+    }
     int max_event = -1;
     for (uint32_t it = 0; it < s->trace->n_iters; it++)
         for (uint32_t k = 0; k < s->trace->iters[it].n_ops; k++)

@@ -53,9 +53,10 @@ static int cmp_by_end(const void *a, const void *b)
 /* An op to insert before flat index 'pos'. */
 typedef struct insertion {
     size_t pos;
-    int kind;          /* TL_OP_EVENT_RECORD or TL_OP_STREAM_WAIT */
+    int kind;          /* TL_OP_EVENT_RECORD, TL_OP_STREAM_WAIT or TL_OP_UNTRACED */
     int64_t stream;
     size_t record;     /* WAIT: index into the insertion list of its record */
+    tl_ns dur;         /* UNTRACED: how long the stream is held */
     size_t seq;        /* creation order (stable sort) */
 } insertion;
 
@@ -64,8 +65,8 @@ static int cmp_insertion(const void *a, const void *b)
     const insertion *x = a, *y = b;
     if (x->pos != y->pos)
         return x->pos < y->pos ? -1 : 1;
-    if (x->kind != y->kind) /* records before waits at one position */
-        return x->kind == TL_OP_EVENT_RECORD ? -1 : 1;
+    if (x->kind != y->kind) /* records, then waits, then untraced time */
+        return x->kind < y->kind ? -1 : 1;
     return x->seq < y->seq ? -1 : (x->seq > y->seq);
 }
 
@@ -97,6 +98,74 @@ static size_t waits_in(const tl_ns *w, size_t n, tl_ns lo, tl_ns hi)
     return c - a;
 }
 
+/* The recorded GPU timeline as merged busy intervals, with prefix sums, to
+ * ask how much of [a, b) some record covered. */
+typedef struct busy_map {
+    tl_ns *a, *b, *before; /* interval k = [a[k], b[k]); before[k] = length of 0..k-1 */
+    size_t n;
+} busy_map;
+
+static int cmp_start(const void *x, const void *y)
+{
+    const rec_ref *p = x, *q = y;
+    if (p->key1 != q->key1)
+        return p->key1 < q->key1 ? -1 : 1;
+    return p->key2 < q->key2 ? -1 : (p->key2 > q->key2);
+}
+
+static void busy_map_build(busy_map *m, const tl_raw *r)
+{
+    size_t ng = r->n_gpu;
+    rec_ref *v = tl_xmalloc(ng * sizeof *v);
+    for (size_t i = 0; i < ng; i++)
+        v[i] = (rec_ref){r->gpu[i].start, r->gpu[i].end, 0, i};
+    qsort(v, ng, sizeof *v, cmp_start);
+    m->a = tl_xmalloc(ng * sizeof *m->a);
+    m->b = tl_xmalloc(ng * sizeof *m->b);
+    m->before = tl_xmalloc(ng * sizeof *m->before);
+    m->n = 0;
+    tl_ns total = 0;
+    for (size_t i = 0; i < ng; i++) {
+        if (m->n && v[i].key1 <= m->b[m->n - 1]) {
+            if (v[i].key2 > m->b[m->n - 1])
+                m->b[m->n - 1] = v[i].key2;
+            continue;
+        }
+        if (m->n)
+            total += m->b[m->n - 1] - m->a[m->n - 1];
+        m->a[m->n] = v[i].key1;
+        m->b[m->n] = v[i].key2;
+        m->before[m->n] = total;
+        m->n++;
+    }
+    free(v);
+}
+
+static void busy_map_close(busy_map *m)
+{
+    free(m->a);
+    free(m->b);
+    free(m->before);
+}
+
+/* Covered length up to time t. */
+static tl_ns busy_upto(const busy_map *m, tl_ns t)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) { /* first interval starting at or after t */
+        size_t mid = (lo + hi) / 2;
+        if (m->a[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    size_t k = lo - 1;
+    tl_ns in = (t < m->b[k] ? t : m->b[k]) - m->a[k];
+    return m->before[k] + in;
+}
+
 /* Index of a raw stream id in the sorted distinct list. */
 static size_t stream_slot(const int64_t *ids, size_t n, int64_t id)
 {
@@ -111,13 +180,14 @@ static size_t stream_slot(const int64_t *ids, size_t n, int64_t id)
     return a;
 }
 
-uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const tl_ns *waits,
-                       size_t n_waits)
+void tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const tl_ns *waits,
+                   size_t n_waits, uint32_t *n_deps, uint32_t *n_untraced)
 {
     tl_flat_op *ops = *ops_io;
     size_t n = *n_io;
-    if (n_waits == 0 || r->n_gpu == 0)
-        return 0;
+    *n_deps = *n_untraced = 0;
+    if (r->n_gpu == 0)
+        return;
 
     /* Per GPU record: when its stream was free (end of every earlier record
      * on it, pre-capture backlog included: it occupied the stream too). */
@@ -170,14 +240,16 @@ uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const
         next_on_stream[f] = last[s];
         last[s] = f;
     }
+    /* now last[s] = the first op launched on stream s (n if none) */
     /* prev_launch[s]: API start of the latest earlier launch on stream s. */
     tl_ns *prev_launch = tl_xmalloc((n_ids ? n_ids : 1) * sizeof *prev_launch);
     for (size_t s = 0; s < n_ids; s++)
         prev_launch[s] = INT64_MIN;
 
+    busy_map busy;
+    busy_map_build(&busy, r);
     insertion *ins = NULL;
     size_t n_ins = 0, cap_ins = 0;
-    uint32_t deps = 0;
     for (size_t f = 0; f < n; f++) {
         const tl_flat_op *x = &ops[f];
         if (x->removed || x->gpu_index < 0)
@@ -188,8 +260,13 @@ uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const
         tl_ns ready = stream_free[x->gpu_index];
         if (x->api_start > ready)
             ready = x->api_start;
-        if (x->gpu_start - ready <= TL_INFER_HELD_NS)
+        tl_ns held = x->gpu_start - ready;
+        if (held <= TL_INFER_HELD_NS)
             continue;
+        if (n_ins + 2 > cap_ins) {
+            cap_ins = cap_ins ? cap_ins * 2 : 64;
+            ins = tl_xrealloc(ins, cap_ins * sizeof *ins);
+        }
         /* The latest op of another stream, issued before X, that ended
          * within the tolerance before X started, with a wait call between. */
         size_t a = 0, b = ng;
@@ -200,38 +277,55 @@ uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const
             else
                 b = m;
         }
-        int64_t y = -1;
+        /* Y: a record launched before the capture (no flat op) or an op
+         * issued before X in host order. */
+        size_t pos = n;
+        int64_t y_stream = 0;
         for (size_t k = a; k-- > 0 && refs[k].key1 >= x->gpu_start - TL_INFER_TOLERANCE_NS;) {
-            int64_t fy = flat_of[refs[k].i];
-            if (refs[k].stream == x->raw_stream || fy < 0 || (size_t)fy >= f)
+            if (refs[k].stream == x->raw_stream)
                 continue;
-            tl_ns after = ops[fy].api_start > lo ? ops[fy].api_start : lo;
+            int64_t fy = flat_of[refs[k].i];
+            if (fy >= 0 && (size_t)fy >= f)
+                continue;
+            tl_ns after = fy >= 0 && ops[fy].api_start > lo ? ops[fy].api_start : lo;
             if (waits_in(waits, n_waits, after, x->api_start) == 0)
                 continue;
-            y = fy;
+            /* The record goes as late as the stream order allows: before the
+             * next launch on Y's stream, or before X. */
+            size_t next = fy >= 0 ? next_on_stream[fy]
+                                  : last[stream_slot(ids, n_ids, refs[k].stream)];
+            pos = next < f ? next : f;
+            y_stream = refs[k].stream;
             break;
         }
-        if (y < 0)
+        if (pos == n) {
+            /* No visible cause. A node of a CUDA graph: the graph ran work
+             * before it that the trace did not record. Another op that the
+             * trace says waited (a wait call in its window) while the
+             * recorded GPU was mostly idle (so no recorded work kept it off
+             * the SMs): it waited for something the trace did not record. */
+            bool idle = 2 * (busy_upto(&busy, x->gpu_start) - busy_upto(&busy, ready)) < held;
+            if (x->graph || (idle && waits_in(waits, n_waits, lo, x->api_start) > 0)) {
+                ins[n_ins] = (insertion){f, TL_OP_UNTRACED, x->raw_stream, 0, held, n_ins};
+                n_ins++;
+                (*n_untraced)++;
+            }
             continue;
-        size_t pos = next_on_stream[y] < f ? next_on_stream[y] : f;
-        if (n_ins + 2 > cap_ins) {
-            cap_ins = cap_ins ? cap_ins * 2 : 64;
-            ins = tl_xrealloc(ins, cap_ins * sizeof *ins);
         }
         /* One record per (position, stream) serves every waiter. */
         size_t rec = n_ins;
         for (size_t k = 0; k < n_ins && rec == n_ins; k++)
-            if (ins[k].kind == TL_OP_EVENT_RECORD && ins[k].pos == pos &&
-                ins[k].stream == ops[y].raw_stream)
+            if (ins[k].kind == TL_OP_EVENT_RECORD && ins[k].pos == pos && ins[k].stream == y_stream)
                 rec = k;
         if (rec == n_ins) {
-            ins[n_ins] = (insertion){pos, TL_OP_EVENT_RECORD, ops[y].raw_stream, 0, n_ins};
+            ins[n_ins] = (insertion){pos, TL_OP_EVENT_RECORD, y_stream, 0, 0, n_ins};
             n_ins++;
         }
-        ins[n_ins] = (insertion){f, TL_OP_STREAM_WAIT, x->raw_stream, rec, n_ins};
+        ins[n_ins] = (insertion){f, TL_OP_STREAM_WAIT, x->raw_stream, rec, 0, n_ins};
         n_ins++;
-        deps++;
+        (*n_deps)++;
     }
+    busy_map_close(&busy);
     free(prev_launch);
     free(last);
     free(next_on_stream);
@@ -241,7 +335,7 @@ uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const
     free(stream_free);
     if (n_ins == 0) {
         free(ins);
-        return 0;
+        return;
     }
 
     /* Merge: inserted ops go before their position; old indices remapped. */
@@ -261,6 +355,7 @@ uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const
             tl_flat_op *op = &out[o];
             memset(op, 0, sizeof *op);
             op->op.kind = (uint8_t)in->kind;
+            op->op.dur_ns = in->dur;
             op->op.event = -1;
             op->op.gpu_start_ns = -1;
             op->raw_stream = in->stream;
@@ -294,5 +389,4 @@ uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops_io, size_t *n_io, const
     free(ops);
     *ops_io = out;
     *n_io = o;
-    return deps;
 }

@@ -37,9 +37,11 @@ void tl_trace_print_info(FILE *out, const tl_trace *t)
                 "(dropped), %u zero durations, %u unresolved event waits, %u ops outside "
                 "iterations\n",
                 t->n_unlinked, t->n_precapture, t->n_zero_dur, t->n_unresolved, t->n_outside);
-    if (t->n_inferred)
-        fprintf(out, "inferred:    %u cross-stream dependencies read off the GPU timeline\n",
-                t->n_inferred);
+    if (t->n_inferred || t->n_untraced)
+        fprintf(out,
+                "inferred:    %u cross-stream dependencies, %u untraced stretches of CUDA graph "
+                "launches (read off the GPU timeline)\n",
+                t->n_inferred, t->n_untraced);
     if (t->n_iters == 0)
         return;
 

@@ -50,6 +50,7 @@ typedef enum tl_api_class {
     TL_API_SYNC_EVENT,
     TL_API_EVENT_RECORD,
     TL_API_STREAM_WAIT,
+    TL_API_GRAPH_LAUNCH,  /* cudaGraphLaunch: its GPU records are the graph's nodes */
 } tl_api_class;
 
 tl_api_class tl_api_classify(const char *name);
@@ -135,7 +136,9 @@ typedef struct tl_flat_op {
     int64_t record;       /* STREAM_WAIT / SYNC(EVENT): flat index of the record; -1 */
     int64_t gpu_index;    /* its GPU record in tl_raw.gpu; -1 if none */
     bool removed;         /* turned into host time */
-    bool inferred;        /* EVENT_RECORD / STREAM_WAIT inferred from the GPU timeline */
+    bool inferred;        /* EVENT_RECORD / STREAM_WAIT / UNTRACED inferred from the GPU
+                             timeline */
+    bool graph;           /* GPU work of a CUDA graph launch */
 } tl_flat_op;
 
 /* ---- cross-stream dependencies the trace does not state (infer.c) ---------- */
@@ -150,11 +153,14 @@ typedef struct tl_flat_op {
 /* Infer the dependencies behind stream waits the trace did not resolve
  * (FORMAT.md, "Inferred dependencies"): for each, insert an EVENT_RECORD on
  * the awaited op's stream and a STREAM_WAIT before the waiting op, both with
- * inferred = true and zero host time. waits: API start times of the
- * unresolved cudaStreamWaitEvent calls, ascending. *ops is reallocated; index
- * fields (record) are remapped. Returns the number of dependencies. */
-uint32_t tl_infer_deps(const tl_raw *r, tl_flat_op **ops, size_t *n_ops, const tl_ns *waits,
-                       size_t n_waits);
+ * inferred = true and zero host time. Held records of a CUDA graph launch with
+ * no such dependency get an UNTRACED op before them (the graph's unrecorded
+ * work). waits: API start times of the unresolved cudaStreamWaitEvent calls,
+ * ascending. GPU records without a flat op ran before the capture: they
+ * can be awaited too. *ops is reallocated; index fields (record) are
+ * remapped. Counts what it inserted. */
+void tl_infer_deps(const tl_raw *r, tl_flat_op **ops, size_t *n_ops, const tl_ns *waits,
+                   size_t n_waits, uint32_t *n_deps, uint32_t *n_untraced);
 
 /* A split: iteration i covers flat ops [begin[i], end[i]); with markers it
  * also has the marker's start and end (mark_start = -1 otherwise). */

@@ -98,6 +98,8 @@ tl_api_class tl_api_classify(const char *name)
         {"cuEventRecordWithFlags", TL_API_EVENT_RECORD},
         {"cudaStreamWaitEvent", TL_API_STREAM_WAIT},
         {"cuStreamWaitEvent", TL_API_STREAM_WAIT},
+        {"cudaGraphLaunch", TL_API_GRAPH_LAUNCH},
+        {"cuGraphLaunch", TL_API_GRAPH_LAUNCH},
     };
     if (!name)
         return TL_API_OTHER;

@@ -178,7 +178,7 @@ typedef struct builder {
     const char *path;
     tl_err *err;
     flat_vec flat;
-    uint32_t n_unlinked, n_unresolved, n_precapture;
+    uint32_t n_unlinked, n_unresolved, n_precapture, n_untraced;
     tl_ns *lost_waits;    /* API starts of the stream waits that could not be resolved */
     size_t n_lost_waits, cap_lost_waits;
 } builder;
@@ -302,6 +302,7 @@ static int build_flat(builder *b)
                 for (size_t k = lo; k < end; k++) {
                     tl_flat_op *o = flat_add(&b->flat);
                     flat_from_gpu(o, &r->gpu[refs[k].i], refs[k].i, c);
+                    o->graph = c->api == TL_API_GRAPH_LAUNCH;
                     o->api_start = c->start;
                     o->api_end = k + 1 == end ? c->end : c->start;
                     last_gpu_stream = o->raw_stream;
@@ -625,11 +626,12 @@ static int emit_iterations(builder *b, tl_trace *t, const tl_split *sp, uint32_t
                     gpu_last = o->gpu_end;
             } else {
                 op->gpu_start_ns = -1;
-                op->dur_ns = 0;
+                op->dur_ns = op->kind == TL_OP_UNTRACED ? o->op.dur_ns : 0;
             }
             op->event = -1;
             if (op->kind == TL_OP_STREAM_WAIT && o->inferred)
                 t->n_inferred++;
+            t->n_untraced += op->kind == TL_OP_UNTRACED;
             if (op->kind == TL_OP_EVENT_RECORD) {
                 op->event = next_event;
                 map_put(&event_ids, (int64_t)i, next_event++);
@@ -704,7 +706,8 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
         goto out;
     if (!(opts && opts->no_inferred_deps)) {
         qsort(b.lost_waits, b.n_lost_waits, sizeof *b.lost_waits, cmp_ns);
-        tl_infer_deps(r, &b.flat.v, &b.flat.n, b.lost_waits, b.n_lost_waits);
+        uint32_t n_deps;
+        tl_infer_deps(r, &b.flat.v, &b.flat.n, b.lost_waits, b.n_lost_waits, &n_deps, &b.n_untraced);
         b.flat.cap = b.flat.n;
     }
     compute_awaited(&b);

@@ -30,6 +30,9 @@ typedef enum tl_op_kind {
     TL_OP_SYNC = 3,        /* host waits (stream/device/event synchronize) */
     TL_OP_EVENT_RECORD = 4,/* cudaEventRecord on a stream: no GPU time */
     TL_OP_STREAM_WAIT = 5, /* cudaStreamWaitEvent: later work on 'stream' waits for 'event' */
+    TL_OP_UNTRACED = 6,    /* 'stream' is held for dur_ns, once its earlier work is done,
+                              by GPU work the trace has no record for (nodes of a CUDA
+                              graph the profiler missed): no SMs, not GPU-busy time */
 } tl_op_kind;
 
 typedef enum tl_sync_kind {
@@ -111,6 +114,8 @@ typedef struct tl_trace {
     /* Not a warning: what the reader modelled from the GPU timeline. */
     uint32_t n_inferred;     /* cross-stream dependencies inferred for unresolved stream
                                 waits (traces/FORMAT.md, "Inferred dependencies") */
+    uint32_t n_untraced;     /* TL_OP_UNTRACED ops: stretches of CUDA graph launches the
+                                trace has no record for (same section) */
 } tl_trace;
 
 /* How to split a trace without markers. */
@@ -118,9 +123,9 @@ typedef struct tl_trace_options {
     const char *iteration_start_kernel; /* TL_SPLIT_USER: substring of the first kernel's name */
     const char *marker_prefix;          /* default "ProfilerStep#" */
     int skip_iterations;                /* drop the first N (warm-up) */
-    bool no_inferred_deps;              /* do not infer the dependencies behind unresolved
-                                           stream waits from the GPU timeline: such waits
-                                           stay host time only */
+    bool no_inferred_deps;              /* read nothing off the GPU timeline: no inferred
+                                           dependencies for unresolved stream waits (they
+                                           stay host time) and no UNTRACED graph time */
 } tl_trace_options;
 
 void tl_trace_init(tl_trace *t);
