@@ -436,6 +436,8 @@ static void roundtrip(const char *path)
     assert_int_equal(a.n_zero_dur, b.n_zero_dur);
     assert_int_equal(a.n_unresolved, b.n_unresolved);
     assert_int_equal(a.n_outside, b.n_outside);
+    assert_int_equal(a.n_inferred, b.n_inferred);
+    assert_int_equal(a.n_untraced, b.n_untraced);
     /* and it is stable: writing the loaded copy gives the same bytes */
     assert_int_equal(tl_trace_write_json(&b, tmp_path("rt2.json"), &e), 0);
     size_t n1, n2;
@@ -455,6 +457,8 @@ static void test_tally_roundtrip(void **state)
     roundtrip(H100 "resnet50_train_b32_steps.json.gz");
     roundtrip(EXT "a100_event_sync_3streams.json.gz");
     roundtrip(EXT "v100_train_1stream_ns.json.gz");
+    /* inferred dependencies and untraced graph time survive too */
+    roundtrip(EXT "a100_train_5streams.json.gz");
 }
 
 static void test_tally_bad_input(void **state)

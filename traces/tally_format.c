@@ -19,8 +19,9 @@
 #define MAX_SMEM (4LL << 20)
 #define MAX_NS (INT64_MAX / 4)
 
-static const char *const kind_names[] = {"kernel", "memcpy", "memset",
-                                         "sync", "event_record", "stream_wait"};
+static const char *const kind_names[] = {"kernel",       "memcpy",      "memset",  "sync",
+                                         "event_record", "stream_wait", "untraced"};
+#define N_KINDS 7
 static const char *const sync_names[] = {"stream", "device", "event"};
 static const char *const copy_names[] = {"h2d", "d2h", "d2d", "other"};
 
@@ -98,7 +99,7 @@ static void put_op(FILE *f, const tl_op *op)
 {
     int k = op->kind;
     bool gpu = k == TL_OP_KERNEL || k == TL_OP_MEMCPY || k == TL_OP_MEMSET;
-    fprintf(f, "{\"kind\":\"%s\",\"name\":%u,\"stream\":%d", k < 6 ? kind_names[k] : "?", op->name,
+    fprintf(f, "{\"kind\":\"%s\",\"name\":%u,\"stream\":%d", k < N_KINDS ? kind_names[k] : "?", op->name,
             op->stream);
     if (k == TL_OP_SYNC || op->sync_kind)
         fprintf(f, ",\"sync\":\"%s\"", op->sync_kind < 3 ? sync_names[op->sync_kind] : "?");
@@ -145,6 +146,8 @@ int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err)
             "\"warnings\":{\"unlinked\":%u,\"precapture\":%u,\"zero_duration\":%u,"
             "\"unresolved\":%u,\"outside\":%u},\n",
             t->n_unlinked, t->n_precapture, t->n_zero_dur, t->n_unresolved, t->n_outside);
+    fprintf(f, "\"inferred\":{\"dependencies\":%u,\"untraced\":%u},\n", t->n_inferred,
+            t->n_untraced);
     fputs("\"streams\":[", f);
     for (int i = 0; i < t->n_streams; i++)
         fprintf(f, "%s%" PRId64, i ? "," : "", t->streams[i]);
@@ -365,7 +368,7 @@ static int rd_op(rd *c, json_t *o, const tl_trace *t, tl_op *op)
     if (!json_is_object(o))
         return rd_err(c, TL_ETYPE, "must be an object");
     int kind = 0, r;
-    if ((r = rd_enum(c, o, "kind", true, kind_names, 6, &kind)) < 0)
+    if ((r = rd_enum(c, o, "kind", true, kind_names, N_KINDS, &kind)) < 0)
         return r;
     op->kind = (uint8_t)kind;
     int64_t v;
@@ -410,7 +413,8 @@ static int rd_op(rd *c, json_t *o, const tl_trace *t, tl_op *op)
         return r;
     op->gpu_start_ns = v;
     v = 0;
-    if ((r = rd_int(c, o, "dur_ns", gpu, gpu ? 1 : 0, MAX_NS, &v)) < 0)
+    bool untraced = kind == TL_OP_UNTRACED; /* held stream time: a duration, no start */
+    if ((r = rd_int(c, o, "dur_ns", gpu || untraced, gpu || untraced ? 1 : 0, MAX_NS, &v)) < 0)
         return r;
     op->dur_ns = v;
     bool kernel = kind == TL_OP_KERNEL;
@@ -487,6 +491,14 @@ static int rd_iterations(rd *c, json_t *root, tl_trace *t, const tl_trace_option
             (r = rd_u32(c, w, "zero_duration", false, UINT32_MAX, &t->n_zero_dur)) < 0 ||
             (r = rd_u32(c, w, "unresolved", false, UINT32_MAX, &t->n_unresolved)) < 0 ||
             (r = rd_u32(c, w, "outside", false, UINT32_MAX, &t->n_outside)) < 0)
+            return r;
+    }
+    json_t *inf = json_object_get(root, "inferred");
+    if (inf) {
+        if (!json_is_object(inf))
+            return rd_err(c, TL_ETYPE, "'inferred' must be an object");
+        if ((r = rd_u32(c, inf, "dependencies", false, UINT32_MAX, &t->n_inferred)) < 0 ||
+            (r = rd_u32(c, inf, "untraced", false, UINT32_MAX, &t->n_untraced)) < 0)
             return r;
     }
     /* iterations */
