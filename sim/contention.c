@@ -37,6 +37,11 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     /* A further slice launch: one more launch on the GPU side (a guess). */
     p->slice_launch_ns = 1000;
     p->copy_engines = 2;
+    /* Coalescing only bites when a launch is split into many groups (its
+     * blocks desynchronised by interference): placements 1/16 of a block
+     * time apart at most, i.e. <= 16 start phases per wave. */
+    p->coalesce_groups = 8;
+    p->coalesce_fraction = 1.0 / 16;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
@@ -67,5 +72,9 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: copy_engines must be 1 or 2");
     if (!(p->device_copy_gbps > 0))
         return tl_errf(err, TL_ERANGE, "sim params: device_copy_gbps must be > 0");
+    if (p->coalesce_groups < 0)
+        return tl_errf(err, TL_ERANGE, "sim params: coalesce_groups must be >= 0");
+    if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
+        return tl_errf(err, TL_ERANGE, "sim params: coalesce_fraction must be in [0, 1]");
     return 0;
 }

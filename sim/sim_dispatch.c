@@ -21,7 +21,7 @@
 
 #include "sim_internal.h"
 
-enum { PLACE_DONE = 0, PLACE_ROOM = 1, PLACE_CAP = 2 };
+enum { PLACE_DONE = 0, PLACE_ROOM = 1, PLACE_CAP = 2, PLACE_LATER = 3 };
 
 static uint64_t u64_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -344,6 +344,55 @@ static void group_retire(sim *s, group *g)
     unit_dirty(s, un);
 }
 
+/* Wave recycling: when a group's blocks end and its launch is the first in
+ * line for the room (head of the highest non-empty level of the only context
+ * with queued work in its unit) with at least as many blocks left, per-wave
+ * dispatch would put the same number of its blocks back on those SMs: restart
+ * the group in place instead of leaving and re-placing (same SMs, same
+ * neighbours, same rate). Room freed elsewhere at the same instant is still
+ * dispatched by the flush. */
+static bool recycle(sim *s, group *g)
+{
+    launch *l = g->l;
+    sctx *c = l->st->c;
+    unit *u = g->u;
+    if (!l->in_ee || l->ptb || l->retreat || l->to_dispatch - l->reserved < g->blocks)
+        return false;
+    int lvl = l->st->level;
+    if (c->ee_head[lvl] != l || (c->ee_mask & ((1ull << lvl) - 1)))
+        return false;
+    for (int i = 0; i < u->n_ctxs && u->n_ctxs > 1; i++)
+        if (u->ctxs[i] != c && u->ctxs[i]->ee_mask)
+            return false;
+    if (s->p.coalesce_groups > 0 && l->groups_live >= (uint32_t)s->p.coalesce_groups)
+        return false; /* let coalescing see it */
+    emit_activity(s, g, TL_SIM_RUN_STOP, false);
+    l->to_dispatch -= g->blocks;
+    l->last_place = sim_now(s);
+    g->waves = 1;
+    if (l->to_dispatch - l->reserved >= g->blocks && alone_in_unit(u, l)) {
+        uint64_t more = (l->to_dispatch - l->reserved) / g->blocks;
+        if (more > UINT32_MAX - 1)
+            more = UINT32_MAX - 1;
+        g->waves = 1 + (uint32_t)more;
+        l->reserved += more * g->blocks;
+        l->n_trains++;
+        u->n_trains++;
+    }
+    g->wave_ns = l->blk_ns;
+    g->extra = 0;
+    g->remaining = (double)g->waves * (double)g->wave_ns;
+    l->groups_started++;
+    g->last_t = sim_now(s);
+    group_schedule(s, g);
+    s->stats.block_groups++;
+    s->stats.recycled++;
+    emit_activity(s, g, TL_SIM_RUN_START, false);
+    if (l->to_dispatch == 0)
+        unit_dirty(s, u); /* leaves its EE queue: the next kernel may get leftovers */
+    return true;
+}
+
 static void group_end_ev(void *ctx, void *arg, uint64_t u)
 {
     sim *s = ctx;
@@ -374,6 +423,8 @@ static void group_end_ev(void *ctx, void *arg, uint64_t u)
         l->blocks_done += b;
         if (j)
             j->blocks += b;
+        if (recycle(s, g))
+            return;
     }
     group_retire(s, g);
     if (l->to_dispatch == 0 && l->groups_live == 0)
@@ -423,10 +474,41 @@ typedef struct piece {
     int ci, m, bps;
 } piece;
 
+static void coalesce_wake_ev(void *ctx, void *arg, uint64_t x)
+{
+    sim *s = ctx;
+    launch *l = arg;
+    if (l->dead || l->id != x)
+        return;
+    l->wake_at = 0;
+    unit_dirty(s, l->st->c->u);
+}
+
+/* Coalescing (sim/README.md): a launch split into many live groups places
+ * new blocks at most once per coalesce_fraction x its block time, so that
+ * interference cannot multiply its start phases without bound. */
+static bool coalesce_defer(sim *s, launch *l)
+{
+    if (s->p.coalesce_groups <= 0 || l->groups_live < (uint32_t)s->p.coalesce_groups)
+        return false;
+    tl_ns q = (tl_ns)((double)l->blk_ns * s->p.coalesce_fraction);
+    tl_ns at = l->last_place + q;
+    if (sim_now(s) >= at)
+        return false;
+    if (!l->wake_at) {
+        l->wake_at = at;
+        tl_engine_at(&s->eng, at, coalesce_wake_ev, s, l, l->id);
+    }
+    s->stats.coalesced++;
+    return true;
+}
+
 /* Place as many undispatched blocks of l as fit; returns PLACE_*. */
 static int place(sim *s, sctx *c, launch *l)
 {
     unit *u = c->u;
+    if (coalesce_defer(s, l))
+        return PLACE_LATER;
 again:;
     int n_cls = u->n_cls;
     cand stack_cands[16];
@@ -531,6 +613,7 @@ again:;
     for (int i = 0; i < np; i++)
         sm_place(s, u, pieces[i].ci, pieces[i].m, pieces[i].bps, g);
     l->to_dispatch -= placed;
+    l->last_place = sim_now(s);
     if (!l->ptb && l->blk_ns > 0 && l->to_dispatch >= placed && alone_in_unit(u, l)) {
         uint64_t more = l->to_dispatch / placed;
         if (more > UINT32_MAX - 1)
@@ -606,7 +689,7 @@ void dispatch_unit(sim *s, unit *u)
         if (c->cfg.mps_priority > 0 && p0_waiting)
             continue;
         int r = dispatch_ctx(s, c);
-        if (r == PLACE_ROOM && c->cfg.mps_priority == 0)
+        if ((r == PLACE_ROOM || r == PLACE_LATER) && c->cfg.mps_priority == 0)
             p0_waiting = true;
     }
     if (order != stack)

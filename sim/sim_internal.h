@@ -75,6 +75,8 @@ struct launch {
     uint64_t blocks_done;   /* logical blocks completed */
     tl_ns start_ns, end_ns;
     bool started;
+    tl_ns last_place;       /* last time blocks of it were placed (coalescing) */
+    tl_ns wake_at;          /* a coalescing wake-up is pending for then (0: none) */
     int sms_now;            /* SMs with one of its blocks resident (running) */
     tl_ns sms_last;
     double sms_integral;    /* SM-ns, for avg_sms */

@@ -26,6 +26,13 @@ typedef struct tl_sim_params {
                                   (block_begin > 0) */
     int copy_engines;          /* 2: one H2D and one D2H engine; 1: both share one */
     double device_copy_gbps;   /* D2D copies and memsets with no traced duration */
+    /* Bounding the cost of fragmented dispatch (see sim/README.md, "Coalescing"):
+     * a launch with at least coalesce_groups live block groups places new
+     * blocks at most once per coalesce_fraction x its block time; freed room
+     * waits (the launch keeps its place at the head of its queue). 0 turns it
+     * off (exact per-instant dispatch, cost can grow with blocks). */
+    int coalesce_groups;
+    double coalesce_fraction;
 } tl_sim_params;
 
 typedef struct tl_sim_stats {
@@ -34,6 +41,9 @@ typedef struct tl_sim_stats {
     uint64_t block_groups;     /* block groups started (one event per group; a wave train
                                   of identical waves is one group) */
     uint64_t train_breaks;     /* wave trains cut short (arrival, rate change) */
+    uint64_t coalesced;        /* placements deferred by coalescing */
+    uint64_t recycled;         /* block groups restarted in place (a wave of the same
+                                  launch on the same SMs) */
     uint64_t copies;           /* copies and memsets completed */
     uint64_t ctx_switches;     /* time-slice preemptions */
     uint64_t unfit_kernels;    /* launches whose block does not fit the simulated GPU
