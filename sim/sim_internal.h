@@ -255,7 +255,14 @@ int sm_launch_blocks_in(const smclass *c, const launch *l);
 /* accounting */
 void acct_launch_sms(sim *s, launch *l, int delta);
 void acct_job_sms(sim *s, int job, int delta);
-job_acct *acct_job(sim *s, int job);
+job_acct *acct_job_grow(sim *s, int job);
+/* The accounting record of a job (grown on demand); NULL for job < 0. */
+static inline job_acct *acct_job(sim *s, int job)
+{
+    if ((unsigned)job < (unsigned)s->n_jobs)
+        return &s->jobs[job];
+    return acct_job_grow(s, job);
+}
 
 /* sim_dispatch.c */
 void dispatch_unit(sim *s, unit *u);

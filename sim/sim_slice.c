@@ -96,6 +96,11 @@ void slice_update(sim *s)
 {
     if (s->switching)
         return;
+    if (s->n_units == 1) { /* nothing to slice: the one unit is always active */
+        if (!s->active)
+            activate(s, s->units[0]);
+        return;
+    }
     unit *u = s->active;
     if (!u || u->pending == 0) {
         /* Idle hand-over: nothing resident, nothing to save, no gap. An idle

@@ -145,7 +145,7 @@ void acct_launch_sms(sim *s, launch *l, int delta)
     l->sms_now += delta;
 }
 
-job_acct *acct_job(sim *s, int job)
+job_acct *acct_job_grow(sim *s, int job)
 {
     if (job < 0 || job >= (1 << 20))
         return NULL;
