@@ -705,7 +705,8 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
     if (rc < 0)
         goto out;
     if (!(opts && opts->no_inferred_deps)) {
-        qsort(b.lost_waits, b.n_lost_waits, sizeof *b.lost_waits, cmp_ns);
+        if (b.n_lost_waits)
+            qsort(b.lost_waits, b.n_lost_waits, sizeof *b.lost_waits, cmp_ns);
         uint32_t n_deps;
         tl_infer_deps(r, &b.flat.v, &b.flat.n, b.lost_waits, b.n_lost_waits, &n_deps, &b.n_untraced);
         b.flat.cap = b.flat.n;
