@@ -39,8 +39,8 @@ void tl_trace_print_info(FILE *out, const tl_trace *t)
                 t->n_unlinked, t->n_precapture, t->n_zero_dur, t->n_unresolved, t->n_outside);
     if (t->n_inferred || t->n_untraced)
         fprintf(out,
-                "inferred:    %u cross-stream dependencies, %u untraced stretches of CUDA graph "
-                "launches (read off the GPU timeline)\n",
+                "inferred:    %u cross-stream dependencies, %u stretches of untraced GPU work "
+                "(read off the GPU timeline)\n",
                 t->n_inferred, t->n_untraced);
     if (t->n_iters == 0)
         return;
