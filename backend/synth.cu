@@ -229,6 +229,7 @@ struct tl_synth {
     unsigned int *retreat_src; // pinned sources of retreat copies, one per slot
     unsigned int *gen;         // next generation per slot (host)
     unsigned int *free_list;
+    unsigned char *in_use;     // guards against releasing a slot twice
     unsigned int n_free, nslots;
     tl_synth_variant_info info[TL_SYNTH_NVARIANTS];
     int smem_optin;
@@ -282,7 +283,8 @@ extern "C" int tl_synth_open(tl_synth **out, unsigned int nslots)
     memset(s->recs_h, 0, nslots * sizeof(tl_synth_rec));
     s->gen = (unsigned int *)calloc(nslots, sizeof(unsigned int));
     s->free_list = (unsigned int *)calloc(nslots, sizeof(unsigned int));
-    if (!s->gen || !s->free_list) { e = cudaErrorMemoryAllocation; goto fail; }
+    s->in_use = (unsigned char *)calloc(nslots, 1);
+    if (!s->gen || !s->free_list || !s->in_use) { e = cudaErrorMemoryAllocation; goto fail; }
     for (unsigned int i = 0; i < nslots; i++) {
         s->free_list[i] = nslots - 1 - i;
         s->gen[i] = 1;
@@ -323,6 +325,7 @@ extern "C" void tl_synth_close(tl_synth *s)
     if (s->retreat_src) cudaFreeHost(s->retreat_src);
     free(s->gen);
     free(s->free_list);
+    free(s->in_use);
     free(s);
 }
 
@@ -334,12 +337,15 @@ extern "C" const tl_synth_variant_info *tl_synth_variant(const tl_synth *s, int 
 extern "C" int tl_synth_slot_acquire(tl_synth *s)
 {
     if (s->n_free == 0) return -1;
-    return (int)s->free_list[--s->n_free];
+    unsigned int slot = s->free_list[--s->n_free];
+    s->in_use[slot] = 1;
+    return (int)slot;
 }
 
 extern "C" void tl_synth_slot_release(tl_synth *s, unsigned int slot)
 {
-    if (slot >= s->nslots || s->n_free >= s->nslots) return;
+    if (slot >= s->nslots || s->n_free >= s->nslots || !s->in_use[slot]) return;
+    s->in_use[slot] = 0;
     s->gen[slot]++;
     if (s->gen[slot] == 0) s->gen[slot] = 1; // 0 is what a fresh slot's retreat_gen holds
     s->free_list[s->n_free++] = slot;
