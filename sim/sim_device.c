@@ -156,10 +156,14 @@ static int sim_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, t
         return TL_EINVAL;
     const tl_op *op = k->op;
     for (int i = 0; i < 3; i++)
-        if (op->grid[i] < 1 || op->block[i] < 1)
+        if (op->grid[i] < 1 || op->block[i] < 1 || op->block[i] > 1024)
             return TL_ERANGE;
+    /* CUDA's grid limits (also keeps the block count inside 64 bits) */
+    if (op->grid[0] > 0x7fffffffu || op->grid[1] > 65535 || op->grid[2] > 65535)
+        return TL_ERANGE;
     uint64_t threads = (uint64_t)op->block[0] * op->block[1] * op->block[2];
-    if (threads > (uint64_t)s->gpu.max_threads_per_block || op->dur_ns < 0)
+    if (threads > (uint64_t)s->gpu.max_threads_per_block || op->dur_ns < 0 ||
+        op->dur_ns > SIM_MAX_DUR_NS)
         return TL_ERANGE;
     uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
     uint64_t end = k->block_end ? k->block_end : grid;
@@ -194,7 +198,7 @@ static int sim_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl
     if (sid < 0 || sid >= s->n_streams || !op ||
         (op->kind != TL_OP_MEMCPY && op->kind != TL_OP_MEMSET))
         return TL_EINVAL;
-    if (op->dur_ns < 0)
+    if (op->dur_ns < 0 || op->dur_ns > SIM_MAX_DUR_NS)
         return TL_ERANGE;
     launch *l = launch_alloc(s);
     l->kind = ITEM_COPY;
@@ -214,7 +218,7 @@ static int sim_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl
     } else {
         double gbps = l->lane == 2 ? s->p.device_copy_gbps : s->gpu.pcie_gbps;
         double ns = ceil((double)op->bytes / gbps); /* GB/s = bytes/ns */
-        l->copy_ns = ns > 9e18 ? (tl_ns)9e18 : (tl_ns)ns;
+        l->copy_ns = ns > (double)SIM_MAX_DUR_NS ? SIM_MAX_DUR_NS : (tl_ns)ns;
     }
     l->ready_at = sim_now(s) + s->p.launch_latency_ns;
     if (out)

@@ -93,10 +93,15 @@ static double group_slowdown(const sim *s, const group *g)
 
 static void group_end_ev(void *ctx, void *arg, uint64_t u);
 
+static tl_ns delay_of(const group *g)
+{
+    double t = ceil(g->remaining * g->slowdown);
+    return t < (double)SIM_MAX_DELAY_NS ? (tl_ns)t : SIM_MAX_DELAY_NS;
+}
+
 static void group_schedule(sim *s, group *g)
 {
-    double t = g->remaining * g->slowdown;
-    g->end_at = sim_now(s) + (tl_ns)ceil(t);
+    g->end_at = sim_now(s) + delay_of(g);
     g->ev = tl_engine_at(&s->eng, g->end_at, group_end_ev, s, g, 0);
 }
 
@@ -104,7 +109,7 @@ static void group_schedule(sim *s, group *g)
  * (left alone when the time did not move). */
 static void group_reschedule(sim *s, group *g)
 {
-    tl_ns end = sim_now(s) + (tl_ns)ceil(g->remaining * g->slowdown);
+    tl_ns end = sim_now(s) + delay_of(g);
     if (g->ev && end == g->end_at)
         return;
     tl_engine_cancel(&s->eng, g->ev);

@@ -25,6 +25,11 @@
 #include "tally/sim.h"
 
 #define SIM_MAX_LEVELS 64
+/* Longest kernel or copy accepted (about 11.6 days): keeps every end time,
+ * slowed down and paused included, far inside int64 nanoseconds. */
+#define SIM_MAX_DUR_NS ((tl_ns)1000000000000000LL)
+/* Cap on a scheduled delay (defensive against absurd slowdowns). */
+#define SIM_MAX_DELAY_NS ((tl_ns)1000000000000000000LL)
 
 typedef struct sim sim;
 typedef struct launch launch;

@@ -982,6 +982,17 @@ static void test_latency_timers_errors(void **st)
     kd.block_begin = 0, kd.block_end = 5;
     assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
     kd.block_end = 0;
+    bad.grid[1] = 70000; /* above CUDA's 65535 */
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    bad.grid[1] = 1;
+    bad.block[0] = 1u << 31, bad.block[1] = 1u << 31, bad.block[2] = 4; /* product wraps */
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    bad.block[0] = 256, bad.block[1] = 1, bad.block[2] = 1;
+    bad.dur_ns = (tl_ns)1 << 62; /* absurd duration */
+    assert_int_equal(tl_dev_launch(&x->d, s, &kd, NULL, NULL, NULL), TL_ERANGE);
+    bad.dur_ns = 10;
+    tl_op huge = { .kind = TL_OP_MEMCPY, .copy_kind = TL_COPY_H2D, .bytes = UINT64_MAX };
+    assert_int_equal(tl_dev_copy(&x->d, s, &huge, 0, NULL, NULL, NULL), 0); /* capped, no overflow */
     assert_int_equal(tl_dev_launch(&x->d, 42, &kd, NULL, NULL, NULL), TL_EINVAL);
     assert_int_equal(tl_dev_launch(&x->d, -1, &kd, NULL, NULL, NULL), TL_EINVAL);
     kd.op = NULL;
