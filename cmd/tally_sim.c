@@ -17,6 +17,7 @@
 #include "tally/sim.h"
 #include "tally/spec.h"
 #include "tally/trace.h"
+#include "tally/transform.h"
 #include "tally/sweep.h"
 
 static void usage(FILE *f)
@@ -25,7 +26,7 @@ static void usage(FILE *f)
 "Usage: tally-sim [run] [OPTIONS]        simulate an experiment (spec file or options)\n"
 "       tally-sim info [--skip N] [--iteration-kernel NAME] TRACE...\n"
 "                                         print what a trace holds\n"
-"       tally-sim convert [--scale-grid N] IN OUT\n"
+"       tally-sim convert [--scale-grid N] [--graph] IN OUT\n"
 "                                         rewrite a trace in Tally's JSON format\n"
 "       tally-sim merge OUT.db SHARD.db...  merge sweep shards into one database\n"
 "       tally-sim fidelity [--gpu NAME] TRACE...\n"
@@ -39,7 +40,8 @@ static void usage(FILE *f)
 "  -g, --gpu NAME           GPU model (default H100, or the spec's)\n"
 "  -J, --job KEY=VAL,...    a job without a spec (repeatable): trace=PATH,\n"
 "                           role=inference|training, priority=N, load=F | rate=R,\n"
-"                           slo_ms=F, sm_percent=F, model_mb=F, name=S, skip=N\n"
+"                           slo_ms=F, sm_percent=F, model_mb=F, name=S, skip=N,\n"
+"                           graph=0|1 (what-if: iterations as CUDA graphs)\n"
 "  -t, --duration S         measured seconds of simulated time (default 10)\n"
 "  -w, --warmup S           discarded warm-up seconds (default 1)\n"
 "  -S, --seed N             random seed (default 1, or the spec's)\n"
@@ -56,7 +58,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_FORCE = 1000, OPT_STATS, OPT_LIST_POLICIES, OPT_LIST_GPUS, OPT_VERSION, OPT_SKIP,
-       OPT_ITER_KERNEL, OPT_SCALE_GRID };
+       OPT_ITER_KERNEL, OPT_SCALE_GRID, OPT_GRAPH };
 
 static const struct option run_opts[] = {
     { "spec", required_argument, NULL, 's' },
@@ -81,6 +83,7 @@ static const struct option run_opts[] = {
     { "skip", required_argument, NULL, OPT_SKIP },
     { "iteration-kernel", required_argument, NULL, OPT_ITER_KERNEL },
     { "scale-grid", required_argument, NULL, OPT_SCALE_GRID },
+    { "graph", no_argument, NULL, OPT_GRAPH },
     { NULL, 0, NULL, 0 },
 };
 
@@ -132,12 +135,17 @@ static int cmd_info(int argc, char **argv)
 static int cmd_convert(int argc, char **argv)
 {
     long scale = 1;
+    bool graph = false;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", run_opts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
             return 0;
+        }
+        if (c == OPT_GRAPH) {
+            graph = true;
+            continue;
         }
         if (c != OPT_SCALE_GRID) {
             fprintf(stderr, "tally-sim convert: unknown option (try --help)\n");
@@ -158,18 +166,10 @@ static int cmd_convert(int argc, char **argv)
     tl_err err = { 0 };
     tl_trace_init(&t);
     int r = tl_trace_load(&t, argv[optind], NULL, &err);
-    for (uint32_t i = 0; r == 0 && i < t.n_iters; i++)
-        for (uint32_t k = 0; k < t.iters[i].n_ops; k++) {
-            tl_op *op = &t.iters[i].ops[k];
-            if (op->kind != TL_OP_KERNEL)
-                continue;
-            if ((uint64_t)op->grid[0] * (uint64_t)scale > 0x7fffffffULL) {
-                r = tl_errf(&err, TL_ERANGE, "%s: iteration %u op %u: grid.x x %ld exceeds 2^31-1",
-                            argv[optind], i, k, scale);
-                break;
-            }
-            op->grid[0] *= (uint32_t)scale;
-        }
+    if (r == 0)
+        r = tl_trace_scale_grid(&t, (uint32_t)scale, &err);
+    if (r == 0 && graph)
+        tl_trace_as_graph(&t);
     if (r == 0)
         r = tl_trace_write_json(&t, argv[optind + 1], &err);
     tl_trace_close(&t);

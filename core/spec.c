@@ -164,7 +164,7 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
 {
     static const char *const keys[] = { "name", "trace", "role", "priority", "slo_ms", "sm_percent",
                                         "model_mb", "arrival", "skip_iterations",
-                                        "iteration_kernel", NULL };
+                                        "iteration_kernel", "graph", NULL };
     char where[64];
     snprintf(where, sizeof where, "job %d", idx);
     if (!json_is_object(o))
@@ -241,6 +241,12 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
         return r;
     if (s)
         j->iteration_kernel = tl_xstrdup(s);
+    json_t *g = json_object_get(o, "graph");
+    if (g) {
+        if (!json_is_boolean(g))
+            return tl_errf(err, TL_ETYPE, "%s: %s: 'graph' must be true or false", origin, where);
+        j->graph = json_is_true(g);
+    }
     j->arrival = TL_ARRIVAL_CLOSED;
     json_t *a = json_object_get(o, "arrival");
     if (a && (r = parse_arrival(a, j, origin, where, base_dir, err)) < 0)
@@ -450,6 +456,8 @@ static json_t *job_conf_json(const tl_job_conf *j)
                           j->skip_iterations);
     if (j->iteration_kernel)
         json_object_set_new(o, "iteration_kernel", json_string(j->iteration_kernel));
+    if (j->graph) /* only when set: older run keys stay valid */
+        json_object_set_new(o, "graph", json_true());
     json_t *a = json_object();
     switch (j->arrival) {
     case TL_ARRIVAL_CLOSED:

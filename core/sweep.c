@@ -17,12 +17,14 @@
 #include "tally/results.h"
 #include "tally/sim.h"
 #include "tally/trace.h"
+#include "tally/transform.h"
 
 /* ---------- traces and arrival files, loaded once before any run ---------- */
 
 typedef struct loaded_trace {
     char *path;
     int skip;
+    bool graph;
     char *kernel;
     tl_trace trace;
 } loaded_trace;
@@ -97,6 +99,7 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
             bool have = false;
             for (int i = 0; i < c->n_traces && !have; i++)
                 have = !strcmp(c->traces[i].path, jc->trace_path) && c->traces[i].skip == jc->skip_iterations &&
+                       c->traces[i].graph == jc->graph &&
                        !strcmp(c->traces[i].kernel ? c->traces[i].kernel : "",
                                jc->iteration_kernel ? jc->iteration_kernel : "");
             if (!have) {
@@ -105,6 +108,7 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
                 memset(lt, 0, sizeof *lt);
                 lt->path = tl_xstrdup(jc->trace_path);
                 lt->skip = jc->skip_iterations;
+                lt->graph = jc->graph;
                 lt->kernel = jc->iteration_kernel ? tl_xstrdup(jc->iteration_kernel) : NULL;
                 tl_trace_init(&lt->trace);
                 tl_trace_options to = { .skip_iterations = jc->skip_iterations,
@@ -112,6 +116,8 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
                 int r = tl_trace_load(&lt->trace, jc->trace_path, &to, err);
                 if (r < 0)
                     return r;
+                if (jc->graph)
+                    tl_trace_as_graph(&lt->trace);
                 if (lt->trace.n_iters == 0)
                     return tl_errf(err, TL_EFORMAT, "%s: no iterations left (skip_iterations too large?)",
                                    jc->trace_path);
@@ -140,6 +146,7 @@ static const tl_trace *find_trace(const sweep_ctx *c, const tl_job_conf *jc)
 {
     for (int i = 0; i < c->n_traces; i++)
         if (!strcmp(c->traces[i].path, jc->trace_path) && c->traces[i].skip == jc->skip_iterations &&
+            c->traces[i].graph == jc->graph &&
             !strcmp(c->traces[i].kernel ? c->traces[i].kernel : "",
                     jc->iteration_kernel ? jc->iteration_kernel : ""))
             return &c->traces[i].trace;
@@ -641,6 +648,11 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
                 r = tl_errf(err, TL_ETYPE, "--job '%s': %s must be a number", text, k);
             else
                 json_object_set_new(job, !strcmp(k, "skip") ? "skip_iterations" : k, json_real(num));
+        } else if (!strcmp(k, "graph")) {
+            if (strcmp(v, "0") && strcmp(v, "1"))
+                r = tl_errf(err, TL_ETYPE, "--job '%s': graph must be 0 or 1", text);
+            else
+                json_object_set_new(job, "graph", json_boolean(!strcmp(v, "1")));
         } else if (!strcmp(k, "load") || !strcmp(k, "rate")) {
             if (!numeric)
                 r = tl_errf(err, TL_ETYPE, "--job '%s': %s must be a number", text, k);

@@ -16,7 +16,9 @@
  *        "priority": 0, "slo_ms": 20, "sm_percent": 50, "model_mb": 100,
  *        "arrival": {"kind": "poisson", "rate": 100} | {"kind": "poisson", "load": 0.5}
  *                 | {"kind": "closed"} | {"kind": "file", "path": "times.txt"},
- *        "skip_iterations": 0, "iteration_kernel": "name substring"}
+ *        "skip_iterations": 0, "iteration_kernel": "name substring",
+ *        "graph": false}      true: replay each iteration as one CUDA-graph launch
+ *                             (host gaps inside iterations dropped; what-if)
  * Trace and arrival paths are relative to the current folder, else to the spec's.
  * Unknown keys are errors (a typo must not silently change an experiment).
  */
@@ -43,6 +45,7 @@ typedef struct tl_job_conf {
     uint64_t model_bytes;
     int skip_iterations;
     char *iteration_kernel;
+    bool graph;                  /* what-if: iterations launched as CUDA graphs */
 } tl_job_conf;
 
 typedef struct tl_policy_conf {

@@ -1,0 +1,30 @@
+/* What-if transformations of a loaded trace (see include/tally/transform.h). */
+#include "tally/transform.h"
+
+void tl_trace_as_graph(tl_trace *t)
+{
+    for (uint32_t i = 0; i < t->n_iters; i++) {
+        tl_iteration *it = &t->iters[i];
+        for (uint32_t k = 0; k < it->n_ops; k++) {
+            it->ops[k].host_gap_ns = 0;
+            it->ops[k].host_call_ns = 0;
+        }
+        it->tail_host_ns = 0;
+    }
+}
+
+int tl_trace_scale_grid(tl_trace *t, uint32_t factor, tl_err *err)
+{
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        for (uint32_t k = 0; k < t->iters[i].n_ops; k++) {
+            const tl_op *op = &t->iters[i].ops[k];
+            if (op->kind == TL_OP_KERNEL && (uint64_t)op->grid[0] * factor > 0x7fffffffULL)
+                return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u: grid.x %u x %u exceeds 2^31-1",
+                               t->path ? t->path : "trace", i, k, op->grid[0], factor);
+        }
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        for (uint32_t k = 0; k < t->iters[i].n_ops; k++)
+            if (t->iters[i].ops[k].kind == TL_OP_KERNEL)
+                t->iters[i].ops[k].grid[0] *= factor;
+    return 0;
+}

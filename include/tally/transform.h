@@ -1,0 +1,17 @@
+/* What-if transformations of a loaded trace. */
+#ifndef TALLY_TRANSFORM_H
+#define TALLY_TRANSFORM_H
+
+#include "tally/trace.h"
+
+/* Replay each iteration as a CUDA graph launch would: the host issues the
+ * iteration's work at once. Host gaps and API-call times inside an iteration
+ * become 0 (the first op's gap too) and so does the tail; the GPU work, its
+ * order, streams and the host waits stay. Traced figures are left as traced. */
+void tl_trace_as_graph(tl_trace *t);
+
+/* Multiply every kernel's grid (x) by factor, keeping its duration.
+ * TL_ERANGE (naming the op) if a grid would exceed 2^31-1; t is then unchanged. */
+int tl_trace_scale_grid(tl_trace *t, uint32_t factor, tl_err *err);
+
+#endif
