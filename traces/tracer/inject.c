@@ -90,6 +90,7 @@ static struct {
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_ts = UINT64_MAX, .stop_corr = UINT32_MAX};
 
 static void wake_writer(char req);
+static bool query_cbid[2][1024];
 static void boundary_locked(uint64_t ts, uint32_t corr);
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -430,7 +431,10 @@ static void parse_record(const CUpti_Activity *a)
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
         const CUpti_ActivityAPI *p = (const CUpti_ActivityAPI *)a;
-        if (!keep_corr(p->correlationId))
+        int driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+        if (!keep_corr(p->correlationId) ||
+            (p->cbid < 1024 && query_cbid[driver][p->cbid] &&
+             !(g.opts.activities & TT_ACT_QUERIES)))
             return;
         if (!(r = add(TT_R_API)))
             return;
@@ -1029,8 +1033,8 @@ static void after_fork_child(void)
 /* API calls that only ask or set something on the host: they launch no work
  * and wait for none, so the trace needs them only as host time (which it
  * keeps as the gap between the calls around them). PyTorch makes ~12000 of
- * them per ResNet-50 training step (cudaGetDevice alone ~6700). --activities
- * queries keeps them. */
+ * them per ResNet-50 training step (cudaGetDevice alone ~6700), which made
+ * the trace 8 times larger. --activities queries keeps them. */
 static const char *const query_names[] = {
     "cudaGetDevice", "cudaSetDevice", "cudaGetDeviceCount", "cudaGetDeviceProperties",
     "cudaDeviceGetAttribute", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorString",
@@ -1086,22 +1090,23 @@ static bool is_query(const char *name)
     return false;
 }
 
-/* Record every runtime (or driver) API call but the queries, one call id at
- * a time, without enabling the whole kind: with the kind enabled, CUPTI
- * still intercepts every call, queries included, and dropping them by id
- * afterwards did not make the program faster. */
-static void enable_api_calls(int driver)
+/* Which call ids are queries, by domain (runtime 0, driver 1). Their records
+ * are dropped as they arrive: CUPTI's per-call-id switches
+ * (cuptiActivityEnableRuntimeApi) made no program faster on the H100 (CUPTI
+ * intercepts every call either way) and BERT requests ran slower with them. */
+
+static void find_queries(void)
 {
-    uint32_t size = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
-    for (uint32_t cbid = 1; cbid < size; cbid++) {
-        const char *name = NULL;
-        if (cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
-                                 cbid, &name) != CUPTI_SUCCESS || !name || is_query(name))
-            continue;
-        if (driver)
-            cuptiActivityEnableDriverApi(cbid, 1);
-        else
-            cuptiActivityEnableRuntimeApi(cbid, 1);
+    for (int driver = 0; driver < 2; driver++) {
+        uint32_t size = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+        for (uint32_t cbid = 1; cbid < size && cbid < 1024; cbid++) {
+            const char *name = NULL;
+            query_cbid[driver][cbid] =
+                cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API
+                                            : CUPTI_CB_DOMAIN_RUNTIME_API,
+                                     cbid, &name) == CUPTI_SUCCESS &&
+                name && is_query(name);
+        }
     }
 }
 
@@ -1124,11 +1129,6 @@ static int enable_activities(unsigned acts)
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         if (!(acts & map[i].bit))
             continue;
-        bool api = map[i].bit == TT_ACT_RUNTIME || map[i].bit == TT_ACT_DRIVER;
-        if (api && !(acts & TT_ACT_QUERIES)) {
-            enable_api_calls(map[i].bit == TT_ACT_DRIVER);
-            continue;
-        }
         CUptiResult r = cuptiActivityEnable(map[i].kind);
         if (r != CUPTI_SUCCESS) {
             const char *err = "";
@@ -1231,6 +1231,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
             "--iteration-kernel or --iteration-sync); they are ignored");
 
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    find_queries();
     if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
         setup_callbacks() < 0 || enable_activities(g.opts.activities) < 0) {
         say("CUPTI setup failed; not tracing");
