@@ -6,7 +6,8 @@
  * KERNEL kind serializes them), copies, memsets, synchronizations, runtime and
  * driver API calls (host start/end, thread), CUDA event records, streams and
  * NVTX ranges. A few callbacks, enabled only where an option needs them, find
- * iteration boundaries as they happen (to start and stop recording) and see
+ * iteration boundaries as they happen (NVTX ranges, synchronize calls; an
+ * iteration kernel is found in the kernel records instead) and see
  * cudaDeviceReset and context creation (device properties).
  *
  * The trace is written (tracer write.c) at exit, on SIGINT/SIGTERM and crash
@@ -44,7 +45,7 @@
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* Requests to the writer thread, one byte each through the pipe. */
-enum { REQ_STOP = 'S', REQ_RESET = 'R', REQ_QUIT = 'Q', REQ_SIGNAL = 0x80 /* | signo */ };
+enum { REQ_STOP = 'S', REQ_RESET = 'R', REQ_TIMER = 'T', REQ_SIGNAL = 0x80 /* | signo */ };
 
 static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT,
                                       SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
@@ -438,7 +439,7 @@ static void parse_record(const CUpti_Activity *a)
             return;
         if (!(r = add(TT_R_API)))
             return;
-        r->sub = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+        r->sub = (uint8_t)driver;
         r->start = p->start, r->end = p->end, r->corr = p->correlationId;
         r->tid = p->threadId;
         r->id = p->cbid;
@@ -539,7 +540,7 @@ static void boundary_locked(uint64_t ts, uint32_t corr)
         g.first_iter = (int64_t)it;
         if (g.opts.stop_seconds >= 0) {
             g.stop_deadline = (ts ? ts : now_cupti()) + (uint64_t)(g.opts.stop_seconds * 1e9);
-            wake_writer('T'); /* the writer re-reads its timer */
+            wake_writer(REQ_TIMER); /* the writer re-reads its timer */
         }
     } else if (!g.started && g.opts.start_seconds >= 0 && ts >= g.start_ts) {
         g.started = true; /* start by time: iterations count from the first whole one */
@@ -906,10 +907,8 @@ static void *writer_main(void *arg)
             }
             continue;
         }
-        if (read(g.req_pipe[0], &req, 1) != 1)
-            continue;
-        if (req == REQ_QUIT)
-            return NULL;
+        if (read(g.req_pipe[0], &req, 1) != 1 || req == REQ_TIMER)
+            continue; /* REQ_TIMER: the stop deadline changed; loop to re-read it */
         pthread_mutex_lock(&work_mu);
         if (req == REQ_STOP) {
             finish_stop();
@@ -941,8 +940,8 @@ static void *writer_main(void *arg)
             (void)w;
         }
         pthread_mutex_unlock(&work_mu);
-        /* 'T': the stop deadline changed; loop to re-read it */
     }
+    return NULL; /* not reached: the thread ends with the process */
 }
 
 /* ---- exit, signals, fork ---- */
