@@ -27,6 +27,7 @@ int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *tmpl, int reps, cudaS
         c->salt += 0x9e3779b97f4a7c15ull >> 20;
         int e = tl_synth_enqueue(c->synth, &l, s);
         if (e) {
+            cudaStreamSynchronize(s); /* the launches before it hold their slots until they end */
             for (int j = 0; j <= i; j++) tl_synth_slot_release(c->synth, (unsigned)slots[j]);
             return tl_cuda_errf(err, e, "calibration launch");
         }

@@ -916,6 +916,17 @@ static void hang_report(void *arg)
                 p->op ? (unsigned long long)tl_op_blocks(p->op) : 0ull, p->op ? p->op->block[0] : 0,
                 p->op ? p->op->block[1] : 0, p->op ? p->op->block[2] : 0, (double)p->issued_ns / 1e9, p->slot, p->gen,
                 rec ? rec->gen : 0u, s->s ? (int)cudaStreamQuery(s->s) : -1);
+        if (rec) {
+            const tl_synth_hist *h = tl_synth_history(c->synth, (unsigned)p->slot);
+            for (int k = 0; h && k < TL_SYNTH_HIST && h[k].what; k++)
+                fprintf(stderr, "tally-run:     slot history: %c gen %u at %.6f s kind %d v%d iters %u blocks %llu-%llu workers %u\n",
+                        h[k].what, h[k].gen, (double)(h[k].t_ns - c->t0) / 1e9, h[k].kind, h[k].variant, h[k].iters,
+                        (unsigned long long)h[k].begin, (unsigned long long)h[k].end, h[k].workers);
+            unsigned long long dv[6] = {0};
+            int e = tl_synth_slot_dump(c->synth, (unsigned)p->slot, dv);
+            fprintf(stderr, "tally-run:     slot on the device (%d): start %llu end %llu exited %llu claimed %llu "
+                            "retreat_gen %llu group exits %llu\n", e, dv[0], dv[1], dv[2], dv[3], dv[4], dv[5]);
+        }
     }
 }
 

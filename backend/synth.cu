@@ -230,6 +230,7 @@ struct tl_synth {
     unsigned int *gen;         // next generation per slot (host)
     unsigned int *free_list;
     unsigned char *in_use;     // guards against releasing a slot twice
+    tl_synth_hist *hist;       // last TL_SYNTH_HIST events per slot (diagnostics)
     unsigned int n_free, nslots;
     tl_synth_variant_info info[TL_SYNTH_NVARIANTS];
     int smem_optin;
@@ -284,6 +285,7 @@ extern "C" int tl_synth_open(tl_synth **out, unsigned int nslots)
     s->gen = (unsigned int *)calloc(nslots, sizeof(unsigned int));
     s->free_list = (unsigned int *)calloc(nslots, sizeof(unsigned int));
     s->in_use = (unsigned char *)calloc(nslots, 1);
+    s->hist = (tl_synth_hist *)calloc((size_t)nslots * TL_SYNTH_HIST, sizeof(tl_synth_hist));
     if (!s->gen || !s->free_list || !s->in_use) { e = cudaErrorMemoryAllocation; goto fail; }
     for (unsigned int i = 0; i < nslots; i++) {
         s->free_list[i] = nslots - 1 - i;
@@ -326,6 +328,7 @@ extern "C" void tl_synth_close(tl_synth *s)
     free(s->gen);
     free(s->free_list);
     free(s->in_use);
+    free(s->hist);
     free(s);
 }
 
@@ -334,17 +337,62 @@ extern "C" const tl_synth_variant_info *tl_synth_variant(const tl_synth *s, int 
     return v >= 0 && v < TL_SYNTH_NVARIANTS ? &s->info[v] : NULL;
 }
 
+static void hist(tl_synth *s, unsigned int slot, char what, const tl_synth_launch *l)
+{
+    if (!s->hist || slot >= s->nslots) return;
+    tl_synth_hist *h = &s->hist[(size_t)slot * TL_SYNTH_HIST];
+    memmove(h + 1, h, (TL_SYNTH_HIST - 1) * sizeof *h);
+    memset(h, 0, sizeof *h);
+    h->what = what;
+    h->gen = s->gen[slot];
+    h->t_ns = mono_ns();
+    if (l) {
+        h->begin = l->begin;
+        h->end = l->end;
+        h->workers = l->workers;
+        h->iters = l->iters;
+        h->kind = l->kind;
+        h->variant = l->variant;
+    }
+}
+
+extern "C" const tl_synth_hist *tl_synth_history(const tl_synth *s, unsigned int slot)
+{
+    return s->hist && slot < s->nslots ? &s->hist[(size_t)slot * TL_SYNTH_HIST] : NULL;
+}
+
+extern "C" int tl_synth_slot_dump(tl_synth *s, unsigned int slot, unsigned long long out[6])
+{
+    if (slot >= s->nslots) return (int)cudaErrorInvalidValue;
+    slot_dev d;
+    cudaError_t e = cudaMemcpy(&d, &s->slots[slot], sizeof d, cudaMemcpyDeviceToHost);
+    out[0] = d.start;
+    out[1] = d.end;
+    out[2] = d.exited;
+    out[3] = d.claimed;
+    out[4] = d.retreat_gen;
+    unsigned long long ge = 0;
+    for (int g = 0; g < TL_GROUPS; g++) ge += d.g_exited[g];
+    out[5] = ge;
+    return (int)e;
+}
+
 extern "C" int tl_synth_slot_acquire(tl_synth *s)
 {
     if (s->n_free == 0) return -1;
     unsigned int slot = s->free_list[--s->n_free];
     s->in_use[slot] = 1;
+    hist(s, slot, 'A', NULL);
     return (int)slot;
 }
 
 extern "C" void tl_synth_slot_release(tl_synth *s, unsigned int slot)
 {
-    if (slot >= s->nslots || s->n_free >= s->nslots || !s->in_use[slot]) return;
+    if (slot >= s->nslots || s->n_free >= s->nslots || !s->in_use[slot]) {
+        if (slot < s->nslots) hist(s, slot, 'D', NULL); /* double release, ignored */
+        return;
+    }
+    hist(s, slot, 'R', NULL);
     s->in_use[slot] = 0;
     s->gen[slot]++;
     if (s->gen[slot] == 0) s->gen[slot] = 1; // 0 is what a fresh slot's retreat_gen holds
@@ -365,15 +413,21 @@ extern "C" int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *str
         return (int)cudaErrorInvalidValue;
     int ptb = l->workers > 0;
     kfn f = kernels[l->variant][(ptb ? 2 : 0) + l->kind];
-    int st = s->info[l->variant].static_smem;
-    int dyn = (int)l->smem - (ptb ? st : 0);
+    /* Static shared memory: the PTB kernels' few bytes, none in the others. */
+    int st = ptb ? s->info[l->variant].static_smem : 0;
+    int dyn = (int)l->smem - st;
     if (dyn < 0) dyn = 0;
-    if (dyn > s->smem_optin) return (int)cudaErrorInvalidValue;
     int col = (ptb ? 2 : 0) + l->kind;
+    if (dyn + st > s->smem_optin) return (int)cudaErrorInvalidValue;
     if (dyn > 48 * 1024 && dyn > s->smem_attr_set[l->variant][col]) {
-        cudaError_t e = cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem_optin);
-        if (e) return (int)e;
-        s->smem_attr_set[l->variant][col] = s->smem_optin;
+        /* The opt-in limit covers static + dynamic shared memory. */
+        cudaError_t e = cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             s->smem_optin - st);
+        if (e) {
+            cudaGetLastError(); /* do not leave it for the next launch's check */
+            return (int)e;
+        }
+        s->smem_attr_set[l->variant][col] = s->smem_optin - st;
     }
     kargs a;
     a.buf = s->buf;
@@ -391,14 +445,21 @@ extern "C" int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *str
     if (ptb && grid > a.count) grid = a.count;
     if (grid > 0x7fffffffull) return (int)cudaErrorInvalidConfiguration;
     dim3 b(l->block[0], l->block[1], l->block[2]);
+    /* cudaGetLastError also returns errors of earlier calls: clear them
+     * first, or a launch that went ahead would be taken for a failed one
+     * (and its slot reused while it runs). */
+    cudaGetLastError();
     f<<<(unsigned int)grid, b, dyn, (cudaStream_t)stream>>>(a);
-    return (int)cudaGetLastError();
+    cudaError_t le = cudaGetLastError();
+    hist(s, l->slot, le ? 'E' : 'L', l);
+    return (int)le;
 }
 
 extern "C" int tl_synth_retreat(tl_synth *s, unsigned int slot, void *ctl_stream)
 {
     if (slot >= s->nslots) return (int)cudaErrorInvalidValue;
     s->retreat_src[slot] = s->gen[slot];
+    hist(s, slot, 'T', NULL);
     return (int)cudaMemcpyAsync(&s->slots[slot].retreat_gen, &s->retreat_src[slot], sizeof(unsigned int),
                                 cudaMemcpyHostToDevice, (cudaStream_t)ctl_stream);
 }

@@ -100,6 +100,21 @@ int tl_synth_timer_resolution(tl_synth *s, long long *ns);
 
 const char *tl_synth_error_string(int cuda_err);
 
+/* Diagnostics: the last events of a slot, newest first ('A'cquire, 'L'aunch,
+ * 'E' failed launch, 'T' retreat, 'R'elease, 'D' double release), and the
+ * slot's device-side counters (start, end, exited, claimed, retreat_gen,
+ * sum of group exits). */
+#define TL_SYNTH_HIST 8
+typedef struct tl_synth_hist {
+    char what;
+    int kind, variant;
+    unsigned int gen, workers, iters;
+    unsigned long long begin, end;
+    long long t_ns;
+} tl_synth_hist;
+const tl_synth_hist *tl_synth_history(const tl_synth *s, unsigned int slot);
+int tl_synth_slot_dump(tl_synth *s, unsigned int slot, unsigned long long out[6]);
+
 #ifdef __cplusplus
 }
 #endif
