@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "evq.h"
+#include "engine_inline.h"
 
 void tl_engine_init(tl_engine *e)
 {
@@ -21,12 +21,12 @@ void tl_engine_close(tl_engine *e)
 
 tl_event_id tl_engine_at(tl_engine *e, tl_ns t, tl_event_fn fn, void *ctx, void *arg, uint64_t u)
 {
-    tl_event ev = { t < e->now ? e->now : t, e->next_seq++, fn, ctx, arg, u };
-    tl_event_id id = tl_evq_push(e->q, &ev);
-    size_t n = tl_evq_len(e->q);
-    if (n > e->peak)
-        e->peak = n;
-    return id;
+    return tl_engine_at_inline(e, t, fn, ctx, arg, u);
+}
+
+tl_event_id tl_engine_move(tl_engine *e, tl_event_id id, tl_ns t)
+{
+    return tl_engine_move_inline(e, id, t);
 }
 
 bool tl_engine_cancel(tl_engine *e, tl_event_id id)
@@ -68,9 +68,10 @@ static void do_flush(tl_engine *e)
 
 void tl_engine_run(tl_engine *e, tl_ns until)
 {
+    tl_evq *q = e->q;
     e->stop = false;
     while (!e->stop) {
-        const tl_event *top = tl_evq_peek(e->q);
+        const tl_event *top = tl_evq_peek(q);
         if (e->flush_pending && (!top || top->time > e->now)) {
             do_flush(e);
             continue;
@@ -83,7 +84,7 @@ void tl_engine_run(tl_engine *e, tl_ns until)
             break;
         }
         tl_event ev;
-        tl_evq_pop(e->q, &ev);
+        tl_evq_pop(q, &ev);
         e->now = ev.time;
         e->processed++;
         ev.fn(ev.ctx, ev.arg, ev.u);

@@ -1,11 +1,16 @@
 /* The engine's event queue, behind a small API so that it can be swapped
  * (calendar queue, ladder queue) without touching the engine.
  *
- * Today: a binary min-heap on (time, seq). Keys live inline in the heap array
+ * Today: a binary min-heap on (time, seq), packed into one 128-bit key so that
+ * a comparison is one branch-free compare. Keys live inline in the heap array
  * (comparisons touch one cache line); payloads live in a slot pool, and every
- * slot knows its heap position, so an event can be removed in O(log n).
- * A handle is (generation << 32 | slot + 1): a stale handle (event fired or
- * removed, slot reused) is recognised and ignored. Internal to sim/. */
+ * slot knows its heap position, so an event can be removed or re-timed in
+ * O(log n). A handle is (generation << 32 | slot + 1): a stale handle (event
+ * fired or removed, slot reused) is recognised and ignored.
+ *
+ * The operations are inline: the engine and the GPU model call them once or
+ * twice per event, and the queue is short (tens of entries), so call overhead
+ * would be a good part of their cost. Growth lives in evq.c. Internal to sim/. */
 #ifndef TALLY_SIM_EVQ_H
 #define TALLY_SIM_EVQ_H
 
@@ -15,16 +20,170 @@
 
 #include "tally/engine.h"
 
+typedef unsigned __int128 tl_evq_key;
+
+typedef struct tl_evq_ent {
+    tl_evq_key key;     /* (time with the sign bit flipped) << 64 | seq */
+    uint32_t slot;
+} tl_evq_ent;
+
+typedef struct tl_evq_slot {
+    tl_event ev;
+    uint32_t pos;       /* index in the heap while queued */
+    uint32_t gen;       /* bumped when the slot is released */
+    uint32_t next_free; /* free-list link (slot index + 1; 0 ends) */
+    bool queued;
+} tl_evq_slot;
+
+struct tl_evq {
+    tl_evq_ent *heap;
+    uint32_t len, cap;
+    tl_evq_slot *slots;
+    uint32_t n_slots, cap_slots;
+    uint32_t free_head; /* slot index + 1; 0: none */
+    size_t peak;        /* largest len seen */
+};
+
 tl_evq *tl_evq_new(void);
 void tl_evq_free(tl_evq *q);
+/* Make room for one more event (cold path of tl_evq_push). */
+void tl_evq_grow(tl_evq *q);
+
+static inline tl_evq_key tl_evq_key_of(tl_ns time, uint64_t seq)
+{
+    return ((tl_evq_key)((uint64_t)time ^ (1ull << 63)) << 64) | seq;
+}
+
+static inline void tl_evq_put(tl_evq *q, uint32_t i, tl_evq_ent e)
+{
+    q->heap[i] = e;
+    q->slots[e.slot].pos = i;
+}
+
+static inline void tl_evq_sift_up(tl_evq *q, uint32_t i, tl_evq_ent e)
+{
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!(e.key < q->heap[p].key))
+            break;
+        tl_evq_put(q, i, q->heap[p]);
+        i = p;
+    }
+    tl_evq_put(q, i, e);
+}
+
+static inline void tl_evq_sift_down(tl_evq *q, uint32_t i, tl_evq_ent e)
+{
+    uint32_t n = q->len;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && q->heap[c + 1].key < q->heap[c].key)
+            c++;
+        if (!(q->heap[c].key < e.key))
+            break;
+        tl_evq_put(q, i, q->heap[c]);
+        i = c;
+    }
+    tl_evq_put(q, i, e);
+}
+
 /* Insert ev (time and seq set by the caller); returns its handle (never 0). */
-uint64_t tl_evq_push(tl_evq *q, const tl_event *ev);
+static inline uint64_t tl_evq_push(tl_evq *q, const tl_event *ev)
+{
+    if (!q->free_head || q->len == q->cap)
+        tl_evq_grow(q);
+    uint32_t s = q->free_head - 1;
+    tl_evq_slot *sl = &q->slots[s];
+    q->free_head = sl->next_free;
+    sl->ev = *ev;
+    sl->queued = true;
+    uint32_t i = q->len++;
+    if (q->len > q->peak)
+        q->peak = q->len;
+    tl_evq_sift_up(q, i, (tl_evq_ent){ tl_evq_key_of(ev->time, ev->seq), s });
+    return ((uint64_t)sl->gen << 32) | (uint64_t)(s + 1);
+}
+
 /* The earliest event, or NULL when empty. Valid until the next change. */
-const tl_event *tl_evq_peek(const tl_evq *q);
+static inline const tl_event *tl_evq_peek(const tl_evq *q)
+{
+    return q->len ? &q->slots[q->heap[0].slot].ev : NULL;
+}
+
+static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
+{
+    uint32_t s = q->heap[i].slot;
+    uint32_t n = --q->len;
+    if (i < n) {
+        tl_evq_ent last = q->heap[n];
+        if (last.key < q->heap[i].key)
+            tl_evq_sift_up(q, i, last);
+        else
+            tl_evq_sift_down(q, i, last);
+    }
+    tl_evq_slot *sl = &q->slots[s];
+    sl->queued = false;
+    sl->gen++;
+    sl->next_free = q->free_head;
+    q->free_head = s + 1;
+}
+
 /* Remove the earliest event into *out. False when empty. */
-bool tl_evq_pop(tl_evq *q, tl_event *out);
+static inline bool tl_evq_pop(tl_evq *q, tl_event *out)
+{
+    if (!q->len)
+        return false;
+    *out = q->slots[q->heap[0].slot].ev;
+    tl_evq_remove_at(q, 0);
+    return true;
+}
+
+/* The queued event with this handle, or NULL if it is no longer queued. */
+static inline tl_evq_slot *tl_evq_find(tl_evq *q, uint64_t handle)
+{
+    uint32_t s1 = (uint32_t)(handle & 0xffffffffu);
+    if (s1 == 0 || s1 > q->n_slots)
+        return NULL;
+    tl_evq_slot *s = &q->slots[s1 - 1];
+    if (!s->queued || s->gen != (uint32_t)(handle >> 32))
+        return NULL;
+    return s;
+}
+
 /* Remove the event with this handle. False if it is no longer queued. */
-bool tl_evq_remove(tl_evq *q, uint64_t handle);
-size_t tl_evq_len(const tl_evq *q);
+static inline bool tl_evq_remove(tl_evq *q, uint64_t handle)
+{
+    tl_evq_slot *s = tl_evq_find(q, handle);
+    if (!s)
+        return false;
+    tl_evq_remove_at(q, s->pos);
+    return true;
+}
+
+/* Give a queued event a new (time, seq), keeping its handle and payload:
+ * the same order as removing it and pushing it again with that key. False if
+ * it is no longer queued. */
+static inline bool tl_evq_move(tl_evq *q, uint64_t handle, tl_ns time, uint64_t seq)
+{
+    tl_evq_slot *s = tl_evq_find(q, handle);
+    if (!s)
+        return false;
+    s->ev.time = time;
+    s->ev.seq = seq;
+    uint32_t i = s->pos;
+    tl_evq_ent e = { tl_evq_key_of(time, seq), q->heap[i].slot };
+    if (e.key < q->heap[i].key)
+        tl_evq_sift_up(q, i, e);
+    else
+        tl_evq_sift_down(q, i, e);
+    return true;
+}
+
+static inline size_t tl_evq_len(const tl_evq *q)
+{
+    return q->len;
+}
 
 #endif

@@ -436,11 +436,9 @@ static void sim_close(tl_device *d)
     }
     /* Timer records still queued in the engine: free them through the queue. */
     tl_event ev;
-    while (tl_engine_pending(&s->eng) > 0) {
-        tl_evq_pop(s->eng.q, &ev);
+    while (tl_evq_pop(s->eng.q, &ev))
         if (ev.fn == timer_ev)
             free(ev.arg);
-    }
     free(s->jobs);
     tl_engine_close(&s->eng);
     free(s);

@@ -93,28 +93,36 @@ static double group_slowdown(const sim *s, const group *g)
 
 static void group_end_ev(void *ctx, void *arg, uint64_t u);
 
+/* ceil(remaining x slowdown) in ns, capped. Exactly ceil(): below 2^53 the
+ * truncation is exact and corrected up when short; from there on every
+ * double is an integer. (A call to libm's ceil is most of this function's
+ * cost without SSE4.1.) */
 static tl_ns delay_of(const group *g)
 {
-    double t = ceil(g->remaining * g->slowdown);
-    return t < (double)SIM_MAX_DELAY_NS ? (tl_ns)t : SIM_MAX_DELAY_NS;
+    double t = g->remaining * g->slowdown;
+    if (!(t < (double)SIM_MAX_DELAY_NS))
+        return SIM_MAX_DELAY_NS;
+    tl_ns n = (tl_ns)t;
+    return (double)n < t ? n + 1 : n;
 }
 
 static void group_schedule(sim *s, group *g)
 {
     g->end_at = sim_now(s) + delay_of(g);
-    g->ev = tl_engine_at(&s->eng, g->end_at, group_end_ev, s, g, 0);
+    g->ev = tl_engine_at_inline(&s->eng, g->end_at, group_end_ev, s, g, 0);
 }
 
 /* Move a running group's end event after its remaining work or rate changed
- * (left alone when the time did not move). */
+ * (left alone when the time did not move). Moving it in the queue orders it
+ * exactly as cancelling and scheduling it again would. */
 static void group_reschedule(sim *s, group *g)
 {
     tl_ns end = sim_now(s) + delay_of(g);
     if (g->ev && end == g->end_at)
         return;
-    tl_engine_cancel(&s->eng, g->ev);
     g->end_at = end;
-    g->ev = tl_engine_at(&s->eng, end, group_end_ev, s, g, 0);
+    if (!tl_engine_move_inline(&s->eng, g->ev, end))
+        g->ev = tl_engine_at_inline(&s->eng, end, group_end_ev, s, g, 0);
 }
 
 void group_rate_dirty(sim *s, group *g)
@@ -201,7 +209,7 @@ static bool trains_break_launch(sim *s, launch *l)
         if (g->l == l && g->waves > 1) {
             train_break(s, g);
             if (!g->paused && g->remaining <= 0) {
-                tl_engine_cancel(&s->eng, g->ev);
+                tl_engine_cancel_inline(&s->eng, g->ev);
                 g->ev = 0;
                 l->blocks_done += g->blocks;
                 job_acct *j = acct_job(s, l->job);
@@ -276,7 +284,7 @@ void group_pause(sim *s, group *g)
         g->remaining -= (double)(now - g->last_t) / g->slowdown;
         if (g->remaining < 0)
             g->remaining = 0;
-        tl_engine_cancel(&s->eng, g->ev);
+        tl_engine_cancel_inline(&s->eng, g->ev);
         g->ev = 0;
     }
     g->last_t = now;

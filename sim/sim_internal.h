@@ -24,6 +24,8 @@
 #include "tally/engine.h"
 #include "tally/sim.h"
 
+#include "engine_inline.h"
+
 #define SIM_MAX_LEVELS 64
 /* Longest kernel or copy accepted (about 11.6 days): keeps every end time,
  * slowed down and paused included, far inside int64 nanoseconds. */

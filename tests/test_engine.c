@@ -208,6 +208,64 @@ static void test_random_against_reference(void **st)
     tl_engine_close(&e);
 }
 
+/* tl_engine_move orders an event exactly as cancelling it and scheduling it
+ * again would (it takes the next sequence number), keeps its id, clamps a
+ * past time to now, and refuses ids that fired or were cancelled. */
+static void test_move_equals_cancel_and_schedule(void **st)
+{
+    enum { N = 2000 };
+    tl_engine a, b;
+    static rec ra, rb;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    tl_rng g;
+    tl_rng_init(&g, 7);
+    tl_engine_init(&a);
+    tl_engine_init(&b);
+    static tl_event_id ia[N], ib[N];
+    for (int i = 0; i < N; i++) {
+        tl_ns t = (tl_ns)(tl_rng_next(&g) % 300);
+        ia[i] = tl_engine_at(&a, t, note, &a, &ra, (uint64_t)i);
+        ib[i] = tl_engine_at(&b, t, note, &b, &rb, (uint64_t)i);
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int k = 0; k < N / 2; k++) {
+            int i = (int)(tl_rng_next(&g) % N);
+            tl_ns t = (tl_ns)(tl_rng_next(&g) % 400); /* some in the past: clamped */
+            tl_event_id m = tl_engine_move(&a, ia[i], t);
+            bool live = tl_engine_cancel(&b, ib[i]);
+            assert_int_equal(m != 0, live);
+            if (live) {
+                assert_int_equal(m, ia[i]); /* the id is kept */
+                ib[i] = tl_engine_at(&b, t, note, &b, &rb, (uint64_t)i);
+            }
+        }
+        tl_ns until = 100 * (round + 1);
+        tl_engine_run(&a, until);
+        tl_engine_run(&b, until);
+        assert_int_equal(ra.n, rb.n);
+        assert_int_equal(tl_engine_pending(&a), tl_engine_pending(&b));
+    }
+    tl_engine_run(&a, -1);
+    tl_engine_run(&b, -1);
+    assert_int_equal(ra.n, N);
+    assert_int_equal(rb.n, N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(ra.u[i], rb.u[i]);
+        assert_int_equal(ra.t[i], rb.t[i]);
+    }
+    assert_int_equal(a.peak, b.peak);
+    /* fired and cancelled ids are refused */
+    assert_int_equal(tl_engine_move(&a, ia[0], 1000), 0);
+    assert_int_equal(tl_engine_move(&a, 0, 1000), 0);
+    tl_event_id x = tl_engine_at(&a, 2000, note, &a, &ra, 9);
+    assert_true(tl_engine_cancel(&a, x));
+    assert_int_equal(tl_engine_move(&a, x, 3000), 0);
+    assert_true(tl_engine_empty(&a));
+    tl_engine_close(&a);
+    tl_engine_close(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_flush),
         cmocka_unit_test(test_stop),
         cmocka_unit_test(test_random_against_reference),
+        cmocka_unit_test(test_move_equals_cancel_and_schedule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

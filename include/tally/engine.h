@@ -58,6 +58,11 @@ void tl_engine_close(tl_engine *e);
 tl_event_id tl_engine_at(tl_engine *e, tl_ns t, tl_event_fn fn, void *ctx, void *arg, uint64_t u);
 /* Remove a pending event. Returns false if it already fired or was cancelled. */
 bool tl_engine_cancel(tl_engine *e, tl_event_id id);
+/* Re-time a pending event to t (a t before now is taken as now): the same
+ * order as cancelling it and scheduling it again, without giving up its slot;
+ * it keeps its id. Returns the id, or 0 if it already fired or was cancelled
+ * (nothing is scheduled then). */
+tl_event_id tl_engine_move(tl_engine *e, tl_event_id id, tl_ns t);
 /* Process events in (time, seq) order while their time <= until (all if
  * until < 0), until the queue is empty or tl_engine_stop is called. The clock
  * ends at the last event's time, or at 'until' if events remain after it. */
