@@ -17,17 +17,22 @@
 #include "backend.h"
 #include "worker.h"
 
-int tl_worker_send(tl_worker *w, const tl_wmsg *m)
+static void inbox_push(tl_worker *w, const tl_wmsg *m)
 {
-    for (;;) {
-        ssize_t n = send(w->fd, m, sizeof *m, MSG_NOSIGNAL);
-        if (n == (ssize_t)sizeof *m) return 0;
-        if (n < 0 && errno == EINTR) continue;
-        return TL_EIO;
+    if (w->in_n == w->in_cap) {
+        size_t nc = w->in_cap ? w->in_cap * 2 : 256;
+        tl_wmsg *q = tl_xcalloc(nc, sizeof *q);
+        for (size_t i = 0; i < w->in_n; i++) q[i] = w->inbox[(w->in_head + i) % w->in_cap];
+        free(w->inbox);
+        w->inbox = q;
+        w->in_head = 0;
+        w->in_cap = nc;
     }
+    w->inbox[(w->in_head + w->in_n) % w->in_cap] = *m;
+    w->in_n++;
 }
 
-int tl_worker_recv(tl_worker *w, tl_wmsg *m)
+static int raw_recv(tl_worker *w, tl_wmsg *m)
 {
     ssize_t n = recv(w->fd, m, sizeof *m, MSG_DONTWAIT);
     if (n == (ssize_t)sizeof *m) return 1;
@@ -35,8 +40,39 @@ int tl_worker_recv(tl_worker *w, tl_wmsg *m)
     return TL_EIO; /* 0 bytes: the worker is gone */
 }
 
+int tl_worker_send(tl_worker *w, const tl_wmsg *m)
+{
+    for (;;) {
+        ssize_t n = send(w->fd, m, sizeof *m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n == (ssize_t)sizeof *m) return 0;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            tl_wmsg in;
+            int r;
+            while ((r = raw_recv(w, &in)) > 0) inbox_push(w, &in);
+            if (r < 0) return TL_EIO;
+            struct pollfd p = {w->fd, POLLOUT | POLLIN, 0};
+            poll(&p, 1, 1);
+            continue;
+        }
+        return TL_EIO;
+    }
+}
+
+int tl_worker_recv(tl_worker *w, tl_wmsg *m)
+{
+    if (w->in_n) {
+        *m = w->inbox[w->in_head];
+        w->in_head = (w->in_head + 1) % w->in_cap;
+        w->in_n--;
+        return 1;
+    }
+    return raw_recv(w, m);
+}
+
 int tl_worker_recv_wait(tl_worker *w, tl_wmsg *m, int timeout_ms)
 {
+    if (w->in_n) return tl_worker_recv(w, m);
     struct pollfd p = {w->fd, POLLIN, 0};
     int r = poll(&p, 1, timeout_ms);
     if (r <= 0) return r == 0 ? 0 : TL_EIO;
@@ -73,6 +109,9 @@ int tl_worker_spawn(tl_worker *w, int device, char env[][320], int n_env, tl_err
     close(sv[1]);
     w->pid = pid;
     w->fd = sv[0];
+    int big = 8 << 20; /* room for long bursts of launches and completions */
+    setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    setsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     tl_procs_add(pid);
     tl_wmsg m;
     int r = tl_worker_recv_wait(w, &m, 60000);
@@ -104,6 +143,9 @@ void tl_worker_stop(tl_worker *w)
 gone:
     tl_procs_remove(w->pid);
     close(w->fd);
+    free(w->inbox);
+    w->inbox = NULL;
+    w->in_n = w->in_cap = w->in_head = 0;
     w->pid = 0;
     w->fd = -1;
 }
@@ -134,6 +176,9 @@ static void reply_error(int fd, const char *fmt, const char *what)
 
 int tl_worker_main(int fd, int device)
 {
+    int big = 8 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     tl_synth *syn = NULL;
     int e = (int)cudaSetDevice(device);
     if (!e) e = tl_synth_open(&syn, 4096);

@@ -56,6 +56,8 @@ typedef struct tl_worker {
     pid_t pid;
     int fd;
     int sms;
+    tl_wmsg *inbox;        /* messages read while a send had to wait */
+    size_t in_head, in_n, in_cap;
 } tl_worker;
 
 /* Start a worker: env entries (NAME=value) are added to its environment.
@@ -63,6 +65,9 @@ typedef struct tl_worker {
 int tl_worker_spawn(tl_worker *w, int device, char env[][320], int n_env, tl_err *err);
 /* Ask it to quit, wait a little, then kill. */
 void tl_worker_stop(tl_worker *w);
+/* Never blocks for long: while the worker's socket is full, what the worker
+ * sends is read into the inbox (otherwise both sides could block in send, the
+ * parent on a burst of launches, the worker on their completions). */
 int tl_worker_send(tl_worker *w, const tl_wmsg *m);
 /* Non-blocking receive: 1 got one, 0 none, <0 worker gone. */
 int tl_worker_recv(tl_worker *w, tl_wmsg *m);
