@@ -30,6 +30,7 @@ typedef struct req_slot {
                               union, merged when the slot finishes (tasks of several
                               streams complete out of start order) */
     size_t n_ivs, cap_ivs; /* the buffer is kept when the slot is reused */
+    bool ivs_unsorted;     /* some interval came before its predecessor (sort first) */
     bool host_finished;
     bool in_use;
 } req_slot;
@@ -220,7 +221,9 @@ static tl_ns slot_busy(req_slot *r)
 {
     if (r->n_ivs == 0)
         return 0;
-    qsort(r->ivs, r->n_ivs, sizeof *r->ivs, cmp_busy_iv);
+    /* One stream's tasks complete in start order: the common case needs no sort. */
+    if (r->ivs_unsorted)
+        qsort(r->ivs, r->n_ivs, sizeof *r->ivs, cmp_busy_iv);
     tl_ns total = 0, a = r->ivs[0].a, b = r->ivs[0].b;
     for (size_t i = 1; i < r->n_ivs; i++) {
         if (r->ivs[i].a > b) {
@@ -329,7 +332,10 @@ void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
             r->cap_ivs = r->cap_ivs ? r->cap_ivs * 2 : 64;
             r->ivs = tl_xrealloc(r->ivs, r->cap_ivs * sizeof *r->ivs);
         }
-        r->ivs[r->n_ivs++] = (busy_iv){start_ns, end_ns};
+        busy_iv iv = { start_ns, end_ns };
+        if (r->n_ivs && cmp_busy_iv(&iv, &r->ivs[r->n_ivs - 1]) < 0)
+            r->ivs_unsorted = true;
+        r->ivs[r->n_ivs++] = iv;
     }
     task_free(rt, t);
     stream_work_done(j, (uint32_t)slot);

@@ -125,15 +125,6 @@ static void group_reschedule(sim *s, group *g)
         g->ev = tl_engine_at_inline(&s->eng, end, group_end_ev, s, g, 0);
 }
 
-void group_rate_dirty(sim *s, group *g)
-{
-    if (!g->dirty) {
-        g->dirty = true;
-        g->dirty_next = s->dirty_groups;
-        s->dirty_groups = g;
-    }
-}
-
 static void group_release(sim *s, group *g)
 {
     g->next = s->gfree;
@@ -529,39 +520,53 @@ again:;
     int nc = 0;
     bool capped = c->cap_sms < u->pools[c->pool].sms;
     bool cap_limited = false;
-    /* Without a cap every SM of the pool is usable. With one (MPS), SMs that
-     * already hold the client's blocks are free to use; new ones only up to
-     * the cap. */
-    for (int pass = 0; pass < (capped ? 2 : 1); pass++) {
-        int allowed = c->cap_sms - c->sms_now;
+    uint64_t cap = 0;
+    int maxf = 0;
+    if (!capped) { /* every SM of the pool is usable */
         for (int ci = 0; ci < n_cls; ci++) {
             smclass *k = u->cls[ci];
             if (k->pool != c->pool)
                 continue;
-            bool present = capped && sm_ctx_present(k, c);
-            if (capped && present != (pass == 0))
-                continue;
             int f = sm_fit(s, k, l);
             if (f == 0)
                 continue;
-            int m = k->n;
-            if (capped && !present) {
-                if (m > allowed) {
-                    cap_limited = true;
-                    m = allowed;
-                }
-                allowed -= m;
-            }
-            if (m > 0)
-                cands[nc++] = (cand){ ci, m, f };
+            cands[nc++] = (cand){ ci, k->n, f };
+            cap += (uint64_t)k->n * (uint64_t)f;
+            if (f > maxf)
+                maxf = f;
         }
-    }
-    uint64_t cap = 0;
-    int maxf = 0;
-    for (int i = 0; i < nc; i++) {
-        cap += (uint64_t)cands[i].m * (uint64_t)cands[i].f;
-        if (cands[i].f > maxf)
-            maxf = cands[i].f;
+    } else {
+        /* With a cap (MPS), SMs that already hold the client's blocks are
+         * free to use; new ones only up to the cap. */
+        for (int pass = 0; pass < 2; pass++) {
+            int allowed = c->cap_sms - c->sms_now;
+            for (int ci = 0; ci < n_cls; ci++) {
+                smclass *k = u->cls[ci];
+                if (k->pool != c->pool)
+                    continue;
+                bool present = sm_ctx_present(k, c);
+                if (present != (pass == 0))
+                    continue;
+                int f = sm_fit(s, k, l);
+                if (f == 0)
+                    continue;
+                int m = k->n;
+                if (!present) {
+                    if (m > allowed) {
+                        cap_limited = true;
+                        m = allowed;
+                    }
+                    allowed -= m;
+                }
+                if (m > 0)
+                    cands[nc++] = (cand){ ci, m, f };
+            }
+        }
+        for (int i = 0; i < nc; i++) {
+            cap += (uint64_t)cands[i].m * (uint64_t)cands[i].f;
+            if (cands[i].f > maxf)
+                maxf = cands[i].f;
+        }
     }
     if (cap == 0) {
         if (cands != stack_cands)

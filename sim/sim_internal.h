@@ -133,6 +133,7 @@ struct smclass {
     cls_ent *ents;
     int n_ents, cap_ents;
     uint64_t hash;          /* order-independent hash of ents */
+    bool touched;           /* lost an entry in the current sm_remove (merge candidate) */
     smclass *next_free;     /* class free list (ents kept for reuse) */
 };
 
@@ -248,7 +249,42 @@ smclass *sm_class_new(int pool, int n);
 void sm_class_free(smclass *c);
 void sm_class_release(sim *s, smclass *c);
 void unit_add_pool(unit *u, int pool, int sms);
-int sm_fit(const sim *s, const smclass *c, const launch *l);
+int sm_launch_blocks_in(const smclass *c, const launch *l);
+
+/* Blocks of l that still fit on each SM of class c. */
+static inline int sm_fit(const sim *s, const smclass *c, const launch *l)
+{
+    const tl_gpu_props *g = &s->gpu;
+    if (c->blocks == 0) /* an empty SM: the occupancy (no divisions) */
+        return l->max_per_sm < l->occ ? l->max_per_sm : l->occ;
+    /* full on any resource: nothing fits (the common case on a busy GPU) */
+    if (c->thr + l->cost.threads > g->max_threads_per_sm ||
+        c->regs + l->cost.regs > g->regs_per_sm || c->smem + l->cost.smem > g->smem_per_sm ||
+        c->blocks >= g->max_blocks_per_sm)
+        return 0;
+    int f = g->max_blocks_per_sm - c->blocks;
+    if (l->cost.threads > 0) {
+        int x = (g->max_threads_per_sm - c->thr) / l->cost.threads;
+        if (x < f)
+            f = x;
+    }
+    if (l->cost.regs > 0) {
+        int x = (g->regs_per_sm - c->regs) / l->cost.regs;
+        if (x < f)
+            f = x;
+    }
+    if (l->cost.smem > 0) {
+        int x = (g->smem_per_sm - c->smem) / l->cost.smem;
+        if (x < f)
+            f = x;
+    }
+    if (l->max_per_sm < l->occ) { /* PTB: at most max_per_sm workers per SM */
+        int x = l->max_per_sm - sm_launch_blocks_in(c, l);
+        if (x < f)
+            f = x;
+    }
+    return f > 0 ? f : 0;
+}
 /* Place a group of launch l with bps blocks per SM on m SMs of class index ci
  * of unit u. */
 void sm_place(sim *s, unit *u, int ci, int m, int bps, group *g);
@@ -257,11 +293,8 @@ void sm_remove(sim *s, group *g);
 /* Running-SM accounting of a whole unit on pause (-1) / resume (+1). */
 void sm_presence_all(sim *s, unit *u, int sign);
 bool sm_ctx_present(const smclass *c, const sctx *ctx);
-int sm_launch_blocks_in(const smclass *c, const launch *l);
 
 /* accounting */
-void acct_launch_sms(sim *s, launch *l, int delta);
-void acct_job_sms(sim *s, int job, int delta);
 job_acct *acct_job_grow(sim *s, int job);
 /* The accounting record of a job (grown on demand); NULL for job < 0. */
 static inline job_acct *acct_job(sim *s, int job)
@@ -271,9 +304,38 @@ static inline job_acct *acct_job(sim *s, int job)
     return acct_job_grow(s, job);
 }
 
+/* A launch's SMs holding its running blocks changed by delta (avg_sms). */
+static inline void acct_launch_sms(sim *s, launch *l, int delta)
+{
+    tl_ns now = sim_now(s);
+    l->sms_integral += (double)l->sms_now * (double)(now - l->sms_last);
+    l->sms_last = now;
+    l->sms_now += delta;
+}
+
+/* A job's SMs holding its running blocks changed by delta (sm_busy_ns). */
+static inline void acct_job_sms(sim *s, int job, int delta)
+{
+    job_acct *j = acct_job(s, job);
+    if (!j)
+        return;
+    tl_ns now = sim_now(s);
+    j->busy += (tl_ns)j->sms_now * (now - j->last);
+    j->last = now;
+    j->sms_now += delta;
+}
+
 /* sim_dispatch.c */
 void dispatch_unit(sim *s, unit *u);
-void group_rate_dirty(sim *s, group *g);
+/* g's SMs changed neighbours: re-evaluate its rate at the end of the instant. */
+static inline void group_rate_dirty(sim *s, group *g)
+{
+    if (!g->dirty) {
+        g->dirty = true;
+        g->dirty_next = s->dirty_groups;
+        s->dirty_groups = g;
+    }
+}
 void groups_reevaluate(sim *s);
 void group_pause(sim *s, group *g);
 void group_resume(sim *s, group *g);
@@ -294,7 +356,12 @@ void launch_free(sim *s, launch *l);
 launch *launch_find(sim *s, tl_launch_id id);
 
 /* sim_slice.c */
-void unit_dirty(sim *s, unit *u);
+/* The unit needs a dispatch at the end of the instant. */
+static inline void unit_dirty(sim *s, unit *u)
+{
+    u->dirty = true;
+    s->eng.flush_pending = true; /* tl_engine_request_flush */
+}
 void slice_update(sim *s);
 void unit_work_added(sim *s, unit *u);
 void unit_work_removed(sim *s, unit *u);

@@ -11,22 +11,16 @@
  * callback launches at the same instant keeps its unit active. */
 #include "sim_internal.h"
 
-void unit_dirty(sim *s, unit *u)
-{
-    u->dirty = true;
-    tl_engine_request_flush(&s->eng);
-}
-
 void unit_work_added(sim *s, unit *u)
 {
     u->pending++;
-    tl_engine_request_flush(&s->eng);
+    s->eng.flush_pending = true; /* tl_engine_request_flush */
 }
 
 void unit_work_removed(sim *s, unit *u)
 {
     u->pending--;
-    tl_engine_request_flush(&s->eng);
+    s->eng.flush_pending = true; /* tl_engine_request_flush */
 }
 
 /* The next unit with work after 'after' (round robin), or NULL. */

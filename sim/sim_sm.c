@@ -81,8 +81,8 @@ static smclass *class_clone(sim *s, const smclass *c, int n)
     }
     t->ents = ents;
     t->cap_ents = cap;
-    if (c->n_ents)
-        memcpy(t->ents, c->ents, (size_t)c->n_ents * sizeof *c->ents);
+    for (int i = 0; i < c->n_ents; i++) /* a handful: no memcpy call */
+        ents[i] = c->ents[i];
     return t;
 }
 
@@ -103,48 +103,6 @@ bool sm_ctx_present(const smclass *c, const sctx *ctx)
     return false;
 }
 
-int sm_fit(const sim *s, const smclass *c, const launch *l)
-{
-    const tl_gpu_props *g = &s->gpu;
-    if (c->blocks == 0) /* an empty SM: the occupancy (no divisions) */
-        return l->max_per_sm < l->occ ? l->max_per_sm : l->occ;
-    /* full on any resource: nothing fits (the common case on a busy GPU) */
-    if (c->thr + l->cost.threads > g->max_threads_per_sm ||
-        c->regs + l->cost.regs > g->regs_per_sm || c->smem + l->cost.smem > g->smem_per_sm ||
-        c->blocks >= g->max_blocks_per_sm)
-        return 0;
-    int f = g->max_blocks_per_sm - c->blocks;
-    if (l->cost.threads > 0) {
-        int x = (g->max_threads_per_sm - c->thr) / l->cost.threads;
-        if (x < f)
-            f = x;
-    }
-    if (l->cost.regs > 0) {
-        int x = (g->regs_per_sm - c->regs) / l->cost.regs;
-        if (x < f)
-            f = x;
-    }
-    if (l->cost.smem > 0) {
-        int x = (g->smem_per_sm - c->smem) / l->cost.smem;
-        if (x < f)
-            f = x;
-    }
-    if (l->max_per_sm < l->occ) { /* PTB: at most max_per_sm workers per SM */
-        int x = l->max_per_sm - sm_launch_blocks_in(c, l);
-        if (x < f)
-            f = x;
-    }
-    return f > 0 ? f : 0;
-}
-
-void acct_launch_sms(sim *s, launch *l, int delta)
-{
-    tl_ns now = sim_now(s);
-    l->sms_integral += (double)l->sms_now * (double)(now - l->sms_last);
-    l->sms_last = now;
-    l->sms_now += delta;
-}
-
 job_acct *acct_job_grow(sim *s, int job)
 {
     if (job < 0 || job >= (1 << 20))
@@ -158,17 +116,6 @@ job_acct *acct_job_grow(sim *s, int job)
         s->n_jobs = n;
     }
     return &s->jobs[job];
-}
-
-void acct_job_sms(sim *s, int job, int delta)
-{
-    job_acct *j = acct_job(s, job);
-    if (!j)
-        return;
-    tl_ns now = sim_now(s);
-    j->busy += (tl_ns)j->sms_now * (now - j->last);
-    j->last = now;
-    j->sms_now += delta;
 }
 
 static inline bool unit_running(const sim *s, const unit *u)
@@ -187,26 +134,29 @@ void sm_place(sim *s, unit *u, int ci, int m, int bps, group *g)
     }
     launch *l = g->l;
     sctx *ctx = l->st->c;
+    int job = l->job, thr = l->cost.threads;
     bool l_here = false, j_here = false, c_here = false;
-    int64_t my_thr = (int64_t)bps * l->cost.threads;
-    for (int i = 0; i < c->n_ents; i++) {
-        cls_ent *e = &c->ents[i];
+    int64_t my_thr = (int64_t)m * bps * thr;
+    int64_t foreign = 0;
+    cls_ent *e = c->ents, *end = c->ents + c->n_ents;
+    for (; e < end; e++) {
         if (e->l == l) {
             l_here = true;
         } else {
-            g->foreign += (int64_t)m * e->bps * e->thr;
-            e->g->foreign += (int64_t)m * my_thr;
+            foreign += (int64_t)m * e->bps * e->thr;
+            e->g->foreign += my_thr;
             group_rate_dirty(s, e->g);
         }
-        j_here |= e->job == l->job;
+        j_here |= e->job == job;
         c_here |= e->ctx == ctx;
     }
+    g->foreign += foreign;
     if (c->n_ents == c->cap_ents) {
         c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
         c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
     }
-    c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, l->job, l->cost.threads, bps };
-    c->thr += bps * l->cost.threads;
+    c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, job, thr, bps };
+    c->thr += bps * thr;
     c->regs += bps * l->cost.regs;
     c->smem += bps * l->cost.smem;
     c->blocks += bps;
@@ -216,10 +166,10 @@ void sm_place(sim *s, unit *u, int ci, int m, int bps, group *g)
         if (!l_here)
             acct_launch_sms(s, l, m);
         if (!j_here)
-            acct_job_sms(s, l->job, m);
+            acct_job_sms(s, job, m);
     }
     if (!c_here)
-        l->st->c->sms_now += m;
+        ctx->sms_now += m;
 }
 
 static bool class_equal(const smclass *a, const smclass *b)
@@ -236,68 +186,122 @@ static bool class_equal(const smclass *a, const smclass *b)
     return true;
 }
 
-/* Merge classes that became identical; keeps the lower index (stable order). */
+/* Merge classes that became identical; keeps the lower index (stable order).
+ * Classes are pairwise distinct before a removal, so only pairs with a
+ * class that lost an entry can have become equal: other pairs are skipped
+ * (the same merges, in the same order, as comparing every pair). */
 static void merge_classes(sim *s, unit *u)
 {
-    for (int i = 0; i < u->n_cls; i++)
-        for (int j = i + 1; j < u->n_cls; j++)
-            if (class_equal(u->cls[i], u->cls[j])) {
-                u->cls[i]->n += u->cls[j]->n;
-                sm_class_release(s, u->cls[j]);
-                memmove(&u->cls[j], &u->cls[j + 1], (size_t)(u->n_cls - j - 1) * sizeof *u->cls);
+    for (int i = 0; i < u->n_cls; i++) {
+        smclass *a = u->cls[i];
+        for (int j = i + 1; j < u->n_cls; j++) {
+            smclass *b = u->cls[j];
+            if (!a->touched && !b->touched)
+                continue;
+            if (class_equal(a, b)) {
+                a->n += b->n;
+                a->touched |= b->touched;
+                sm_class_release(s, b);
+                for (int k = j + 1; k < u->n_cls; k++)
+                    u->cls[k - 1] = u->cls[k];
                 u->n_cls--;
                 j--;
             }
+        }
+    }
+    for (int i = 0; i < u->n_cls; i++)
+        u->cls[i]->touched = false;
+}
+
+/* g is the unit's only live group: every class of its pool holds g alone,
+ * so the pool goes back to one empty class, the first of the pool (what
+ * removing g class by class and merging would give; SM counts change at one
+ * instant, so the accounting takes them in one step). */
+static void remove_only_group(sim *s, unit *u, group *g)
+{
+    launch *l = g->l;
+    int pool = -1;
+    for (int ci = 0; ci < u->n_cls && pool < 0; ci++)
+        if (u->cls[ci]->n_ents) /* only g's classes have entries */
+            pool = u->cls[ci]->pool;
+    smclass *kept = NULL;
+    int w = 0;
+    for (int ci = 0; ci < u->n_cls; ci++) {
+        smclass *c = u->cls[ci];
+        if (c->pool == pool) {
+            if (kept) {
+                sm_class_release(s, c);
+                continue;
+            }
+            kept = c;
+        }
+        u->cls[w++] = c;
+    }
+    u->n_cls = w;
+    kept->n = u->pools[pool].sms;
+    kept->n_ents = 0;
+    kept->thr = kept->regs = kept->smem = kept->blocks = 0;
+    kept->hash = 0;
+    if (unit_running(s, u)) {
+        acct_launch_sms(s, l, -g->sms);
+        acct_job_sms(s, l->job, -g->sms);
+    }
+    l->st->c->sms_now -= g->sms;
 }
 
 void sm_remove(sim *s, group *g)
 {
     unit *u = g->u;
+    if (u->groups == g && !g->next) {
+        remove_only_group(s, u, g);
+        return;
+    }
     launch *l = g->l;
+    sctx *ctx = l->st->c;
+    int job = l->job;
     bool running = unit_running(s, u);
-    bool changed = false;
-    for (int ci = 0; ci < u->n_cls; ci++) {
+    int thr = l->cost.threads, regs = l->cost.regs, smem = l->cost.smem;
+    /* the classes holding g add up to g->sms SMs: stop once they are found */
+    int left = g->sms;
+    for (int ci = 0; ci < u->n_cls && left > 0; ci++) {
         smclass *c = u->cls[ci];
-        int k = -1;
-        for (int i = 0; i < c->n_ents; i++)
-            if (c->ents[i].g == g) {
-                k = i;
-                break;
-            }
-        if (k < 0)
+        cls_ent *e = c->ents, *end = c->ents + c->n_ents;
+        while (e < end && e->g != g)
+            e++;
+        if (e == end)
             continue;
-        int bps = c->ents[k].bps;
-        c->ents[k] = c->ents[--c->n_ents];
-        c->thr -= bps * l->cost.threads;
-        c->regs -= bps * l->cost.regs;
-        c->smem -= bps * l->cost.smem;
+        int bps = e->bps;
+        *e = *--end;
+        c->n_ents--;
+        c->thr -= bps * thr;
+        c->regs -= bps * regs;
+        c->smem -= bps * smem;
         c->blocks -= bps;
         c->hash -= ent_hash(g, bps);
-        int64_t my_thr = (int64_t)bps * l->cost.threads;
+        c->touched = true;
+        left -= c->n;
+        int64_t my_thr = (int64_t)c->n * bps * thr;
         bool l_here = false, j_here = false, c_here = false;
-        for (int i = 0; i < c->n_ents; i++) {
-            cls_ent *e = &c->ents[i];
+        for (e = c->ents; e < end; e++) {
             if (e->l == l) {
                 l_here = true;
             } else {
-                e->g->foreign -= (int64_t)c->n * my_thr;
+                e->g->foreign -= my_thr;
                 group_rate_dirty(s, e->g);
             }
-            j_here |= e->job == l->job;
-            c_here |= e->ctx == l->st->c;
+            j_here |= e->job == job;
+            c_here |= e->ctx == ctx;
         }
         if (running) {
             if (!l_here)
                 acct_launch_sms(s, l, -c->n);
             if (!j_here)
-                acct_job_sms(s, l->job, -c->n);
+                acct_job_sms(s, job, -c->n);
         }
         if (!c_here)
-            l->st->c->sms_now -= c->n;
-        changed = true;
+            ctx->sms_now -= c->n;
     }
-    if (changed)
-        merge_classes(s, u);
+    merge_classes(s, u);
 }
 
 void sm_presence_all(sim *s, unit *u, int sign)
