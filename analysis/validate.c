@@ -1,0 +1,704 @@
+/* Validation: match simulated and hardware runs of one spec, average them per
+ * policy, job set and load, and compare the rankings of policies
+ * (include/tally/validate.h). */
+#include "tally/validate.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+/* ---------- one run, as read from a database ---------- */
+
+typedef struct vjob {
+    int job_id;
+    char *name, *role;
+    int priority;
+    bool has_alone;
+    long long alone_run_id;
+    double v[TL_M_COUNT];
+    bool has[TL_M_COUNT];
+} vjob;
+
+typedef struct vrun {
+    long long id;
+    char *experiment, *policy, *params, *gpu;
+    bool has_load;
+    double load;
+    char *key;       /* canonical config, device fields dropped */
+    char *jobsig;
+    vjob *jobs;
+    int n_jobs;
+    double sys;      /* system throughput, NaN unknown */
+    bool used;       /* matched already */
+} vrun;
+
+typedef struct vdb {
+    vrun *runs;
+    size_t n;
+} vdb;
+
+static void vdb_free(vdb *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        vrun *r = &d->runs[i];
+        free(r->experiment);
+        free(r->policy);
+        free(r->params);
+        free(r->gpu);
+        free(r->key);
+        free(r->jobsig);
+        for (int j = 0; j < r->n_jobs; j++) {
+            free(r->jobs[j].name);
+            free(r->jobs[j].role);
+        }
+        free(r->jobs);
+    }
+    free(d->runs);
+    memset(d, 0, sizeof *d);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static void strip_path(json_t *obj, const char *field)
+{
+    json_t *s = json_object_get(obj, field);
+    if (json_is_string(s)) {
+        char *b = tl_xstrdup(base_name(json_string_value(s)));
+        json_object_set_new(obj, field, json_string(b));
+        free(b);
+    }
+}
+
+/* The config with what names the device dropped and paths cut to file names;
+ * NULL if it is not a JSON object. */
+static char *canonical_config(const char *config)
+{
+    if (!config)
+        return NULL;
+    json_t *c = json_loads(config, 0, NULL);
+    if (!json_is_object(c)) {
+        json_decref(c);
+        return NULL;
+    }
+    json_object_del(c, "kind");
+    json_object_del(c, "gpu");
+    json_object_del(c, "kernels");
+    size_t i;
+    json_t *job;
+    json_array_foreach(json_object_get(c, "jobs"), i, job) {
+        if (!json_is_object(job))
+            continue;
+        strip_path(job, "trace");
+        strip_path(json_object_get(job, "arrival"), "path");
+    }
+    char *s = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(c);
+    return s;
+}
+
+static int metric_index(const char *name)
+{
+    for (int m = 0; m < TL_M_COUNT; m++)
+        if (!strcmp(name, tl_metric_name((tl_metric)m)))
+            return m;
+    return -1;
+}
+
+static char *text_col(sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return tl_xstrdup(s ? (const char *)s : "");
+}
+
+static int load_jobs(tl_analysis *a, vrun *r, tl_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = tl_an_prepare(a,
+                           "SELECT job_id, name, role, priority, alone_run_id FROM jobs "
+                           "WHERE run_id=?1 ORDER BY job_id",
+                           &st, err);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, r->id);
+    int cap = 0;
+    tl_sbuf sig = {0};
+    tl_sbuf_printf(&sig, "%s", "");
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (r->n_jobs == cap) {
+            cap = cap ? cap * 2 : 4;
+            r->jobs = tl_xrealloc(r->jobs, (size_t)cap * sizeof *r->jobs);
+        }
+        vjob *j = &r->jobs[r->n_jobs++];
+        memset(j, 0, sizeof *j);
+        j->job_id = sqlite3_column_int(st, 0);
+        j->name = tl_an_clean_label((const char *)sqlite3_column_text(st, 1));
+        j->role = tl_an_clean_label((const char *)sqlite3_column_text(st, 2));
+        j->priority = sqlite3_column_int(st, 3);
+        j->has_alone = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        j->alone_run_id = sqlite3_column_int64(st, 4);
+        tl_sbuf_printf(&sig, "%s%s", r->n_jobs > 1 ? "+" : "", j->name);
+    }
+    sqlite3_finalize(st);
+    r->jobsig = sig.s;
+
+    rc = tl_an_prepare(a, "SELECT job_id, name, value FROM metrics WHERE run_id=?1", &st, err);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, r->id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        double v = sqlite3_column_double(st, 2);
+        if (!name || sqlite3_column_type(st, 2) == SQLITE_NULL || !isfinite(v))
+            continue;
+        int job_id = sqlite3_column_int(st, 0);
+        if (job_id == -1) {
+            if (!strcmp(name, "system_throughput"))
+                r->sys = v;
+            continue;
+        }
+        int m = metric_index(name);
+        for (int k = 0; m >= 0 && k < r->n_jobs; k++)
+            if (r->jobs[k].job_id == job_id) {
+                r->jobs[k].v[m] = v;
+                r->jobs[k].has[m] = true;
+            }
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static vrun *find_run(vdb *d, long long id)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->runs[i].id == id)
+            return &d->runs[i];
+    return NULL;
+}
+
+/* A metric of a job in its alone run: the job of the same name there, or its
+ * only job. */
+static bool alone_value(vdb *d, const vjob *j, int m, double *out)
+{
+    vrun *a = j->has_alone ? find_run(d, j->alone_run_id) : NULL;
+    if (!a)
+        return false;
+    for (int k = 0; k < a->n_jobs; k++)
+        if ((!strcmp(a->jobs[k].name, j->name) || a->n_jobs == 1) && a->jobs[k].has[m] &&
+            a->jobs[k].v[m] > 0) {
+            *out = a->jobs[k].v[m];
+            return true;
+        }
+    return false;
+}
+
+/* Relative metrics a writer left out, as results.h defines them. */
+static void fill_derived(vdb *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        vrun *r = &d->runs[i];
+        bool all_rel = r->n_jobs > 0;
+        double sum = 0;
+        for (int k = 0; k < r->n_jobs; k++) {
+            vjob *j = &r->jobs[k];
+            double base;
+            if (!j->has[TL_M_P99_OVERHEAD] && j->has[TL_M_P99] &&
+                alone_value(d, j, TL_M_P99, &base)) {
+                j->v[TL_M_P99_OVERHEAD] = j->v[TL_M_P99] / base - 1.0;
+                j->has[TL_M_P99_OVERHEAD] = true;
+            }
+            if (!j->has[TL_M_THROUGHPUT_REL] && j->has[TL_M_THROUGHPUT] &&
+                alone_value(d, j, TL_M_THROUGHPUT, &base)) {
+                j->v[TL_M_THROUGHPUT_REL] = j->v[TL_M_THROUGHPUT] / base;
+                j->has[TL_M_THROUGHPUT_REL] = true;
+            }
+            all_rel &= j->has[TL_M_THROUGHPUT_REL];
+            sum += j->v[TL_M_THROUGHPUT_REL];
+        }
+        if (isnan(r->sys) && all_rel)
+            r->sys = sum;
+    }
+}
+
+static int load_db(tl_analysis *a, const char *kind, const char *experiment, vdb *d, tl_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = tl_an_prepare(a,
+                           "SELECT run_id, COALESCE(experiment,''), policy, "
+                           "COALESCE(policy_params,''), COALESCE(gpu,''), load, config FROM runs "
+                           "WHERE COALESCE(status,'done')='done' AND kind=?1 "
+                           "AND (?2 IS NULL OR experiment=?2) ORDER BY run_id",
+                           &st, err);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+    if (experiment)
+        sqlite3_bind_text(st, 2, experiment, -1, SQLITE_STATIC);
+    size_t cap = 0;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        char *key = canonical_config((const char *)sqlite3_column_text(st, 6));
+        if (!key)
+            continue; /* no usable config: cannot be matched */
+        if (d->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            d->runs = tl_xrealloc(d->runs, cap * sizeof *d->runs);
+        }
+        vrun *r = &d->runs[d->n++];
+        memset(r, 0, sizeof *r);
+        r->id = sqlite3_column_int64(st, 0);
+        r->experiment = tl_an_clean_label((const char *)sqlite3_column_text(st, 1));
+        r->policy = tl_an_clean_label((const char *)sqlite3_column_text(st, 2));
+        r->params = text_col(st, 3);
+        if (!strcmp(r->params, "{}"))
+            r->params[0] = '\0';
+        r->gpu = text_col(st, 4);
+        r->has_load = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        r->load = sqlite3_column_double(st, 5);
+        r->key = key;
+        r->sys = NAN;
+    }
+    if (s != SQLITE_DONE)
+        rc = tl_errf(err, TL_EDB, "%s: reading runs: %s", a->path, sqlite3_errmsg(a->db));
+    sqlite3_finalize(st);
+    for (size_t i = 0; rc == 0 && i < d->n; i++)
+        rc = load_jobs(a, &d->runs[i], err);
+    if (rc == 0)
+        fill_derived(d);
+    return rc;
+}
+
+/* ---------- cells ---------- */
+
+static bool same_cell(const tl_val_cell *c, const vrun *h)
+{
+    return !strcmp(c->experiment, h->experiment) && !strcmp(c->policy, h->policy) &&
+           !strcmp(c->params, h->params) && c->has_load == h->has_load &&
+           (!c->has_load || c->load == h->load) && !strcmp(c->jobsig, h->jobsig);
+}
+
+typedef struct cell_acc {
+    double sum[2][64][TL_M_COUNT];
+    int n[2][64][TL_M_COUNT];
+    double sys_sum[2];
+    int sys_n[2];
+    size_t first;   /* order of appearance of the job set among the hw runs */
+} cell_acc;
+
+static bool is_alone(const tl_val_cell *c)
+{
+    return !strcmp(c->policy, "alone");
+}
+
+static void add_pair(tl_val_cell *c, cell_acc *acc, const vrun *s, const vrun *h)
+{
+    c->sim_ids = tl_xrealloc(c->sim_ids, (size_t)(c->n_pairs + 1) * sizeof *c->sim_ids);
+    c->hw_ids = tl_xrealloc(c->hw_ids, (size_t)(c->n_pairs + 1) * sizeof *c->hw_ids);
+    c->sim_ids[c->n_pairs] = s->id;
+    c->hw_ids[c->n_pairs] = h->id;
+    c->n_pairs++;
+    const vrun *rr[2] = {s, h};
+    for (int side = 0; side < 2; side++) {
+        const vrun *r = rr[side];
+        for (int j = 0; j < r->n_jobs && j < c->n_jobs && j < 64; j++)
+            for (int m = 0; m < TL_M_COUNT; m++)
+                if (r->jobs[j].has[m]) {
+                    acc->sum[side][j][m] += r->jobs[j].v[m];
+                    acc->n[side][j][m]++;
+                }
+        if (!isnan(r->sys)) {
+            acc->sys_sum[side] += r->sys;
+            acc->sys_n[side]++;
+        }
+    }
+}
+
+typedef struct cell_sort {
+    tl_val_cell cell;
+    size_t set_order, policy_order;
+} cell_sort;
+
+static int cmp_cells(const void *pa, const void *pb)
+{
+    const cell_sort *a = pa, *b = pb;
+    int c = strcmp(a->cell.experiment, b->cell.experiment);
+    if (c)
+        return c;
+    if (is_alone(&a->cell) != is_alone(&b->cell))
+        return is_alone(&a->cell) ? -1 : 1;
+    if (a->set_order != b->set_order)
+        return a->set_order < b->set_order ? -1 : 1;
+    if (a->cell.has_load != b->cell.has_load)
+        return a->cell.has_load ? 1 : -1;
+    if (a->cell.has_load && a->cell.load != b->cell.load)
+        return a->cell.load < b->cell.load ? -1 : 1;
+    if (a->policy_order != b->policy_order)
+        return a->policy_order < b->policy_order ? -1 : 1;
+    return strcmp(a->cell.params, b->cell.params);
+}
+
+static size_t first_index(const vdb *h, bool by_policy, const tl_val_cell *c)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        const vrun *r = &h->runs[i];
+        if (by_policy ? !strcmp(r->policy, c->policy) : !strcmp(r->jobsig, c->jobsig))
+            return i;
+    }
+    return h->n;
+}
+
+/* ---------- rankings ---------- */
+
+double tl_kendall_tau_b(const double *x, const double *y, int n)
+{
+    if (n < 2)
+        return NAN;
+    double conc = 0, disc = 0, tx = 0, ty = 0, pairs = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            double dx = x[i] - x[j], dy = y[i] - y[j];
+            pairs++;
+            if (dx == 0)
+                tx++;
+            if (dy == 0)
+                ty++;
+            if (dx * dy > 0)
+                conc++;
+            else if (dx * dy < 0)
+                disc++;
+        }
+    double den = sqrt((pairs - tx) * (pairs - ty));
+    return den > 0 ? (conc - disc) / den : NAN;
+}
+
+static void order_by(const double *v, char *const *names, int n, bool desc, int *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = i;
+    /* insertion sort: a handful of policies, stable and without a context-less comparator */
+    for (int i = 1; i < n; i++) {
+        int k = out[i], j = i - 1;
+        while (j >= 0) {
+            double a = v[out[j]], b = v[k];
+            bool after = desc ? a < b : a > b;
+            if (!after && a == b)
+                after = strcmp(names[out[j]], names[k]) > 0;
+            if (!after)
+                break;
+            out[j + 1] = out[j];
+            j--;
+        }
+        out[j + 1] = k;
+    }
+}
+
+static char *cell_label(const tl_val_cell *c)
+{
+    tl_sbuf b = {0};
+    tl_sbuf_printf(&b, "%s", c->policy);
+    if (*c->params)
+        tl_sbuf_printf(&b, " %s", c->params);
+    return b.s;
+}
+
+static void cell_rank_values(const tl_val_cell *c, tl_val_rank_metric m, double *s, double *h)
+{
+    if (m == TL_VAL_RANK_P99_OVERHEAD) {
+        *s = c->hp >= 0 ? c->jobs[c->hp].sim[TL_M_P99_OVERHEAD] : NAN;
+        *h = c->hp >= 0 ? c->jobs[c->hp].hw[TL_M_P99_OVERHEAD] : NAN;
+    } else {
+        *s = c->sys_sim;
+        *h = c->sys_hw;
+    }
+}
+
+static void add_ranking(tl_validation *v, const char *experiment, const char *scope,
+                        tl_val_rank_metric m, char **names, double *s, double *h, int n)
+{
+    if (n < 2) {
+        for (int i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        free(s);
+        free(h);
+        return;
+    }
+    v->ranks = tl_xrealloc(v->ranks, (v->n_ranks + 1) * sizeof *v->ranks);
+    tl_val_ranking *r = &v->ranks[v->n_ranks++];
+    memset(r, 0, sizeof *r);
+    r->experiment = tl_xstrdup(experiment);
+    r->scope = tl_xstrdup(scope);
+    r->metric = m;
+    r->n = n;
+    r->policies = names;
+    r->sim = s;
+    r->hw = h;
+    r->order_sim = tl_xcalloc((size_t)n, sizeof *r->order_sim);
+    r->order_hw = tl_xcalloc((size_t)n, sizeof *r->order_hw);
+    bool desc = m == TL_VAL_RANK_SYS_THROUGHPUT;
+    order_by(s, names, n, desc, r->order_sim);
+    order_by(h, names, n, desc, r->order_hw);
+    r->same = true;
+    for (int i = 0; i < n; i++)
+        r->same &= r->order_sim[i] == r->order_hw[i];
+    r->tau = tl_kendall_tau_b(s, h, n);
+}
+
+/* Rankings per job set and load, then over the mean of every job set (policies
+ * present in all of them) when an experiment has several. */
+static void make_rankings(tl_validation *v)
+{
+    for (size_t i = 0; i < v->n_cells; i++) {
+        const tl_val_cell *c0 = &v->cells[i];
+        if (is_alone(c0))
+            continue;
+        bool first = true; /* one ranking per (experiment, job set, load) */
+        for (size_t k = 0; k < i && first; k++) {
+            const tl_val_cell *p = &v->cells[k];
+            first = is_alone(p) || strcmp(p->experiment, c0->experiment) ||
+                    strcmp(p->jobsig, c0->jobsig) || p->has_load != c0->has_load ||
+                    (p->has_load && p->load != c0->load);
+        }
+        if (!first)
+            continue;
+        tl_sbuf scope = {0};
+        tl_sbuf_printf(&scope, "%s", c0->jobsig);
+        if (c0->has_load)
+            tl_sbuf_printf(&scope, " load %g", c0->load);
+        for (int m = 0; m < TL_VAL_RANK_COUNT; m++) {
+            char **names = tl_xcalloc(v->n_cells, sizeof *names);
+            double *s = tl_xcalloc(v->n_cells, sizeof *s), *h = tl_xcalloc(v->n_cells, sizeof *h);
+            int n = 0;
+            for (size_t k = i; k < v->n_cells; k++) {
+                const tl_val_cell *c = &v->cells[k];
+                if (is_alone(c) || strcmp(c->experiment, c0->experiment) ||
+                    strcmp(c->jobsig, c0->jobsig) || c->has_load != c0->has_load ||
+                    (c->has_load && c->load != c0->load))
+                    continue;
+                cell_rank_values(c, (tl_val_rank_metric)m, &s[n], &h[n]);
+                if (isnan(s[n]) || isnan(h[n]))
+                    continue;
+                names[n++] = cell_label(c);
+            }
+            add_ranking(v, c0->experiment, scope.s, (tl_val_rank_metric)m, names, s, h, n);
+        }
+        tl_sbuf_free(&scope);
+    }
+    /* over job sets: per experiment with two or more scopes, each policy's mean
+     * over the scopes (only policies ranked in every one of them) */
+    size_t n_scoped = v->n_ranks;
+    for (size_t i = 0; i < n_scoped; i++) {
+        const char *exp = v->ranks[i].experiment;
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++)
+            first = strcmp(v->ranks[k].experiment, exp) != 0;
+        if (!first)
+            continue;
+        for (int m = 0; m < TL_VAL_RANK_COUNT; m++) {
+            int scopes = 0;
+            const tl_val_ranking *ref = NULL;
+            for (size_t l = 0; l < n_scoped; l++)
+                if (!strcmp(v->ranks[l].experiment, exp) && v->ranks[l].metric == (tl_val_rank_metric)m) {
+                    scopes++;
+                    if (!ref)
+                        ref = &v->ranks[l];
+                }
+            if (scopes < 2)
+                continue;
+            char **names = tl_xcalloc((size_t)ref->n, sizeof *names);
+            double *s = tl_xcalloc((size_t)ref->n, sizeof *s), *h = tl_xcalloc((size_t)ref->n, sizeof *h);
+            int n = 0;
+            for (int q = 0; q < ref->n; q++) {
+                double ss = 0, hh = 0;
+                int got = 0;
+                for (size_t l = 0; l < n_scoped; l++) {
+                    const tl_val_ranking *r = &v->ranks[l];
+                    if (strcmp(r->experiment, exp) || r->metric != (tl_val_rank_metric)m)
+                        continue;
+                    for (int x = 0; x < r->n; x++)
+                        if (!strcmp(r->policies[x], ref->policies[q])) {
+                            ss += r->sim[x];
+                            hh += r->hw[x];
+                            got++;
+                            break;
+                        }
+                }
+                if (got < scopes)
+                    continue;
+                s[n] = ss / got;
+                h[n] = hh / got;
+                names[n++] = tl_xstrdup(ref->policies[q]);
+            }
+            add_ranking(v, exp, "mean over job sets", (tl_val_rank_metric)m, names, s, h, n);
+        }
+    }
+}
+
+/* ---------- load ---------- */
+
+static int build(tl_validation *v, vdb *sim, vdb *hw)
+{
+    cell_sort *cs = NULL;
+    cell_acc **acc = NULL;
+    size_t nc = 0;
+    for (size_t i = 0; i < hw->n; i++) {
+        vrun *h = &hw->runs[i];
+        vrun *s = NULL;
+        /* the same config; a run of the same experiment name first */
+        for (int pass = 0; pass < 2 && !s; pass++)
+            for (size_t k = 0; k < sim->n && !s; k++) {
+                vrun *c = &sim->runs[k];
+                if (!c->used && !strcmp(c->key, h->key) &&
+                    (pass == 1 || !strcmp(c->experiment, h->experiment)) &&
+                    c->n_jobs == h->n_jobs)
+                    s = c;
+            }
+        if (!s)
+            continue;
+        s->used = true;
+        if (!v->matched++) {
+            v->hw_gpu = tl_xstrdup(h->gpu);
+            v->sim_gpu = tl_xstrdup(s->gpu);
+        }
+        size_t ci = 0;
+        while (ci < nc && !same_cell(&cs[ci].cell, h))
+            ci++;
+        if (ci == nc) {
+            cs = tl_xrealloc(cs, (nc + 1) * sizeof *cs);
+            acc = tl_xrealloc(acc, (nc + 1) * sizeof *acc);
+            acc[nc] = tl_xcalloc(1, sizeof **acc);
+            tl_val_cell *c = &cs[nc].cell;
+            memset(c, 0, sizeof *c);
+            c->experiment = tl_xstrdup(h->experiment);
+            c->policy = tl_xstrdup(h->policy);
+            c->params = tl_xstrdup(h->params);
+            c->has_load = h->has_load;
+            c->load = h->load;
+            c->jobsig = tl_xstrdup(h->jobsig);
+            c->n_jobs = h->n_jobs < 64 ? h->n_jobs : 64;
+            c->jobs = tl_xcalloc(c->n_jobs ? (size_t)c->n_jobs : 1, sizeof *c->jobs);
+            c->hp = -1;
+            for (int j = 0; j < c->n_jobs; j++) {
+                c->jobs[j].name = tl_xstrdup(h->jobs[j].name);
+                c->jobs[j].role = tl_xstrdup(h->jobs[j].role);
+                c->jobs[j].priority = h->jobs[j].priority;
+                if (!strcmp(c->jobs[j].role, "inference") &&
+                    (c->hp < 0 || c->jobs[j].priority < c->jobs[c->hp].priority))
+                    c->hp = j;
+            }
+            nc++;
+        }
+        add_pair(&cs[ci].cell, acc[ci], s, h);
+    }
+    for (size_t i = 0; i < nc; i++) {
+        tl_val_cell *c = &cs[i].cell;
+        for (int j = 0; j < c->n_jobs; j++)
+            for (int m = 0; m < TL_M_COUNT; m++) {
+                int ns = acc[i]->n[0][j][m], nh = acc[i]->n[1][j][m];
+                c->jobs[j].sim[m] = ns ? acc[i]->sum[0][j][m] / ns : NAN;
+                c->jobs[j].hw[m] = nh ? acc[i]->sum[1][j][m] / nh : NAN;
+            }
+        c->sys_sim = acc[i]->sys_n[0] ? acc[i]->sys_sum[0] / acc[i]->sys_n[0] : NAN;
+        c->sys_hw = acc[i]->sys_n[1] ? acc[i]->sys_sum[1] / acc[i]->sys_n[1] : NAN;
+        if (is_alone(c)) /* a job alone has no system throughput to speak of */
+            c->sys_sim = c->sys_hw = NAN;
+        cs[i].set_order = first_index(hw, false, c);
+        cs[i].policy_order = first_index(hw, true, c);
+        free(acc[i]);
+    }
+    free(acc);
+    if (nc)
+        qsort(cs, nc, sizeof *cs, cmp_cells);
+    v->cells = tl_xcalloc(nc ? nc : 1, sizeof *v->cells);
+    for (size_t i = 0; i < nc; i++)
+        v->cells[i] = cs[i].cell;
+    v->n_cells = nc;
+    free(cs);
+    make_rankings(v);
+    return 0;
+}
+
+int tl_validation_load(tl_validation *v, const char *sim_db, const char *hw_db,
+                       const char *experiment, tl_err *err)
+{
+    memset(v, 0, sizeof *v);
+    tl_analysis as, ah;
+    int r = tl_analysis_open(&ah, hw_db, err);
+    if (r < 0)
+        return r;
+    if ((r = tl_analysis_open(&as, sim_db, err)) < 0) {
+        tl_analysis_close(&ah);
+        return r;
+    }
+    vdb sim = {0}, hw = {0};
+    r = load_db(&ah, "hw", experiment, &hw, err);
+    if (r == 0)
+        r = load_db(&as, "sim", NULL, &sim, err);
+    tl_analysis_close(&as);
+    tl_analysis_close(&ah);
+    v->hw_path = tl_xstrdup(hw_db);
+    v->sim_path = tl_xstrdup(sim_db);
+    v->hw_runs = hw.n;
+    v->sim_runs = sim.n;
+    if (r == 0 && hw.n == 0)
+        r = tl_errf(err, TL_EMISSING, "%s: no finished hardware runs (kind 'hw')%s%s", hw_db,
+                    experiment ? " of experiment " : "", experiment ? experiment : "");
+    else if (r == 0 && sim.n == 0)
+        r = tl_errf(err, TL_EMISSING, "%s: no finished simulated runs (kind 'sim')", sim_db);
+    if (r == 0)
+        r = build(v, &sim, &hw);
+    if (r == 0 && v->matched == 0)
+        r = tl_errf(err, TL_EMISSING,
+                    "%s: none of its %zu simulated runs has the config of one of the %zu hardware "
+                    "runs of %s (same policy, jobs, load, seed, repetition, duration and warm-up "
+                    "needed; hardware run with another --seed?)",
+                    sim_db, sim.n, hw.n, hw_db);
+    vdb_free(&sim);
+    vdb_free(&hw);
+    if (r < 0)
+        tl_validation_close(v);
+    return r;
+}
+
+void tl_validation_close(tl_validation *v)
+{
+    for (size_t i = 0; i < v->n_cells; i++) {
+        tl_val_cell *c = &v->cells[i];
+        free(c->experiment);
+        free(c->policy);
+        free(c->params);
+        free(c->jobsig);
+        free(c->sim_ids);
+        free(c->hw_ids);
+        for (int j = 0; j < c->n_jobs; j++) {
+            free(c->jobs[j].name);
+            free(c->jobs[j].role);
+        }
+        free(c->jobs);
+    }
+    free(v->cells);
+    for (size_t i = 0; i < v->n_ranks; i++) {
+        tl_val_ranking *r = &v->ranks[i];
+        free(r->experiment);
+        free(r->scope);
+        for (int k = 0; k < r->n; k++)
+            free(r->policies[k]);
+        free(r->policies);
+        free(r->sim);
+        free(r->hw);
+        free(r->order_sim);
+        free(r->order_hw);
+    }
+    free(v->ranks);
+    free(v->hw_gpu);
+    free(v->sim_gpu);
+    free(v->hw_path);
+    free(v->sim_path);
+    memset(v, 0, sizeof *v);
+}

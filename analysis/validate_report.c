@@ -1,0 +1,434 @@
+/* Validation output: the text report, Markdown and CSV (include/tally/validate.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/validate.h"
+#include "an_internal.h"
+
+/* The goals of issue 6: p99 within 10%, training throughput within 5%. */
+#define P99_GOAL 0.10
+#define TPUT_GOAL 0.05
+
+static double rel_err(double sim, double hw)
+{
+    return isfinite(sim) && isfinite(hw) && hw != 0 ? sim / hw - 1.0 : NAN;
+}
+
+static void fmt_num(char *buf, size_t cap, double v, double scale, int decimals)
+{
+    if (!isfinite(v))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.*f", decimals, v * scale);
+}
+
+static void fmt_pct(char *buf, size_t cap, double v)
+{
+    if (!isfinite(v))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%+.1f%%", v * 100.0);
+}
+
+static bool is_alone(const tl_val_cell *c)
+{
+    return !strcmp(c->policy, "alone");
+}
+
+static bool same_scope(const tl_val_cell *a, const tl_val_cell *b)
+{
+    if (strcmp(a->experiment, b->experiment) || is_alone(a) != is_alone(b))
+        return false;
+    if (is_alone(a))
+        return true;
+    return !strcmp(a->jobsig, b->jobsig) && a->has_load == b->has_load &&
+           (!a->has_load || a->load == b->load);
+}
+
+static char *scope_title(const tl_val_cell *c)
+{
+    tl_sbuf b = {0};
+    if (is_alone(c))
+        tl_sbuf_printf(&b, "%s: each job alone", c->experiment);
+    else {
+        tl_sbuf_printf(&b, "%s: %s", c->experiment, c->jobsig);
+        if (c->has_load)
+            tl_sbuf_printf(&b, ", load %g", c->load);
+    }
+    return b.s;
+}
+
+static char *policy_label(const tl_val_cell *c)
+{
+    tl_sbuf b = {0};
+    tl_sbuf_printf(&b, "%s", c->policy);
+    if (*c->params)
+        tl_sbuf_printf(&b, " %s", c->params);
+    return b.s;
+}
+
+/* One table row's cells: 0 policy, 1 job, 2 role, 3 runs, then sim/hw/err for
+ * p50, p99 and throughput (4..12). The system row fills throughput only. */
+#define NCOL 13
+typedef char row_t[NCOL][96];
+
+static void job_row(const tl_val_cell *c, int j, row_t row)
+{
+    const tl_val_job *jb = &c->jobs[j];
+    char *pl = policy_label(c);
+    snprintf(row[0], sizeof row[0], "%s", pl);
+    free(pl);
+    snprintf(row[1], sizeof row[1], "%s", jb->name);
+    snprintf(row[2], sizeof row[2], "%s", jb->role);
+    snprintf(row[3], sizeof row[3], "%d", c->n_pairs);
+    static const tl_metric ms[3] = {TL_M_P50, TL_M_P99, TL_M_THROUGHPUT};
+    for (int k = 0; k < 3; k++) {
+        double scale = k < 2 ? 1e-6 : 1.0;
+        int dec = k < 2 ? 3 : 2;
+        fmt_num(row[4 + 3 * k], sizeof row[0], jb->sim[ms[k]], scale, dec);
+        fmt_num(row[5 + 3 * k], sizeof row[0], jb->hw[ms[k]], scale, dec);
+        fmt_pct(row[6 + 3 * k], sizeof row[0], rel_err(jb->sim[ms[k]], jb->hw[ms[k]]));
+    }
+}
+
+static void system_row(const tl_val_cell *c, row_t row)
+{
+    for (int k = 0; k < NCOL; k++)
+        snprintf(row[k], sizeof row[k], "%s", "");
+    char *pl = policy_label(c);
+    snprintf(row[0], sizeof row[0], "%s", pl);
+    free(pl);
+    snprintf(row[1], sizeof row[1], "system");
+    snprintf(row[3], sizeof row[3], "%d", c->n_pairs);
+    fmt_num(row[10], sizeof row[0], c->sys_sim, 1, 3);
+    fmt_num(row[11], sizeof row[0], c->sys_hw, 1, 3);
+    fmt_pct(row[12], sizeof row[0], rel_err(c->sys_sim, c->sys_hw));
+}
+
+static const char *const headers[NCOL] = {"policy", "job", "role", "runs",
+                                          "p50 sim", "p50 hw", "err",
+                                          "p99 sim", "p99 hw", "err",
+                                          "thr sim", "thr hw", "err"};
+
+static const char *rank_title(tl_val_rank_metric m)
+{
+    return m == TL_VAL_RANK_P99_OVERHEAD ? "high-priority p99 overhead, lowest first"
+                                         : "system throughput, highest first";
+}
+
+static void rank_value(char *buf, size_t cap, tl_val_rank_metric m, double v)
+{
+    if (m == TL_VAL_RANK_P99_OVERHEAD)
+        fmt_pct(buf, cap, v);
+    else
+        fmt_num(buf, cap, v, 1, 3);
+}
+
+static void print_order(FILE *out, const tl_val_ranking *r, const int *order, const double *v,
+                        const char *sep)
+{
+    for (int i = 0; i < r->n; i++) {
+        char val[32];
+        rank_value(val, sizeof val, r->metric, v[order[i]]);
+        fprintf(out, "%s%s %s", i ? sep : "", r->policies[order[i]], val);
+    }
+}
+
+/* ---------- summary figures ---------- */
+
+typedef struct summary {
+    int p99_n, p99_ok, tput_n, tput_ok, rank_n[TL_VAL_RANK_COUNT], rank_same[TL_VAL_RANK_COUNT];
+    double p99_abs_sum, tput_abs_sum;
+} summary;
+
+static void summarize(const tl_validation *v, summary *s)
+{
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < v->n_cells; i++) {
+        const tl_val_cell *c = &v->cells[i];
+        for (int j = 0; j < c->n_jobs; j++) {
+            const tl_val_job *jb = &c->jobs[j];
+            if (!strcmp(jb->role, "inference")) {
+                double e = rel_err(jb->sim[TL_M_P99], jb->hw[TL_M_P99]);
+                if (isfinite(e)) {
+                    s->p99_n++;
+                    s->p99_ok += fabs(e) <= P99_GOAL;
+                    s->p99_abs_sum += fabs(e);
+                }
+            } else {
+                double e = rel_err(jb->sim[TL_M_THROUGHPUT], jb->hw[TL_M_THROUGHPUT]);
+                if (isfinite(e)) {
+                    s->tput_n++;
+                    s->tput_ok += fabs(e) <= TPUT_GOAL;
+                    s->tput_abs_sum += fabs(e);
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < v->n_ranks; i++) {
+        s->rank_n[v->ranks[i].metric]++;
+        s->rank_same[v->ranks[i].metric] += v->ranks[i].same;
+    }
+}
+
+static void print_summary(FILE *out, const tl_validation *v, const char *bullet)
+{
+    summary s;
+    summarize(v, &s);
+    fprintf(out, "%sinference p99 latency within 10%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
+            bullet, s.p99_ok, s.p99_n, s.p99_n ? 100.0 * s.p99_abs_sum / s.p99_n : 0.0);
+    fprintf(out, "%straining throughput within 5%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
+            bullet, s.tput_ok, s.tput_n, s.tput_n ? 100.0 * s.tput_abs_sum / s.tput_n : 0.0);
+    fprintf(out, "%spolicies in the same order as on the hardware: p99 overhead %d of %d rankings, "
+                 "system throughput %d of %d\n",
+            bullet, s.rank_same[0], s.rank_n[0], s.rank_same[1], s.rank_n[1]);
+}
+
+/* ---------- text ---------- */
+
+static void print_rows(FILE *out, row_t *rows, int n)
+{
+    int w[NCOL];
+    for (int k = 0; k < NCOL; k++) {
+        w[k] = (int)strlen(headers[k]);
+        for (int i = 0; i < n; i++)
+            if ((int)strlen(rows[i][k]) > w[k])
+                w[k] = (int)strlen(rows[i][k]);
+    }
+    for (int i = -1; i < n; i++) {
+        for (int k = 0; k < NCOL; k++) {
+            const char *cell = i < 0 ? headers[k] : rows[i][k];
+            if (k < 3)
+                fprintf(out, "%s%-*s", k ? "  " : "", w[k], cell);
+            else
+                fprintf(out, "  %*s", w[k], cell);
+        }
+        fputc('\n', out);
+    }
+}
+
+/* Rows of the scope starting at cell i; returns the number of cells used. */
+static size_t scope_rows(const tl_validation *v, size_t i, row_t **rows, int *n)
+{
+    size_t k = i;
+    *n = 0;
+    *rows = NULL;
+    int cap = 0;
+    for (; k < v->n_cells && same_scope(&v->cells[i], &v->cells[k]); k++) {
+        const tl_val_cell *c = &v->cells[k];
+        int need = *n + c->n_jobs + 1;
+        if (need > cap) {
+            cap = need * 2;
+            *rows = tl_xrealloc(*rows, (size_t)cap * sizeof **rows);
+        }
+        for (int j = 0; j < c->n_jobs; j++)
+            job_row(c, j, (*rows)[(*n)++]);
+        if (!is_alone(c) && isfinite(c->sys_sim) && isfinite(c->sys_hw))
+            system_row(c, (*rows)[(*n)++]);
+    }
+    return k - i;
+}
+
+void tl_validation_print(const tl_validation *v, FILE *out)
+{
+    fprintf(out,
+            "Simulated (%s: %zu runs, %s) vs hardware (%s: %zu runs, %s): %zu pairs matched.\n"
+            "Means over the matched repetitions; err = sim / hw - 1; p50, p99 in ms (training: "
+            "iteration time);\nthroughput in requests or iterations per s (system: sum of the "
+            "jobs' throughput relative to alone).\n",
+            v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
+            v->hw_gpu ? v->hw_gpu : "?", v->matched);
+    for (size_t i = 0; i < v->n_cells;) {
+        char *t = scope_title(&v->cells[i]);
+        fprintf(out, "\n== %s\n", t);
+        free(t);
+        row_t *rows;
+        int n;
+        i += scope_rows(v, i, &rows, &n);
+        print_rows(out, rows, n);
+        free(rows);
+    }
+    if (v->n_ranks)
+        fprintf(out, "\nRankings of the policies (simulated vs hardware):\n");
+    for (size_t i = 0; i < v->n_ranks; i++) {
+        const tl_val_ranking *r = &v->ranks[i];
+        char tau[32];
+        fmt_num(tau, sizeof tau, r->tau, 1, 2);
+        fprintf(out, "\n%s, %s: %s\n  same order: %s (Kendall tau-b %s)\n  sim: ", r->experiment,
+                r->scope, rank_title(r->metric), r->same ? "yes" : "no", tau);
+        print_order(out, r, r->order_sim, r->sim, ", ");
+        fprintf(out, "\n  hw:  ");
+        print_order(out, r, r->order_hw, r->hw, ", ");
+        fputc('\n', out);
+    }
+    fprintf(out, "\nSummary:\n");
+    print_summary(out, v, "  ");
+}
+
+/* ---------- Markdown ---------- */
+
+static void md_cell(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            fputs("\\|", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+int tl_validation_write_markdown(const tl_validation *v, const char *path, const char *command,
+                                 tl_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "# Simulator vs hardware\n\n");
+    if (command)
+        fprintf(f, "Made with `%s`.\n\n", command);
+    fprintf(f,
+            "Simulated runs: `%s` (%zu runs, %s); hardware runs: `%s` (%zu runs, %s); %zu pairs "
+            "matched by run config. Means over the matched repetitions; err = sim / hw - 1; p50 "
+            "and p99 in ms (for training jobs: iteration time); throughput in requests or "
+            "iterations per s; system: the sum of the jobs' throughput relative to alone.\n\n",
+            v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
+            v->hw_gpu ? v->hw_gpu : "?", v->matched);
+    fprintf(f, "## Summary\n\n");
+    print_summary(f, v, "- ");
+    for (size_t i = 0; i < v->n_cells;) {
+        char *t = scope_title(&v->cells[i]);
+        fprintf(f, "\n## ");
+        md_cell(f, t);
+        fprintf(f, "\n\n|");
+        free(t);
+        for (int k = 0; k < NCOL; k++)
+            fprintf(f, " %s |", headers[k]);
+        fprintf(f, "\n|");
+        for (int k = 0; k < NCOL; k++)
+            fprintf(f, "%s|", k < 3 ? "---" : "---:");
+        fputc('\n', f);
+        row_t *rows;
+        int n;
+        i += scope_rows(v, i, &rows, &n);
+        for (int r = 0; r < n; r++) {
+            fputc('|', f);
+            for (int k = 0; k < NCOL; k++) {
+                fputc(' ', f);
+                md_cell(f, rows[r][k]);
+                fputs(" |", f);
+            }
+            fputc('\n', f);
+        }
+        free(rows);
+    }
+    if (v->n_ranks) {
+        fprintf(f, "\n## Rankings of the policies\n\n| experiment | scope | metric | same order | "
+                   "Kendall tau-b | simulated | hardware |\n|---|---|---|---|---:|---|---|\n");
+        for (size_t i = 0; i < v->n_ranks; i++) {
+            const tl_val_ranking *r = &v->ranks[i];
+            char tau[32];
+            fmt_num(tau, sizeof tau, r->tau, 1, 2);
+            fputs("| ", f);
+            md_cell(f, r->experiment);
+            fputs(" | ", f);
+            md_cell(f, r->scope);
+            fprintf(f, " | %s | %s | %s | ", rank_title(r->metric), r->same ? "yes" : "no", tau);
+            print_order(f, r, r->order_sim, r->sim, " > ");
+            fputs(" | ", f);
+            print_order(f, r, r->order_hw, r->hw, " > ");
+            fputs(" |\n", f);
+        }
+        fprintf(f, "\n(`a > b`: a ranks before b.)\n");
+    }
+    bool bad = ferror(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad)
+        return tl_errf(err, TL_EIO, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+/* ---------- CSV ---------- */
+
+static void csv_text(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_num(FILE *f, double v)
+{
+    fputc(',', f);
+    if (isfinite(v))
+        fprintf(f, "%.9g", v);
+}
+
+int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "experiment,job_set,load,policy,params,job,role,runs,"
+               "p50_sim_ms,p50_hw_ms,p50_err,p99_sim_ms,p99_hw_ms,p99_err,"
+               "throughput_sim,throughput_hw,throughput_err,"
+               "p99_overhead_sim,p99_overhead_hw,throughput_rel_sim,throughput_rel_hw\n");
+    for (size_t i = 0; i < v->n_cells; i++) {
+        const tl_val_cell *c = &v->cells[i];
+        for (int j = 0; j <= c->n_jobs; j++) {
+            bool sys = j == c->n_jobs;
+            if (sys && (is_alone(c) || (isnan(c->sys_sim) && isnan(c->sys_hw))))
+                continue;
+            csv_text(f, c->experiment);
+            fputc(',', f);
+            csv_text(f, c->jobsig);
+            fputc(',', f);
+            if (c->has_load)
+                fprintf(f, "%g", c->load);
+            fputc(',', f);
+            csv_text(f, c->policy);
+            fputc(',', f);
+            csv_text(f, c->params);
+            fputc(',', f);
+            csv_text(f, sys ? "system" : c->jobs[j].name);
+            fputc(',', f);
+            csv_text(f, sys ? "" : c->jobs[j].role);
+            fprintf(f, ",%d", c->n_pairs);
+            if (sys) {
+                fputs(",,,,,,", f);
+                csv_num(f, c->sys_sim);
+                csv_num(f, c->sys_hw);
+                csv_num(f, rel_err(c->sys_sim, c->sys_hw));
+                fputs(",,,,\n", f);
+                continue;
+            }
+            const tl_val_job *jb = &c->jobs[j];
+            static const tl_metric ms[3] = {TL_M_P50, TL_M_P99, TL_M_THROUGHPUT};
+            for (int k = 0; k < 3; k++) {
+                double scale = k < 2 ? 1e-6 : 1.0;
+                csv_num(f, jb->sim[ms[k]] * scale);
+                csv_num(f, jb->hw[ms[k]] * scale);
+                csv_num(f, rel_err(jb->sim[ms[k]], jb->hw[ms[k]]));
+            }
+            csv_num(f, jb->sim[TL_M_P99_OVERHEAD]);
+            csv_num(f, jb->hw[TL_M_P99_OVERHEAD]);
+            csv_num(f, jb->sim[TL_M_THROUGHPUT_REL]);
+            csv_num(f, jb->hw[TL_M_THROUGHPUT_REL]);
+            fputc('\n', f);
+        }
+    }
+    bool bad = ferror(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad)
+        return tl_errf(err, TL_EIO, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}

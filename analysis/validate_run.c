@@ -1,0 +1,302 @@
+/* Validation, the parts that run or write things: the experiment to simulate
+ * for a set of hardware runs, the simulation itself (the ordinary sweep on the
+ * simulated device), and the combined database the sim-vs-hw plot reads
+ * (include/tally/validate.h). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tally/results.h"
+#include "tally/sim.h"
+#include "tally/sweep.h"
+#include "tally/validate.h"
+#include "an_internal.h"
+
+/* ---------- the experiment the hardware ran ---------- */
+
+/* Fill the spec's policies, duration, warm-up and repetitions from the
+ * hardware runs. */
+static int hw_grid(tl_analysis *a, const char *experiment, json_t *spec, tl_err *err)
+{
+    sqlite3_stmt *st;
+    static const char where[] = " FROM runs WHERE COALESCE(status,'done')='done' AND kind='hw' "
+                                "AND (?1 IS NULL OR experiment=?1)";
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(DISTINCT duration_ns), COUNT(DISTINCT warmup_ns), MIN(duration_ns), "
+             "MIN(warmup_ns), MAX(repetition), COUNT(*), COUNT(DISTINCT experiment)%s",
+             where);
+    int r = tl_an_prepare(a, sql, &st, err);
+    if (r < 0)
+        return r;
+    if (experiment)
+        sqlite3_bind_text(st, 1, experiment, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 5) == 0) {
+        sqlite3_finalize(st);
+        return tl_errf(err, TL_EMISSING, "%s: no finished hardware runs (kind 'hw')%s%s", a->path,
+                       experiment ? " of experiment " : "", experiment ? experiment : "");
+    }
+    int n_dur = sqlite3_column_int(st, 0), n_warm = sqlite3_column_int(st, 1);
+    long long dur = sqlite3_column_int64(st, 2), warm = sqlite3_column_int64(st, 3);
+    int reps = sqlite3_column_int(st, 4) + 1, n_exp = sqlite3_column_int(st, 6);
+    sqlite3_finalize(st);
+    if (n_exp > 1)
+        return tl_errf(err, TL_EMISSING,
+                       "%s: hardware runs of %d experiments: choose one with --experiment", a->path,
+                       n_exp);
+    if (n_dur != 1 || n_warm != 1)
+        return tl_errf(err, TL_EMISSING,
+                       "%s: runs.duration_ns/warmup_ns: the hardware runs used %d durations and %d "
+                       "warm-ups; simulate them yourself and give --sim-db",
+                       a->path, n_dur, n_warm);
+    if (dur <= 0 || warm < 0 || reps < 1 || reps > 100000)
+        return tl_errf(err, TL_ERANGE, "%s: runs: duration %lld ns, warm-up %lld ns, %d repetitions "
+                                       "are out of range", a->path, dur, warm, reps);
+    json_object_set_new(spec, "duration_s", json_real((double)dur / 1e9));
+    json_object_set_new(spec, "warmup_s", json_real((double)warm / 1e9));
+    json_object_set_new(spec, "repetitions", json_integer(reps));
+    json_object_set_new(spec, "kernels", json_false());
+
+    snprintf(sql, sizeof sql,
+             "SELECT policy, COALESCE(policy_params,''), MIN(run_id)%s AND policy != 'alone' "
+             "GROUP BY 1, 2 ORDER BY 3",
+             where);
+    if ((r = tl_an_prepare(a, sql, &st, err)) < 0)
+        return r;
+    if (experiment)
+        sqlite3_bind_text(st, 1, experiment, -1, SQLITE_STATIC);
+    json_t *pols = json_array();
+    while (r == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        const char *params = (const char *)sqlite3_column_text(st, 1);
+        json_t *p = json_pack("{s:s}", "name", name ? name : "");
+        if (params && *params && strcmp(params, "{}")) {
+            json_t *pj = json_loads(params, 0, NULL);
+            if (!json_is_object(pj)) {
+                json_decref(pj);
+                json_decref(p);
+                r = tl_errf(err, TL_EFORMAT, "%s: runs.policy_params of policy %s: not a JSON "
+                                             "object", a->path, name ? name : "?");
+                break;
+            }
+            json_object_set_new(p, "params", pj);
+        }
+        json_array_append_new(pols, p);
+    }
+    sqlite3_finalize(st);
+    if (r == 0 && json_array_size(pols) == 0)
+        r = tl_errf(err, TL_EMISSING, "%s: only 'alone' hardware runs: no policy to validate",
+                    a->path);
+    if (r == 0) {
+        json_object_del(spec, "policy");
+        json_object_set(spec, "policies", pols);
+    }
+    json_decref(pols);
+    return r;
+}
+
+int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char *hw_db,
+                             const char *experiment, long long seed, tl_err *err)
+{
+    json_error_t je;
+    json_t *spec = json_load_file(spec_path, JSON_REJECT_DUPLICATES, &je);
+    if (!spec) {
+        if (access(spec_path, R_OK) != 0)
+            return tl_errf(err, TL_EIO, "%s: cannot read the spec: %s", spec_path, strerror(errno));
+        return tl_errf(err, TL_EFORMAT, "%s:%d:%d: malformed JSON: %s", spec_path, je.line,
+                       je.column, je.text);
+    }
+    if (!json_is_object(spec)) {
+        json_decref(spec);
+        return tl_errf(err, TL_EFORMAT, "%s: the spec must be a JSON object", spec_path);
+    }
+    tl_analysis a;
+    int r = tl_analysis_open(&a, hw_db, err);
+    if (r == 0) {
+        r = hw_grid(&a, experiment, spec, err);
+        tl_analysis_close(&a);
+    }
+    if (r == 0 && seed >= 0)
+        json_object_set_new(spec, "seed", json_integer(seed));
+    if (r == 0) {
+        char *dir = tl_xstrdup(spec_path), *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            strcpy(dir, ".");
+        r = tl_experiment_from_json(e, spec, spec_path, dir, err);
+        free(dir);
+        if (r == 0)
+            e->path = tl_xstrdup(spec_path);
+    }
+    json_decref(spec);
+    return r;
+}
+
+static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
+{
+    (void)arg;
+    tl_sim_params p;
+    tl_sim_params_default(&p, gpu);
+    return tl_sim_open(dev, gpu, &p, err);
+}
+
+int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int workers, bool quiet,
+                           tl_err *err)
+{
+    tl_sweep_options so = {.db_path = sim_db, .workers = workers, .quiet = quiet, .kind = "sim",
+                           .open_device = sim_factory};
+    return tl_sweep_run(e, &so, NULL, err);
+}
+
+/* ---------- the combined database ---------- */
+
+static const char combined_mark[] = "tally-validate combined";
+
+/* Remove out_path if it is an earlier combined database; refuse anything else. */
+static int clear_old(const char *out_path, tl_err *err)
+{
+    if (access(out_path, F_OK) != 0)
+        return 0;
+    sqlite3 *db = NULL;
+    bool ours = false;
+    if (sqlite3_open_v2(out_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='made_by'", -1, &st, NULL) ==
+            SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW) {
+                const char *v = (const char *)sqlite3_column_text(st, 0);
+                ours = v && !strcmp(v, combined_mark);
+            }
+            sqlite3_finalize(st);
+        }
+    }
+    sqlite3_close(db);
+    if (!ours)
+        return tl_errf(err, TL_EIO,
+                       "%s: exists and is not a database tally-validate combined: not overwritten",
+                       out_path);
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s%s", out_path, sfx[i]);
+        if (unlink(p) != 0 && errno != ENOENT)
+            return tl_errf(err, TL_EIO, "%s: cannot remove: %s", p, strerror(errno));
+    }
+    return 0;
+}
+
+static int exec_sql(tl_results *r, const char *sql, tl_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = tl_errf(err, TL_EDB, "%s: %s", r->path, msg ? msg : sqlite3_errmsg(r->db));
+        sqlite3_free(msg);
+        return rc;
+    }
+    return 0;
+}
+
+/* Copy the given runs of src (with their jobs, requests, iterations and
+ * metrics) into r, keys prefixed, experiment names set per run. */
+static int copy_side(tl_results *r, const tl_validation *v, bool hw, tl_err *err)
+{
+    const char *src = hw ? v->hw_path : v->sim_path;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK)
+        return tl_errf(err, TL_EDB, "%s: attach: %s", r->path, sqlite3_errmsg(r->db));
+    sqlite3_bind_text(st, 1, src, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (s != SQLITE_DONE)
+        return tl_errf(err, TL_EDB, "%s: cannot attach %s: %s", r->path, src, sqlite3_errmsg(r->db));
+    int rc = exec_sql(r, "CREATE TEMP TABLE idmap(old_id INTEGER PRIMARY KEY, new_id INTEGER);", err);
+    if (rc == 0)
+        rc = tl_results_begin(r, err);
+    if (rc == 0 &&
+        sqlite3_prepare_v2(r->db,
+                           "INSERT INTO main.runs(run_key, experiment, kind, policy, policy_params, "
+                           "gpu, driver, clocks, seed, repetition, load, duration_ns, warmup_ns, "
+                           "config, status, wall_s, events, created) SELECT ?2 || run_key, ?3, "
+                           "kind, policy, policy_params, gpu, driver, clocks, seed, repetition, "
+                           "load, duration_ns, warmup_ns, config, status, wall_s, events, created "
+                           "FROM src.runs WHERE run_id = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        rc = tl_errf(err, TL_EDB, "%s: %s", r->path, sqlite3_errmsg(r->db));
+    for (size_t i = 0; rc == 0 && i < v->n_cells; i++) {
+        const tl_val_cell *c = &v->cells[i];
+        for (int k = 0; rc == 0 && k < c->n_pairs; k++) {
+            long long old = hw ? c->hw_ids[k] : c->sim_ids[k];
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, old);
+            sqlite3_bind_text(st, 2, hw ? "hw:" : "sim:", -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 3, c->experiment, -1, SQLITE_STATIC);
+            if (sqlite3_step(st) != SQLITE_DONE) {
+                rc = tl_errf(err, TL_EDB, "%s: copying run %lld of %s: %s", r->path, old, src,
+                             sqlite3_errmsg(r->db));
+                break;
+            }
+            char sql[128];
+            snprintf(sql, sizeof sql, "INSERT INTO temp.idmap VALUES(%lld, %lld);", old,
+                     (long long)sqlite3_last_insert_rowid(r->db));
+            rc = exec_sql(r, sql, err);
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc == 0)
+        rc = exec_sql(r,
+                      "INSERT INTO main.jobs SELECT i.new_id, j.job_id, j.name, j.trace, j.role, "
+                      "j.priority, j.arrival, j.rate, j.slo_ns, (SELECT k.new_id FROM temp.idmap k "
+                      "WHERE k.old_id = j.alone_run_id) FROM src.jobs j JOIN temp.idmap i ON "
+                      "j.run_id = i.old_id;"
+                      "INSERT INTO main.requests SELECT i.new_id, q.job_id, q.req_id, q.arrival_ns, "
+                      "q.start_ns, q.end_ns, q.latency_ns, q.service_ns FROM src.requests q JOIN "
+                      "temp.idmap i ON q.run_id = i.old_id;"
+                      "INSERT INTO main.iterations SELECT i.new_id, t.job_id, t.iter_idx, "
+                      "t.start_ns, t.end_ns FROM src.iterations t JOIN temp.idmap i ON "
+                      "t.run_id = i.old_id;"
+                      "INSERT INTO main.metrics SELECT i.new_id, x.job_id, x.name, x.value FROM "
+                      "src.metrics x JOIN temp.idmap i ON x.run_id = i.old_id;",
+                      err);
+    if (rc == 0)
+        rc = tl_results_commit(r, err);
+    else
+        tl_results_rollback(r);
+    sqlite3_exec(r->db, "DROP TABLE IF EXISTS temp.idmap; DETACH src;", NULL, NULL, NULL);
+    return rc;
+}
+
+int tl_validation_combine(const tl_validation *v, const char *out_path, tl_err *err)
+{
+    int rc = clear_old(out_path, err);
+    if (rc < 0)
+        return rc;
+    tl_results r;
+    if ((rc = tl_results_open(&r, out_path, err)) < 0)
+        return rc;
+    char sql[160];
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES('made_by', '%s');", combined_mark);
+    rc = exec_sql(&r, sql, err);
+    if (rc == 0)
+        rc = copy_side(&r, v, true, err);
+    if (rc == 0)
+        rc = copy_side(&r, v, false, err);
+    tl_results_close(&r);
+    return rc;
+}
+
+int tl_validation_plot(const tl_validation *v, const char *combined_db, const tl_plot_opts *o,
+                       tl_err *err)
+{
+    (void)v;
+    tl_analysis a;
+    int r = tl_analysis_open(&a, combined_db, err);
+    if (r < 0)
+        return r;
+    r = tl_plot_simhw(&a, NULL, o, err);
+    tl_analysis_close(&a);
+    return r;
+}

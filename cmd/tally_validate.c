@@ -1,0 +1,272 @@
+/* tally-validate: the simulator checked against hardware runs of the same spec
+ * (simulated vs measured latency and throughput per policy and job, the errors,
+ * whether the policies rank the same), from the results databases of
+ * tally-sim and tally-run. The logic lives in analysis/validate*.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "tally/validate.h"
+
+static const char usage_text[] =
+    "usage: tally-validate [options] SPEC HW.db\n"
+    "       tally-validate [options] --spec SPEC --hw-db HW.db [--sim-db SIM.db]\n"
+    "       tally-validate [options] --hw-db HW.db --sim-db SIM.db\n"
+    "\n"
+    "Compares simulated runs with hardware runs (tally-run) of the same experiment: per\n"
+    "policy and job, simulated vs measured p50 and p99 latency and throughput with the\n"
+    "error of each (sim / hw - 1), and whether the policies rank in the same order on\n"
+    "the high-priority p99 overhead and on system throughput (with Kendall's tau-b).\n"
+    "Runs are matched by their run config (policy, jobs, load, seed, repetition,\n"
+    "duration), whatever device ran them. With a spec, the simulator first runs it with\n"
+    "the policies, duration, warm-up and repetitions of the hardware runs.\n"
+    "\n"
+    "options:\n"
+    "  -s, --spec FILE          experiment spec the hardware runs were made from\n"
+    "  -H, --hw-db FILE         hardware results database (runs of kind 'hw')\n"
+    "  -d, --sim-db FILE        simulated results database: with --spec the simulated runs\n"
+    "                           are written there (runs already there are reused), else\n"
+    "                           read only (default with --spec: a temporary file)\n"
+    "  -e, --experiment NAME    only the hardware runs of this experiment\n"
+    "  -S, --seed N             base seed the hardware runs used (default: the spec's)\n"
+    "  -j, --jobs N             simulation worker processes (default: one per core)\n"
+    "  -m, --markdown FILE      also write the report as Markdown\n"
+    "  -c, --csv FILE           also write one CSV row per policy and job\n"
+    "  -P, --plot-dir DIR       make the simulated-vs-hardware plot there (tally-plot simhw:\n"
+    "                           EXPERIMENT_simhw.dat, .gp and images)\n"
+    "  -f, --format LIST        plot formats png,svg,pdf (default: png,svg, and pdf if\n"
+    "                           gnuplot has pdfcairo)\n"
+    "      --no-render          plot: write .dat and .gp only\n"
+    "  -C, --combined-db FILE   keep the database of both kinds the plot is made from\n"
+    "                           (tally-plot reads it; default: a temporary file)\n"
+    "  -q, --quiet              no simulation progress, no list of files written\n"
+    "  -h, --help               this help\n"
+    "  -V, --version            version\n"
+    "\n"
+    "exit status: 0 ok, 64 usage, 65 bad data or no matching runs, 66 a database or the\n"
+    "             spec is missing, 69 gnuplot missing, 70 gnuplot failed, 73 cannot write\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("tally-validate: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'tally-validate --help'.\n", stderr);
+    return EX_USAGE;
+}
+
+static int fail(const tl_err *err)
+{
+    fprintf(stderr, "tally-validate: %s\n", err->msg[0] ? err->msg : tl_strerror(err->code));
+    return tl_exit_code(err->code);
+}
+
+static bool parse_count(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A temporary folder for the files the user did not ask to keep. */
+typedef struct scratch {
+    char dir[256];
+    bool made;
+} scratch;
+
+static const char *scratch_path(scratch *s, const char *name, char *buf, size_t cap)
+{
+    if (!s->made) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(s->dir, sizeof s->dir, "%s/tally-validate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(s->dir))
+            return NULL;
+        s->made = true;
+    }
+    snprintf(buf, cap, "%s/%s", s->dir, name);
+    return buf;
+}
+
+static void scratch_remove(scratch *s)
+{
+    if (!s->made)
+        return;
+    static const char *const names[] = {"sim.db", "combined.db"};
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    char p[400];
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(p, sizeof p, "%s/%s%s", s->dir, names[i], sfx[k]);
+            unlink(p);
+        }
+    rmdir(s->dir);
+}
+
+static char *command_line(int argc, char **argv)
+{
+    size_t n = 1;
+    for (int i = 0; i < argc; i++)
+        n += strlen(argv[i]) + 1;
+    char *s = malloc(n), *p = s;
+    if (!s)
+        return NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = i == 0 ? "tally-validate" : argv[i];
+        if (i == 0 && strrchr(argv[0], '/'))
+            a = argv[0];
+        p += sprintf(p, "%s%s", i ? " " : "", a);
+    }
+    *p = '\0';
+    return s;
+}
+
+enum { OPT_NO_RENDER = 256 };
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"spec", required_argument, NULL, 's'},
+        {"hw-db", required_argument, NULL, 'H'},
+        {"sim-db", required_argument, NULL, 'd'},
+        {"experiment", required_argument, NULL, 'e'},
+        {"seed", required_argument, NULL, 'S'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"markdown", required_argument, NULL, 'm'},
+        {"csv", required_argument, NULL, 'c'},
+        {"plot-dir", required_argument, NULL, 'P'},
+        {"format", required_argument, NULL, 'f'},
+        {"no-render", no_argument, NULL, OPT_NO_RENDER},
+        {"combined-db", required_argument, NULL, 'C'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *spec = NULL, *hw_db = NULL, *sim_db = NULL, *experiment = NULL;
+    const char *markdown = NULL, *csv = NULL, *plot_dir = NULL, *combined = NULL;
+    long long seed = -1, jobs = 0;
+    bool quiet = false;
+    tl_plot_opts po = {.log = stdout};
+    tl_err err = {0};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":s:H:d:e:S:j:m:c:P:f:C:qhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': spec = optarg; break;
+        case 'H': hw_db = optarg; break;
+        case 'd': sim_db = optarg; break;
+        case 'e': experiment = optarg; break;
+        case 'S':
+            if (!parse_count(optarg, 0, 9000000000000000000LL, &seed))
+                return usage_error("--seed: '%s' is not a seed (an integer >= 0)", optarg);
+            break;
+        case 'j':
+            if (!parse_count(optarg, 1, 100000, &jobs))
+                return usage_error("--jobs: '%s' is not a number of processes (1-100000)", optarg);
+            break;
+        case 'm': markdown = optarg; break;
+        case 'c': csv = optarg; break;
+        case 'P': plot_dir = optarg; break;
+        case 'f':
+            if (tl_plot_parse_formats(optarg, &po.formats, &err) < 0)
+                return usage_error("%s", err.msg);
+            break;
+        case OPT_NO_RENDER: po.no_render = true; break;
+        case 'C': combined = optarg; break;
+        case 'q': quiet = true; break;
+        case 'h': fputs(usage_text, stdout); return EX_OK;
+        case 'V': printf("tally-validate %s\n", TL_VERSION); return EX_OK;
+        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    /* positional form: SPEC HW.db */
+    if (optind < argc && !spec)
+        spec = argv[optind++];
+    if (optind < argc && !hw_db)
+        hw_db = argv[optind++];
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!hw_db)
+        return usage_error("%s", "no hardware database: give SPEC HW.db or --hw-db FILE");
+    if (!spec && !sim_db)
+        return usage_error("%s", "give the spec to simulate (--spec FILE) or simulated runs "
+                                 "(--sim-db FILE)");
+    if (!spec && seed >= 0)
+        return usage_error("%s", "--seed needs --spec (it is the seed to simulate with)");
+    if (!plot_dir && (po.formats || po.no_render))
+        return usage_error("%s", "--format/--no-render apply to the plot: give --plot-dir DIR");
+    if (quiet)
+        po.log = NULL;
+    po.out_dir = plot_dir;
+
+    scratch tmp = {0};
+    char sim_buf[400], comb_buf[400];
+    int r = 0;
+    bool writing = false; /* a TL_EIO is then ours to write, not an input to read */
+    if (spec) {
+        if (!sim_db && !(sim_db = scratch_path(&tmp, "sim.db", sim_buf, sizeof sim_buf))) {
+            r = tl_errf(&err, TL_EIO, "cannot create a temporary folder: %s", strerror(errno));
+            writing = true;
+        }
+        tl_experiment e;
+        tl_experiment_init(&e);
+        if (r == 0)
+            r = tl_validation_experiment(&e, spec, hw_db, experiment, seed, &err);
+        if (r == 0) {
+            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+            int workers = jobs > 0 ? (int)jobs : ncpu > 0 ? (int)ncpu : 1;
+            r = tl_validation_simulate(&e, sim_db, workers, quiet, &err);
+        }
+        tl_experiment_close(&e);
+    }
+    tl_validation v;
+    memset(&v, 0, sizeof v);
+    if (r == 0)
+        r = tl_validation_load(&v, sim_db, hw_db, experiment, &err);
+    if (r == 0) {
+        tl_validation_print(&v, stdout);
+        fflush(stdout);
+        writing = true;
+    }
+    if (r == 0 && markdown) {
+        char *cmd = command_line(argc, argv);
+        r = tl_validation_write_markdown(&v, markdown, cmd, &err);
+        free(cmd);
+        if (r == 0 && po.log)
+            fprintf(po.log, "wrote %s\n", markdown);
+    }
+    if (r == 0 && csv) {
+        r = tl_validation_write_csv(&v, csv, &err);
+        if (r == 0 && po.log)
+            fprintf(po.log, "wrote %s\n", csv);
+    }
+    if (r == 0 && (plot_dir || combined)) {
+        if (!combined && !(combined = scratch_path(&tmp, "combined.db", comb_buf, sizeof comb_buf)))
+            r = tl_errf(&err, TL_EIO, "cannot create a temporary folder: %s", strerror(errno));
+        if (r == 0)
+            r = tl_validation_combine(&v, combined, &err);
+        if (r == 0 && po.log && combined != comb_buf)
+            fprintf(po.log, "wrote %s\n", combined);
+        if (r == 0 && plot_dir)
+            r = tl_validation_plot(&v, combined, &po, &err);
+    }
+    tl_validation_close(&v);
+    scratch_remove(&tmp);
+    if (r < 0) {
+        if (r == TL_EIO && writing) {
+            fprintf(stderr, "tally-validate: %s\n", err.msg);
+            return EX_CANTCREAT;
+        }
+        return fail(&err);
+    }
+    return EX_OK;
+}

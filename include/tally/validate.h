@@ -1,0 +1,118 @@
+/* Validation: simulated runs checked against hardware runs of the same spec.
+ *
+ * A simulated run and a hardware run are the same run when their run configs
+ * (runs.config: policy and its parameters, job set with arrivals, load, seed,
+ * repetition, duration, warm-up) are equal once the fields that name the
+ * device are dropped ("kind", "gpu", "kernels") and trace and arrival paths are
+ * reduced to their file names (the two may have been run from different
+ * folders). Matched pairs are grouped by policy, parameters, job set and load
+ * (a "cell"); a cell's metrics are means over its pairs, and every error is
+ * sim / hw - 1 of those means.
+ *
+ * Rankings: in each job set and load, the policies (not 'alone') ordered by
+ * the high-priority inference job's p99 overhead (lowest first) and by system
+ * throughput (highest first), once from simulated and once from measured
+ * values; they agree when the two orders are the same. Kendall's tau-b says
+ * how far apart they are (1: same order, -1: reversed).
+ */
+#ifndef TALLY_VALIDATE_H
+#define TALLY_VALIDATE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "tally/analysis.h"
+#include "tally/common.h"
+#include "tally/spec.h"
+
+/* Per job of a cell: means over the cell's pairs (NaN where no run had it). */
+typedef struct tl_val_job {
+    char *name;
+    char *role;                 /* "inference" or "training" */
+    int priority;
+    double sim[TL_M_COUNT], hw[TL_M_COUNT];
+} tl_val_job;
+
+typedef struct tl_val_cell {
+    char *experiment;           /* the hardware runs' experiment */
+    char *policy;               /* or "alone" */
+    char *params;               /* policy parameters as JSON ("" for none) */
+    bool has_load;
+    double load;
+    char *jobsig;               /* job names joined by '+' */
+    int n_pairs;                /* matched sim/hw run pairs (repetitions) */
+    long long *sim_ids, *hw_ids;/* their run ids in each database */
+    tl_val_job *jobs;
+    int n_jobs;
+    int hp;                     /* index of the high-priority inference job, -1 none */
+    double sys_sim, sys_hw;     /* system throughput (NaN: unknown) */
+} tl_val_cell;
+
+typedef enum tl_val_rank_metric {
+    TL_VAL_RANK_P99_OVERHEAD = 0, /* high-priority p99 overhead, lowest first */
+    TL_VAL_RANK_SYS_THROUGHPUT,   /* system throughput, highest first */
+    TL_VAL_RANK_COUNT
+} tl_val_rank_metric;
+
+typedef struct tl_val_ranking {
+    char *experiment;
+    char *scope;                /* "JOBSIG load L", or "mean over job sets" */
+    tl_val_rank_metric metric;
+    int n;                      /* policies ranked */
+    char **policies;            /* cell labels (policy, plus parameters if any) */
+    double *sim, *hw;           /* their values */
+    int *order_sim, *order_hw;  /* indices into policies, best first */
+    bool same;                  /* identical orders */
+    double tau;                 /* Kendall tau-b; NaN when undefined */
+} tl_val_ranking;
+
+typedef struct tl_validation {
+    tl_val_cell *cells;         /* sorted: experiment, alone first, job set, load, policy */
+    size_t n_cells;
+    tl_val_ranking *ranks;
+    size_t n_ranks;
+    size_t hw_runs, sim_runs;   /* finished runs considered in each database */
+    size_t matched;             /* pairs */
+    char *hw_gpu, *sim_gpu;     /* runs.gpu of the first matched pair */
+    char *hw_path, *sim_path;
+} tl_validation;
+
+/* Match the runs of the two databases (only hardware runs of 'experiment' when
+ * not NULL) and fill v. No pair at all: TL_EMISSING with a hint. */
+int tl_validation_load(tl_validation *v, const char *sim_db, const char *hw_db,
+                       const char *experiment, tl_err *err);
+void tl_validation_close(tl_validation *v);
+
+/* The report: per cell and job simulated vs measured p50, p99, throughput and
+ * errors, then the rankings and a summary against the goals (p99 within 10%,
+ * training throughput within 5%). */
+void tl_validation_print(const tl_validation *v, FILE *out);
+/* The same as Markdown; 'command' (may be NULL) is quoted at the top. */
+int tl_validation_write_markdown(const tl_validation *v, const char *path, const char *command,
+                                 tl_err *err);
+/* One CSV row per cell and job plus a "system" row per shared cell. */
+int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *err);
+
+/* Write the matched runs of both databases into one new database (out_path),
+ * so that tally-plot can compare them: run keys get a "sim:"/"hw:" prefix
+ * (the two kinds share run keys), simulated runs take the hardware runs'
+ * experiment name. Per-kernel records are not copied. out_path must not exist
+ * unless it is an earlier combined database, which is replaced. */
+int tl_validation_combine(const tl_validation *v, const char *out_path, tl_err *err);
+/* tl_plot_simhw on a combined database, for the validated experiments. */
+int tl_validation_plot(const tl_validation *v, const char *combined_db, const tl_plot_opts *o,
+                       tl_err *err);
+
+/* The experiment to simulate for the hardware runs of hw_db: the spec, with
+ * the policies (and parameters), duration, warm-up and repetitions the
+ * hardware runs used; seed >= 0 replaces the spec's. */
+int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char *hw_db,
+                             const char *experiment, long long seed, tl_err *err);
+/* Simulate e into sim_db (runs already there are kept: resume). */
+int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int workers, bool quiet,
+                           tl_err *err);
+
+/* Kendall's tau-b of two paired samples (NaN when n < 2 or a side is all ties). */
+double tl_kendall_tau_b(const double *x, const double *y, int n);
+
+#endif

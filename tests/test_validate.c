@@ -1,0 +1,585 @@
+/* Validation (analysis/validate*.c): a results database built here by hand
+ * holds simulated and hardware runs of one experiment; matching by run config,
+ * the means and errors per policy and job, the rankings, the Markdown/CSV
+ * output and the combined database the plot reads are checked against values
+ * worked out below. Last, the simulator validated against itself (a sweep on
+ * the simulated device written as kind 'hw', from a bundled-trace spec) must
+ * show zero error and identical rankings. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tally/results.h"
+#include "tally/sim.h"
+#include "tally/sweep.h"
+#include "tally/validate.h"
+
+static char tmpdir[64];
+static char db_path[128];
+
+static char *path_in(const char *name)
+{
+    static char buf[8][256];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 256, "%s/%s", tmpdir, name);
+    return p;
+}
+
+static void exec_sql(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("SQL failed: %s (%s)", msg ? msg : "?", sql);
+}
+
+/* ---- the hand-built database ----------------------------------------------------
+ * Experiment exp: bert (inference, priority 0) + resnet (training, priority 1).
+ * Simulated runs (gpu "H100", traces under /a/):
+ *   1 alone bert   rep 0  p50 4 ms, p99 8 ms, 50 req/s
+ *   2 alone resnet rep 0  p50 100 ms, p99 110 ms, 10 it/s
+ *   3 tally rep 0         bert p99 8.8 ms (overhead NOT stored: 0.10 from run 1),
+ *                         resnet 8 it/s, system 1.8
+ *   4 tally rep 1         bert p99 9.6 ms, overhead 0.20; resnet 6 it/s; system 1.6
+ *   5 mps   rep 0         bert p99 16 ms, overhead 1.0; resnet 10 it/s; system 2.0
+ *   6 tgs   rep 0         bert p99 12 ms, overhead 0.5; resnet 4 it/s; system 1.4
+ *   7 tally rep 0, seed 99: no hardware twin
+ * Hardware runs (gpu "NVIDIA H100 80GB HBM3", traces under /elsewhere/b/):
+ *   8 alone bert    p50 5 ms, p99 10 ms, 50 req/s
+ *   9 alone resnet  8 it/s
+ *  10 tally rep 0   bert p99 11 ms, overhead 0.1; resnet 6.4 it/s; system 1.8
+ *  11 tally rep 1   bert p99 12 ms, overhead 0.2; resnet 5.6 it/s; system 1.7
+ *  12 mps           bert p99 30 ms, overhead 2.0; resnet 8 it/s; system 2.0
+ *  13 tgs           bert p99 13 ms, overhead 0.3; resnet 3.2 it/s; system 1.9
+ *  14 time-slicing: no simulated twin
+ * => tally: bert p99 sim 9.2 hw 11.5 (err -20%), overhead 0.15 both; resnet 7 vs 6
+ *    it/s (+16.7%). p99-overhead order: tally, tgs, mps in both (tau 1); system
+ *    throughput: sim mps, tally, tgs; hw mps, tgs, tally (tau 1/3). */
+
+static char *config(const char *kind, const char *gpu, const char *dir, const char *policy,
+                    long long seed, int rep, int which /* 0 both, 1 bert, 2 resnet */)
+{
+    json_t *jobs = json_array();
+    if (which != 2)
+        json_array_append_new(
+            jobs, json_pack("{s:s, s:s, s:s, s:i, s:{s:s, s:f}}", "name", "bert", "trace",
+                            "x", "role", "inference", "priority", 0, "arrival",
+                            "kind", "poisson", "load", 0.5));
+    if (which != 1)
+        json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:i, s:{s:s}}", "name", "resnet",
+                                              "trace", "x", "role", "training", "priority", 1,
+                                              "arrival", "kind", "closed"));
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        char t[128];
+        snprintf(t, sizeof t, "%s/%s.json.gz", dir,
+                 !strcmp(json_string_value(json_object_get(j, "name")), "bert") ? "bert" : "resnet");
+        json_object_set_new(j, "trace", json_string(t));
+    }
+    json_t *c = json_pack("{s:s, s:s, s:s, s:I, s:i, s:I, s:I, s:o, s:b, s:{}}", "kind", kind,
+                          "gpu", gpu, "policy", policy, "seed", (json_int_t)seed, "repetition",
+                          rep, "duration_ns", (json_int_t)1000000000, "warmup_ns",
+                          (json_int_t)100000000, "jobs", jobs, "kernels", 0, "policy_params");
+    char *s = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(c);
+    return s;
+}
+
+static void add_run(sqlite3 *db, int id, bool hw, const char *policy, long long seed, int rep,
+                    int which)
+{
+    const char *gpu = hw ? "NVIDIA H100 80GB HBM3" : "H100";
+    char *cfg = config(hw ? "hw" : "sim", gpu, hw ? "/elsewhere/b" : "/a", policy, seed, rep, which);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "INSERT INTO runs(run_id, run_key, experiment, kind, policy, "
+                                        "policy_params, gpu, seed, repetition, duration_ns, "
+                                        "warmup_ns, config, status) VALUES(?1, ?2, 'exp', ?3, ?4, "
+                                        "'{}', ?5, ?6, ?7, 1000000000, 100000000, ?8, 'done')",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    char key[32];
+    snprintf(key, sizeof key, "k%d", id);
+    sqlite3_bind_int(st, 1, id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, hw ? "hw" : "sim", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, policy, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, gpu, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, seed);
+    sqlite3_bind_int(st, 7, rep);
+    sqlite3_bind_text(st, 8, cfg, -1, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    free(cfg);
+}
+
+static void job(sqlite3 *db, int run, int job_id, const char *name, int alone)
+{
+    bool inf = !strcmp(name, "bert");
+    char alone_s[16] = "NULL", sql[256];
+    if (alone)
+        snprintf(alone_s, sizeof alone_s, "%d", alone);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO jobs(run_id, job_id, name, role, priority, alone_run_id) VALUES(%d, %d, "
+             "'%s', '%s', %d, %s);",
+             run, job_id, name, inf ? "inference" : "training", inf ? 0 : 1, alone_s);
+    exec_sql(db, sql);
+}
+
+static void metric(sqlite3 *db, int run, int job_id, const char *name, double v)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "INSERT INTO metrics VALUES(%d, %d, '%s', %.17g);", run, job_id, name,
+             v);
+    exec_sql(db, sql);
+}
+
+/* A shared run: bert p99 (ms), overhead (NAN: not stored), resnet throughput, system. */
+static void shared(sqlite3 *db, int id, bool hw, const char *policy, long long seed, int rep,
+                   double p99_ms, double ovh, double tput, double sys)
+{
+    int a_bert = hw ? 8 : 1, a_res = hw ? 9 : 2;
+    add_run(db, id, hw, policy, seed, rep, 0);
+    job(db, id, 0, "bert", a_bert);
+    job(db, id, 1, "resnet", a_res);
+    metric(db, id, 0, "p50_ns", p99_ms * 0.5e6);
+    metric(db, id, 0, "p99_ns", p99_ms * 1e6);
+    metric(db, id, 0, "throughput", 50);
+    if (!isnan(ovh))
+        metric(db, id, 0, "p99_overhead", ovh);
+    metric(db, id, 1, "throughput", tput);
+    metric(db, id, -1, "system_throughput", sys);
+}
+
+static void make_db(const char *path, bool with_sim, bool with_hw)
+{
+    unlink(path);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    exec_sql(db, tl_results_schema_sql());
+    if (with_sim) {
+        add_run(db, 1, false, "alone", 11, 0, 1);
+        job(db, 1, 0, "bert", 0);
+        metric(db, 1, 0, "p50_ns", 4e6);
+        metric(db, 1, 0, "p99_ns", 8e6);
+        metric(db, 1, 0, "throughput", 50);
+        add_run(db, 2, false, "alone", 11, 0, 2);
+        job(db, 2, 0, "resnet", 0);
+        metric(db, 2, 0, "p50_ns", 100e6);
+        metric(db, 2, 0, "p99_ns", 110e6);
+        metric(db, 2, 0, "throughput", 10);
+        shared(db, 3, false, "tally", 11, 0, 8.8, NAN, 8, 1.8);
+        shared(db, 4, false, "tally", 12, 1, 9.6, 0.2, 6, 1.6);
+        shared(db, 5, false, "mps", 11, 0, 16, 1.0, 10, 2.0);
+        shared(db, 6, false, "tgs", 11, 0, 12, 0.5, 4, 1.4);
+        shared(db, 7, false, "tally", 99, 0, 50, 5.0, 1, 1.1);
+    }
+    if (with_hw) {
+        add_run(db, 8, true, "alone", 11, 0, 1);
+        job(db, 8, 0, "bert", 0);
+        metric(db, 8, 0, "p50_ns", 5e6);
+        metric(db, 8, 0, "p99_ns", 10e6);
+        metric(db, 8, 0, "throughput", 50);
+        add_run(db, 9, true, "alone", 11, 0, 2);
+        job(db, 9, 0, "resnet", 0);
+        metric(db, 9, 0, "throughput", 8);
+        shared(db, 10, true, "tally", 11, 0, 11, 0.1, 6.4, 1.8);
+        shared(db, 11, true, "tally", 12, 1, 12, 0.2, 5.6, 1.7);
+        shared(db, 12, true, "mps", 11, 0, 30, 2.0, 8, 2.0);
+        shared(db, 13, true, "tgs", 11, 0, 13, 0.3, 3.2, 1.9);
+        shared(db, 14, true, "time-slicing", 11, 0, 40, 3.0, 5, 1.5);
+    }
+    sqlite3_close(db);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tally-test-validate-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(db_path, sizeof db_path, "%s/both.db", tmpdir);
+    make_db(db_path, true, true);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const tl_val_cell *find_cell(const tl_validation *v, const char *policy, const char *sig)
+{
+    for (size_t i = 0; i < v->n_cells; i++)
+        if (!strcmp(v->cells[i].policy, policy) && !strcmp(v->cells[i].jobsig, sig))
+            return &v->cells[i];
+    return NULL;
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+static void test_kendall(void **state)
+{
+    (void)state;
+    double a[] = {1, 2, 3, 4}, b[] = {10, 20, 30, 40}, r[] = {4, 3, 2, 1};
+    assert_float_equal(tl_kendall_tau_b(a, b, 4), 1.0, 1e-12);
+    assert_float_equal(tl_kendall_tau_b(a, r, 4), -1.0, 1e-12);
+    double c[] = {1, 3, 2}, d[] = {1, 2, 3};
+    assert_float_equal(tl_kendall_tau_b(c, d, 3), 1.0 / 3.0, 1e-12);
+    /* ties: x = (1,1,2), y = (1,2,3): C = 2, D = 0, 3 pairs, 1 tied in x: 2/sqrt(2*3) */
+    double e[] = {1, 1, 2}, f[] = {1, 2, 3};
+    assert_float_equal(tl_kendall_tau_b(e, f, 3), 2.0 / sqrt(6.0), 1e-12);
+    double g[] = {5, 5};
+    assert_true(isnan(tl_kendall_tau_b(g, f, 2)));
+    assert_true(isnan(tl_kendall_tau_b(a, b, 1)));
+}
+
+static void test_match_and_means(void **state)
+{
+    (void)state;
+    tl_validation v;
+    tl_err err = {0};
+    assert_int_equal(tl_validation_load(&v, db_path, db_path, NULL, &err), 0);
+    assert_int_equal(v.sim_runs, 7);
+    assert_int_equal(v.hw_runs, 7);
+    assert_int_equal(v.matched, 6); /* not the seed-99 run, not time-slicing */
+    assert_string_equal(v.sim_gpu, "H100");
+    assert_string_equal(v.hw_gpu, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(v.n_cells, 5);
+    /* order: alone cells (job sets in hardware order), then policies in hardware order */
+    const char *order[] = {"alone", "alone", "tally", "mps", "tgs"};
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(v.cells[i].policy, order[i]);
+    assert_string_equal(v.cells[0].jobsig, "bert");
+    assert_string_equal(v.cells[1].jobsig, "resnet");
+    assert_null(find_cell(&v, "time-slicing", "bert+resnet"));
+
+    const tl_val_cell *t = find_cell(&v, "tally", "bert+resnet");
+    assert_non_null(t);
+    assert_int_equal(t->n_pairs, 2);
+    assert_int_equal(t->hp, 0);
+    assert_float_equal(t->jobs[0].sim[TL_M_P99], 9.2e6, 1);
+    assert_float_equal(t->jobs[0].hw[TL_M_P99], 11.5e6, 1);
+    assert_float_equal(t->jobs[0].sim[TL_M_P50], 4.6e6, 1);
+    /* run 3's overhead derived from its alone run: (0.1 + 0.2) / 2 */
+    assert_float_equal(t->jobs[0].sim[TL_M_P99_OVERHEAD], 0.15, 1e-9);
+    assert_float_equal(t->jobs[0].hw[TL_M_P99_OVERHEAD], 0.15, 1e-9);
+    assert_float_equal(t->jobs[1].sim[TL_M_THROUGHPUT], 7, 1e-9);
+    assert_float_equal(t->jobs[1].hw[TL_M_THROUGHPUT], 6, 1e-9);
+    assert_float_equal(t->sys_sim, 1.7, 1e-9);
+    assert_float_equal(t->sys_hw, 1.75, 1e-9);
+    /* throughput_rel derived from the alone runs where not stored: 7/10 and 6/8 */
+    assert_float_equal(t->jobs[1].sim[TL_M_THROUGHPUT_REL], 0.7, 1e-9);
+    assert_float_equal(t->jobs[1].hw[TL_M_THROUGHPUT_REL], 0.75, 1e-9);
+    const tl_val_cell *a = &v.cells[1];
+    assert_true(isnan(a->jobs[0].hw[TL_M_P99])); /* not stored for hw run 9 */
+    assert_true(isnan(a->sys_sim));
+    tl_validation_close(&v);
+
+    /* only one experiment's hardware runs */
+    assert_int_equal(tl_validation_load(&v, db_path, db_path, "nope", &err), TL_EMISSING);
+    assert_non_null(strstr(err.msg, "nope"));
+}
+
+static void test_rankings(void **state)
+{
+    (void)state;
+    tl_validation v;
+    tl_err err = {0};
+    assert_int_equal(tl_validation_load(&v, db_path, db_path, NULL, &err), 0);
+    assert_int_equal(v.n_ranks, 2); /* one job set: no mean over sets */
+    const tl_val_ranking *p = &v.ranks[0], *s = &v.ranks[1];
+    assert_int_equal(p->metric, TL_VAL_RANK_P99_OVERHEAD);
+    assert_int_equal(p->n, 3);
+    assert_true(p->same);
+    assert_float_equal(p->tau, 1.0, 1e-12);
+    assert_string_equal(p->policies[p->order_sim[0]], "tally");
+    assert_string_equal(p->policies[p->order_sim[1]], "tgs");
+    assert_string_equal(p->policies[p->order_sim[2]], "mps");
+    assert_int_equal(s->metric, TL_VAL_RANK_SYS_THROUGHPUT);
+    assert_false(s->same);
+    assert_float_equal(s->tau, 1.0 / 3.0, 1e-12);
+    const char *sim_order[] = {"mps", "tally", "tgs"}, *hw_order[] = {"mps", "tgs", "tally"};
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(s->policies[s->order_sim[i]], sim_order[i]);
+        assert_string_equal(s->policies[s->order_hw[i]], hw_order[i]);
+    }
+    /* the text report says both orders */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tl_validation_print(&v, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "same order: no (Kendall tau-b 0.33)"));
+    assert_non_null(strstr(buf, "hw:  mps 2.000, tgs 1.900, tally 1.750"));
+    assert_non_null(strstr(buf, "within 10% of the hardware: 1 of 4"));
+    free(buf);
+    tl_validation_close(&v);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static void test_csv_markdown(void **state)
+{
+    (void)state;
+    tl_validation v;
+    tl_err err = {0};
+    assert_int_equal(tl_validation_load(&v, db_path, db_path, NULL, &err), 0);
+    assert_int_equal(tl_validation_write_csv(&v, path_in("v.csv"), &err), 0);
+    assert_int_equal(tl_validation_write_markdown(&v, path_in("v.md"), "tally-validate x y", &err), 0);
+    char *csv = slurp(path_in("v.csv"));
+    /* header + 2 alone rows + 3 policies x (2 jobs + system) */
+    int lines = 0;
+    for (char *p = csv; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 1 + 2 + 9);
+    char *row = strstr(csv, "exp,bert+resnet,,tally,,bert,inference,2,");
+    assert_non_null(row);
+    double vals[13];
+    char *q = row + strlen("exp,bert+resnet,,tally,,bert,inference,2,");
+    for (int i = 0; i < 13; i++) {
+        vals[i] = strtod(q, &q);
+        assert_true(*q == ',' || *q == '\n');
+        q++;
+    }
+    assert_float_equal(vals[3], 9.2, 1e-9);   /* p99 sim ms */
+    assert_float_equal(vals[4], 11.5, 1e-9);  /* p99 hw ms */
+    assert_float_equal(vals[5], -0.2, 1e-9);  /* p99 err */
+    assert_float_equal(vals[9], 0.15, 1e-9);  /* p99 overhead sim */
+    assert_non_null(strstr(csv, "exp,bert+resnet,,tally,,resnet,training,2,"));
+    assert_non_null(strstr(csv, "exp,bert+resnet,,tally,,system,,2,,,,,,,1.7,1.75,"));
+    free(csv);
+    char *md = slurp(path_in("v.md"));
+    assert_non_null(strstr(md, "Made with `tally-validate x y`"));
+    assert_non_null(strstr(md, "| tally | bert | inference | 2 | 4.600 | 5.750 | -20.0% | 9.200 | "
+                               "11.500 | -20.0% |"));
+    assert_non_null(strstr(md, "| tally | resnet | training | 2 |"));
+    assert_non_null(strstr(md, "+16.7% |"));
+    assert_non_null(strstr(md, "| exp | bert+resnet | system throughput, highest first | no | 0.33 |"));
+    free(md);
+    /* an unwritable path */
+    assert_int_equal(tl_validation_write_csv(&v, "/nonexistent-dir/x.csv", &err), TL_EIO);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir/x.csv"));
+    tl_validation_close(&v);
+}
+
+static void test_combine_and_plot(void **state)
+{
+    (void)state;
+    tl_validation v;
+    tl_err err = {0};
+    assert_int_equal(tl_validation_load(&v, db_path, db_path, NULL, &err), 0);
+    const char *comb = path_in("combined.db");
+    assert_int_equal(tl_validation_combine(&v, comb, &err), 0);
+    /* again: an earlier combined database is replaced */
+    assert_int_equal(tl_validation_combine(&v, comb, &err), 0);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(comb, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT kind, COUNT(*), SUM(run_key LIKE kind || ':%'), "
+                                        "SUM(experiment = 'exp') FROM runs GROUP BY kind ORDER BY kind",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), i ? "sim" : "hw");
+        assert_int_equal(sqlite3_column_int(st, 1), 6);
+        assert_int_equal(sqlite3_column_int(st, 2), 6);
+        assert_int_equal(sqlite3_column_int(st, 3), 6);
+    }
+    sqlite3_finalize(st);
+    /* alone links renumbered inside the combined database */
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT COUNT(*) FROM jobs j JOIN runs a ON a.run_id = "
+                                        "j.alone_run_id JOIN runs r ON r.run_id = j.run_id WHERE "
+                                        "a.policy = 'alone' AND a.kind = r.kind",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 16); /* 4 shared runs x 2 jobs x 2 kinds */
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+
+    tl_plot_opts o = {.out_dir = path_in("plots"), .no_render = true};
+    assert_int_equal(tl_validation_plot(&v, comb, &o, &err), 0);
+    char *dat = slurp(path_in("plots/exp_simhw.dat"));
+    /* tally's bert p99: sim 9.2 ms, hw 11.5 ms, -20 % */
+    assert_non_null(strstr(dat, "\"tally: bert\" 9.2 11.5 -20"));
+    free(dat);
+
+    /* a file that is not a combined database is never overwritten */
+    FILE *f = fopen(path_in("precious.db"), "w");
+    fputs("keep me", f);
+    fclose(f);
+    assert_int_equal(tl_validation_combine(&v, path_in("precious.db"), &err), TL_EIO);
+    assert_non_null(strstr(err.msg, "not overwritten"));
+    char *kept = slurp(path_in("precious.db"));
+    assert_string_equal(kept, "keep me");
+    free(kept);
+    assert_int_equal(tl_validation_combine(&v, db_path, &err), TL_EIO);
+    tl_validation_close(&v);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    tl_validation v;
+    tl_err err = {0};
+    assert_int_equal(tl_validation_load(&v, path_in("none.db"), db_path, NULL, &err), TL_EIO);
+    assert_non_null(strstr(err.msg, "none.db"));
+    assert_int_equal(tl_validation_load(&v, db_path, path_in("none.db"), NULL, &err), TL_EIO);
+    /* not a results database */
+    FILE *f = fopen(path_in("junk.db"), "w");
+    fputs("this is not SQLite, not at all, and long enough to be read as a header.....", f);
+    fclose(f);
+    assert_int_equal(tl_validation_load(&v, path_in("junk.db"), db_path, NULL, &err), TL_EFORMAT);
+    /* a database without hardware runs */
+    make_db(path_in("sim_only.db"), true, false);
+    assert_int_equal(tl_validation_load(&v, path_in("sim_only.db"), path_in("sim_only.db"), NULL,
+                                        &err),
+                     TL_EMISSING);
+    assert_non_null(strstr(err.msg, "no finished hardware runs"));
+    /* runs of both kinds but no common config: a hint about the seed */
+    make_db(path_in("hw_only.db"), false, true);
+    assert_int_equal(tl_validation_load(&v, path_in("sim_only.db"), path_in("hw_only.db"), NULL,
+                                        &err),
+                     0);
+    tl_validation_close(&v);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_in("hw_only.db"), &db), SQLITE_OK);
+    exec_sql(db, "UPDATE runs SET config = replace(config, '\"seed\":1', '\"seed\":7');"
+                 "UPDATE runs SET config = 'not json' WHERE run_id = 8;");
+    sqlite3_close(db);
+    assert_int_equal(tl_validation_load(&v, path_in("sim_only.db"), path_in("hw_only.db"), NULL,
+                                        &err),
+                     TL_EMISSING);
+    assert_non_null(strstr(err.msg, "--seed"));
+}
+
+/* ---- the simulator against itself ------------------------------------------------ */
+
+static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
+{
+    (void)arg;
+    return tl_sim_open(dev, gpu, NULL, err);
+}
+
+static void test_self_validation(void **state)
+{
+    (void)state;
+    /* The "hardware" runs: two policies, 0.3 s, two repetitions, seed 5, written
+     * as kind 'hw' by the simulator. The spec on disk says otherwise (other
+     * policy, duration, repetitions): the validation takes the hardware's. */
+    const char *spec_path = path_in("spec.json");
+    char cwd[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    FILE *f = fopen(spec_path, "w");
+    fprintf(f,
+            "{\"name\": \"self\", \"gpu\": \"H100\", \"duration_s\": 20, \"warmup_s\": 1,"
+            " \"seed\": 5, \"repetitions\": 1, \"policies\": [\"time-slicing\"],"
+            " \"jobs\": [{\"name\": \"mobilenet\", \"trace\": \"%s/traces/bundled/h100/"
+            "mobilenetv3_infer_b1.json.gz\", \"role\": \"inference\", \"arrival\": {\"kind\":"
+            " \"poisson\", \"load\": 0.5}, \"graph\": true},"
+            " {\"name\": \"train\", \"trace\": \"%s/traces/bundled/h100/"
+            "resnet50_train_b32_steps.json.gz\", \"role\": \"training\", \"graph\": true}]}",
+            cwd, cwd);
+    fclose(f);
+    tl_spec_overrides ov;
+    tl_spec_overrides_init(&ov);
+    ov.spec_path = spec_path;
+    ov.policies[0] = "tally";
+    ov.policies[1] = "mps";
+    ov.policies[2] = "priority-streams";
+    ov.n_policies = 3;
+    ov.duration_s = 0.3;
+    ov.warmup_s = 0.1;
+    ov.repetitions = 2;
+    tl_experiment e;
+    tl_err err = {0};
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &ov, &err), 0);
+    const char *hw = path_in("self_hw.db"), *sim = path_in("self_sim.db");
+    tl_sweep_options so = {.db_path = hw, .workers = 1, .quiet = true, .kind = "hw",
+                           .open_device = sim_factory};
+    assert_int_equal(tl_sweep_run(&e, &so, NULL, &err), 0);
+    tl_experiment_close(&e);
+
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
+    assert_int_equal(e.duration_ns, 300000000);
+    assert_int_equal(e.warmup_ns, 100000000);
+    assert_int_equal(e.repetitions, 2);
+    assert_int_equal(e.n_policies, 3);
+    assert_string_equal(e.policies[0].ops->name, "tally");
+    assert_string_equal(e.policies[1].ops->name, "mps");
+    assert_int_equal(tl_validation_simulate(&e, sim, 1, true, &err), 0);
+    tl_experiment_close(&e);
+
+    tl_validation v;
+    assert_int_equal(tl_validation_load(&v, sim, hw, NULL, &err), 0);
+    assert_int_equal(v.matched, 2 * 2 + 3 * 2); /* alone: 2 jobs x 2 reps; 3 policies x 2 */
+    assert_int_equal(v.matched, v.hw_runs);
+    for (size_t i = 0; i < v.n_cells; i++)
+        for (int j = 0; j < v.cells[i].n_jobs; j++)
+            for (int m = 0; m < TL_M_COUNT; m++) {
+                double s = v.cells[i].jobs[j].sim[m], h = v.cells[i].jobs[j].hw[m];
+                assert_true((isnan(s) && isnan(h)) || s == h);
+            }
+    assert_int_equal(v.n_ranks, 2);
+    for (size_t i = 0; i < v.n_ranks; i++)
+        assert_true(v.ranks[i].same);
+    tl_validation_close(&v);
+
+    /* another seed: nothing matches */
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, 6, &err), 0);
+    assert_int_equal(tl_validation_simulate(&e, path_in("self_sim6.db"), 1, true, &err), 0);
+    tl_experiment_close(&e);
+    assert_int_equal(tl_validation_load(&v, path_in("self_sim6.db"), hw, NULL, &err), TL_EMISSING);
+
+    /* a spec that cannot be read */
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, path_in("nospec.json"), hw, NULL, -1, &err),
+                     TL_EIO);
+    assert_non_null(strstr(err.msg, "nospec.json"));
+    tl_experiment_close(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kendall),
+        cmocka_unit_test(test_match_and_means),
+        cmocka_unit_test(test_rankings),
+        cmocka_unit_test(test_csv_markdown),
+        cmocka_unit_test(test_combine_and_plot),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_self_validation),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
