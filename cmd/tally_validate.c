@@ -232,6 +232,10 @@ int main(int argc, char **argv)
     memset(&v, 0, sizeof v);
     if (r == 0)
         r = tl_validation_load(&v, sim_db, hw_db, experiment, &err);
+    /* reports name a temporary simulated database by what it is, not by its path */
+    char *sim_real = v.sim_path;
+    if (r == 0 && sim_db == sim_buf)
+        v.sim_path = "simulated now, temporary";
     if (r == 0) {
         tl_validation_print(&v, stdout);
         fflush(stdout);
@@ -249,6 +253,7 @@ int main(int argc, char **argv)
         if (r == 0 && po.log)
             fprintf(po.log, "wrote %s\n", csv);
     }
+    v.sim_path = sim_real;
     if (r == 0 && (plot_dir || combined)) {
         if (!combined && !(combined = scratch_path(&tmp, "combined.db", comb_buf, sizeof comb_buf)))
             r = tl_errf(&err, TL_EIO, "cannot create a temporary folder: %s", strerror(errno));
