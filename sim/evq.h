@@ -1,16 +1,25 @@
 /* The engine's event queue, behind a small API so that it can be swapped
  * (calendar queue, ladder queue) without touching the engine.
  *
- * Today: a binary min-heap on (time, seq), packed into one 128-bit key so that
- * a comparison is one branch-free compare. Keys live inline in the heap array
- * (comparisons touch one cache line); payloads live in a slot pool, and every
- * slot knows its heap position, so an event can be removed or re-timed in
- * O(log n). A handle is (generation << 32 | slot + 1): a stale handle (event
- * fired or removed, slot reused) is recognised and ignored.
+ * Events are ordered by (time, seq), packed into one 128-bit key so that a
+ * comparison is one branch-free compare. Keys live inline in an entry array
+ * (comparisons touch few cache lines); payloads live in a slot pool, and
+ * every slot knows its entry's position, so an event can be removed or
+ * re-timed in place. A handle is (generation << 32 | slot + 1): a stale handle
+ * (event fired or removed, slot reused) is recognised and ignored.
+ *
+ * The GPU model's queue is short (a few to a few tens of events: group ends,
+ * host timers), so the entries are a SORTED array ent[head, head + len):
+ * pop takes ent[head] in O(1), push and re-time shift the entries between
+ * the old and the new place (a few), remove closes the gap from the shorter
+ * side. Past EVQ_SMALL_MAX entries the array is used as a binary min-heap
+ * (a sorted array already is one; O(log n) everywhere) and it is sorted
+ * again when it shrinks below EVQ_SMALL_MIN. Keys are unique, so the order
+ * of events is the same in either form.
  *
  * The operations are inline: the engine and the GPU model call them once or
- * twice per event, and the queue is short (tens of entries), so call overhead
- * would be a good part of their cost. Growth lives in evq.c. Internal to sim/. */
+ * twice per event, and call overhead would be a good part of their cost.
+ * Growth and the changes of form live in evq.c. Internal to sim/. */
 #ifndef TALLY_SIM_EVQ_H
 #define TALLY_SIM_EVQ_H
 
@@ -29,15 +38,20 @@ typedef struct tl_evq_ent {
 
 typedef struct tl_evq_slot {
     tl_event ev;
-    uint32_t pos;       /* index in the heap while queued */
+    uint32_t pos;       /* index in ent while queued */
     uint32_t gen;       /* bumped when the slot is released */
     uint32_t next_free; /* free-list link (slot index + 1; 0 ends) */
     bool queued;
 } tl_evq_slot;
 
+#define EVQ_SMALL_MAX 32 /* more entries: heap form */
+#define EVQ_SMALL_MIN 8  /* fewer entries in heap form: sorted again */
+
 struct tl_evq {
-    tl_evq_ent *heap;
+    tl_evq_ent *ent;
+    uint32_t head;      /* sorted form: first entry; heap form: 0 */
     uint32_t len, cap;
+    bool is_heap;
     tl_evq_slot *slots;
     uint32_t n_slots, cap_slots;
     uint32_t free_head; /* slot index + 1; 0: none */
@@ -46,8 +60,11 @@ struct tl_evq {
 
 tl_evq *tl_evq_new(void);
 void tl_evq_free(tl_evq *q);
-/* Make room for one more event (cold path of tl_evq_push). */
+/* Room at ent[head + len] and a free slot (cold path of tl_evq_push). */
 void tl_evq_grow(tl_evq *q);
+/* Sorted form -> heap form, and back (evq.c). */
+void tl_evq_to_heap(tl_evq *q);
+void tl_evq_to_sorted(tl_evq *q);
 
 static inline tl_evq_key tl_evq_key_of(tl_ns time, uint64_t seq)
 {
@@ -56,7 +73,7 @@ static inline tl_evq_key tl_evq_key_of(tl_ns time, uint64_t seq)
 
 static inline void tl_evq_put(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
-    q->heap[i] = e;
+    q->ent[i] = e;
     q->slots[e.slot].pos = i;
 }
 
@@ -64,9 +81,9 @@ static inline void tl_evq_sift_up(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (!(e.key < q->heap[p].key))
+        if (!(e.key < q->ent[p].key))
             break;
-        tl_evq_put(q, i, q->heap[p]);
+        tl_evq_put(q, i, q->ent[p]);
         i = p;
     }
     tl_evq_put(q, i, e);
@@ -79,12 +96,33 @@ static inline void tl_evq_sift_down(tl_evq *q, uint32_t i, tl_evq_ent e)
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && q->heap[c + 1].key < q->heap[c].key)
+        if (c + 1 < n && q->ent[c + 1].key < q->ent[c].key)
             c++;
-        if (!(q->heap[c].key < e.key))
+        if (!(q->ent[c].key < e.key))
             break;
-        tl_evq_put(q, i, q->heap[c]);
+        tl_evq_put(q, i, q->ent[c]);
         i = c;
+    }
+    tl_evq_put(q, i, e);
+}
+
+/* Sorted form: e goes to index i or after it (entries after i move down). */
+static inline void tl_evq_sink(tl_evq *q, uint32_t i, tl_evq_ent e)
+{
+    uint32_t end = q->head + q->len;
+    while (i + 1 < end && q->ent[i + 1].key < e.key) {
+        tl_evq_put(q, i, q->ent[i + 1]);
+        i++;
+    }
+    tl_evq_put(q, i, e);
+}
+
+/* Sorted form: e goes to index i or before it (entries before i move up). */
+static inline void tl_evq_rise(tl_evq *q, uint32_t i, tl_evq_ent e)
+{
+    while (i > q->head && e.key < q->ent[i - 1].key) {
+        tl_evq_put(q, i, q->ent[i - 1]);
+        i--;
     }
     tl_evq_put(q, i, e);
 }
@@ -92,37 +130,35 @@ static inline void tl_evq_sift_down(tl_evq *q, uint32_t i, tl_evq_ent e)
 /* Insert ev (time and seq set by the caller); returns its handle (never 0). */
 static inline uint64_t tl_evq_push(tl_evq *q, const tl_event *ev)
 {
-    if (!q->free_head || q->len == q->cap)
+    if (!q->free_head || q->head + q->len == q->cap)
         tl_evq_grow(q);
     uint32_t s = q->free_head - 1;
     tl_evq_slot *sl = &q->slots[s];
     q->free_head = sl->next_free;
     sl->ev = *ev;
     sl->queued = true;
-    uint32_t i = q->len++;
+    uint32_t i = q->head + q->len++;
     if (q->len > q->peak)
         q->peak = q->len;
-    tl_evq_sift_up(q, i, (tl_evq_ent){ tl_evq_key_of(ev->time, ev->seq), s });
+    tl_evq_ent e = { tl_evq_key_of(ev->time, ev->seq), s };
+    if (q->is_heap) {
+        tl_evq_sift_up(q, i, e);
+    } else {
+        tl_evq_rise(q, i, e);
+        if (q->len > EVQ_SMALL_MAX)
+            tl_evq_to_heap(q);
+    }
     return ((uint64_t)sl->gen << 32) | (uint64_t)(s + 1);
 }
 
 /* The earliest event, or NULL when empty. Valid until the next change. */
 static inline const tl_event *tl_evq_peek(const tl_evq *q)
 {
-    return q->len ? &q->slots[q->heap[0].slot].ev : NULL;
+    return q->len ? &q->slots[q->ent[q->head].slot].ev : NULL;
 }
 
-static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
+static inline void tl_evq_release(tl_evq *q, uint32_t s)
 {
-    uint32_t s = q->heap[i].slot;
-    uint32_t n = --q->len;
-    if (i < n) {
-        tl_evq_ent last = q->heap[n];
-        if (last.key < q->heap[i].key)
-            tl_evq_sift_up(q, i, last);
-        else
-            tl_evq_sift_down(q, i, last);
-    }
     tl_evq_slot *sl = &q->slots[s];
     sl->queued = false;
     sl->gen++;
@@ -130,13 +166,52 @@ static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
     q->free_head = s + 1;
 }
 
+static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
+{
+    uint32_t s = q->ent[i].slot;
+    if (q->is_heap) {
+        uint32_t n = --q->len;
+        if (i < n) {
+            tl_evq_ent last = q->ent[n];
+            if (last.key < q->ent[i].key)
+                tl_evq_sift_up(q, i, last);
+            else
+                tl_evq_sift_down(q, i, last);
+        }
+        if (n < EVQ_SMALL_MIN)
+            tl_evq_to_sorted(q);
+    } else {
+        uint32_t end = q->head + q->len - 1;
+        if (i - q->head < end - i) { /* close the gap from the shorter side */
+            for (uint32_t k = i; k > q->head; k--)
+                tl_evq_put(q, k, q->ent[k - 1]);
+            q->head++;
+        } else {
+            for (uint32_t k = i; k < end; k++)
+                tl_evq_put(q, k, q->ent[k + 1]);
+        }
+        if (--q->len == 0)
+            q->head = 0;
+    }
+    tl_evq_release(q, s);
+}
+
 /* Remove the earliest event into *out. False when empty. */
 static inline bool tl_evq_pop(tl_evq *q, tl_event *out)
 {
     if (!q->len)
         return false;
-    *out = q->slots[q->heap[0].slot].ev;
-    tl_evq_remove_at(q, 0);
+    if (q->is_heap) {
+        *out = q->slots[q->ent[0].slot].ev;
+        tl_evq_remove_at(q, 0);
+        return true;
+    }
+    uint32_t s = q->ent[q->head].slot;
+    *out = q->slots[s].ev;
+    q->head++;
+    if (--q->len == 0)
+        q->head = 0;
+    tl_evq_release(q, s);
     return true;
 }
 
@@ -173,11 +248,19 @@ static inline bool tl_evq_move(tl_evq *q, uint64_t handle, tl_ns time, uint64_t 
     s->ev.time = time;
     s->ev.seq = seq;
     uint32_t i = s->pos;
-    tl_evq_ent e = { tl_evq_key_of(time, seq), q->heap[i].slot };
-    if (e.key < q->heap[i].key)
-        tl_evq_sift_up(q, i, e);
-    else
-        tl_evq_sift_down(q, i, e);
+    tl_evq_ent e = { tl_evq_key_of(time, seq), q->ent[i].slot };
+    bool earlier = e.key < q->ent[i].key;
+    if (q->is_heap) {
+        if (earlier)
+            tl_evq_sift_up(q, i, e);
+        else
+            tl_evq_sift_down(q, i, e);
+    } else {
+        if (earlier)
+            tl_evq_rise(q, i, e);
+        else
+            tl_evq_sink(q, i, e);
+    }
     return true;
 }
 

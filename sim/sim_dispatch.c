@@ -474,9 +474,7 @@ typedef struct cand {
     int f;       /* blocks per SM that fit */
 } cand;
 
-typedef struct piece {
-    int ci, m, bps;
-} piece;
+typedef sm_piece piece;
 
 static void coalesce_wake_ev(void *ctx, void *arg, uint64_t x)
 {
@@ -628,8 +626,7 @@ again:;
     }
     group *g = group_new(s, l, u);
     g->blocks = placed;
-    for (int i = 0; i < np; i++)
-        sm_place(s, u, pieces[i].ci, pieces[i].m, pieces[i].bps, g);
+    sm_place(s, u, g, pieces, np);
     l->to_dispatch -= placed;
     l->last_place = sim_now(s);
     if (!l->ptb && l->blk_ns > 0 && l->to_dispatch >= placed && alone_in_unit(u, l)) {

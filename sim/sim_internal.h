@@ -285,9 +285,12 @@ static inline int sm_fit(const sim *s, const smclass *c, const launch *l)
     }
     return f > 0 ? f : 0;
 }
-/* Place a group of launch l with bps blocks per SM on m SMs of class index ci
- * of unit u. */
-void sm_place(sim *s, unit *u, int ci, int m, int bps, group *g);
+/* A part of a placement: bps blocks per SM on m SMs of class index ci. */
+typedef struct sm_piece {
+    int ci, m, bps;
+} sm_piece;
+/* Place group g (its launch's blocks) on the pieces, in order. */
+void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np);
 /* Remove group g from every class of its unit, merge classes. */
 void sm_remove(sim *s, group *g);
 /* Running-SM accounting of a whole unit on pause (-1) / resume (+1). */

@@ -123,53 +123,64 @@ static inline bool unit_running(const sim *s, const unit *u)
     return s->active == u && !s->switching;
 }
 
-void sm_place(sim *s, unit *u, int ci, int m, int bps, group *g)
+/* The pieces of one placement share the launch's figures, and the SM
+ * counts of its launch, job and context change at one instant, so the
+ * accounting takes the sum of the pieces (the same integrals). */
+void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
 {
-    smclass *c = u->cls[ci];
-    if (m < c->n) {
-        smclass *t = class_clone(s, c, m);
-        c->n -= m;
-        unit_push_class(u, t);
-        c = t;
-    }
     launch *l = g->l;
     sctx *ctx = l->st->c;
-    int job = l->job, thr = l->cost.threads;
-    bool l_here = false, j_here = false, c_here = false;
-    int64_t my_thr = (int64_t)m * bps * thr;
-    int64_t foreign = 0;
-    cls_ent *e = c->ents, *end = c->ents + c->n_ents;
-    for (; e < end; e++) {
-        if (e->l == l) {
-            l_here = true;
-        } else {
-            foreign += (int64_t)m * e->bps * e->thr;
-            e->g->foreign += my_thr;
-            group_rate_dirty(s, e->g);
+    int job = l->job, thr = l->cost.threads, regs = l->cost.regs, smem = l->cost.smem;
+    int add_l = 0, add_j = 0, add_c = 0;
+    for (int p = 0; p < np; p++) {
+        int m = pieces[p].m, bps = pieces[p].bps;
+        smclass *c = u->cls[pieces[p].ci];
+        if (m < c->n) {
+            smclass *t = class_clone(s, c, m);
+            c->n -= m;
+            unit_push_class(u, t);
+            c = t;
         }
-        j_here |= e->job == job;
-        c_here |= e->ctx == ctx;
-    }
-    g->foreign += foreign;
-    if (c->n_ents == c->cap_ents) {
-        c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
-        c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
-    }
-    c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, job, thr, bps };
-    c->thr += bps * thr;
-    c->regs += bps * l->cost.regs;
-    c->smem += bps * l->cost.smem;
-    c->blocks += bps;
-    c->hash += ent_hash(g, bps);
-    g->sms += m;
-    if (unit_running(s, u)) {
+        bool l_here = false, j_here = false, c_here = false;
+        int64_t my_thr = (int64_t)m * bps * thr;
+        int64_t foreign = 0;
+        for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
+            if (e->l == l) {
+                l_here = true;
+            } else {
+                foreign += (int64_t)m * e->bps * e->thr;
+                e->g->foreign += my_thr;
+                group_rate_dirty(s, e->g);
+            }
+            j_here |= e->job == job;
+            c_here |= e->ctx == ctx;
+        }
+        g->foreign += foreign;
+        if (c->n_ents == c->cap_ents) {
+            c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
+            c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
+        }
+        c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, job, thr, bps };
+        c->thr += bps * thr;
+        c->regs += bps * regs;
+        c->smem += bps * smem;
+        c->blocks += bps;
+        c->hash += ent_hash(g, bps);
+        g->sms += m;
         if (!l_here)
-            acct_launch_sms(s, l, m);
+            add_l += m;
         if (!j_here)
-            acct_job_sms(s, job, m);
+            add_j += m;
+        if (!c_here)
+            add_c += m;
     }
-    if (!c_here)
-        ctx->sms_now += m;
+    if (unit_running(s, u)) {
+        if (add_l)
+            acct_launch_sms(s, l, add_l);
+        if (add_j)
+            acct_job_sms(s, job, add_j);
+    }
+    ctx->sms_now += add_c;
 }
 
 static bool class_equal(const smclass *a, const smclass *b)
