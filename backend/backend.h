@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "tally/common.h"
@@ -174,6 +175,39 @@ void tl_watchdog_kick(tl_watchdog *w, bool busy);
 void tl_watchdog_stop(tl_watchdog *w);
 /* Called from the watchdog's thread before it ends the process. */
 void tl_watchdog_set_report(tl_watchdog *w, void (*report)(void *arg), void *arg);
+
+/* ---- Contention fit (contention_fit.c) -------------------------------------
+ * The simulator's contention formula (sim/contention.c),
+ *     slowdown = min(max_slowdown, 1 + alpha * f),
+ * f = the other launch's share of the SM's thread slots, fitted by least
+ * squares to co-run measurements (tally-run contention). One point per
+ * measured kernel: its kind, its own share, the other's kind and share, and
+ * its slowdown (co-run / solo time). */
+typedef struct tl_contention_point {
+    int kind, other_kind;        /* TL_KIND_COMPUTE / TL_KIND_MEMORY */
+    double f_self, f;            /* thread-slot shares of the SM */
+    double slowdown;
+} tl_contention_point;
+
+typedef struct tl_contention_result {
+    double alpha, max_slowdown;
+    bool capped;                 /* the cap binds for some f <= 1 */
+    double rmse, r2;             /* of the slowdowns */
+    int n;
+} tl_contention_result;
+
+double tl_contention_model(double alpha, double max_slowdown, double f);
+/* Grid search, coarse then fine (0.001); deterministic. */
+int tl_contention_fit(const tl_contention_point *p, int n, tl_contention_result *out, tl_err *err);
+/* Read the CSV tally-run contention writes (columns: victim_kind,
+ * victim_threads_per_sm, f_self, other_kind, other_threads_per_sm, f_other,
+ * solo_ns, corun_ns, slowdown, ...; '#' lines are comments). *out is
+ * malloc'ed. */
+int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, tl_err *err);
+/* Print the fit over all points, per kind pair, and the points with the
+ * model's value; returns the overall fit's status. */
+int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_contention_result *all,
+                         tl_err *err);
 
 /* Monotonic clock in ns. */
 tl_ns tl_mono_ns(void);

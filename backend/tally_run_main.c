@@ -5,6 +5,8 @@
  *   tally-run calibrate TRACE...  calibrate every kernel of the traces (cached)
  *   tally-run fidelity TRACE...   replay each trace alone; compare with the trace
  *   tally-run selftest            PTB retreat/resume, priority streams, SM partitions
+ *   tally-run contention          co-run slowdowns of synthetic kernels, and the fit of
+ *                                 the simulator's contention formula to them
  *
  * Every subcommand first checks for a GPU and refuses with exit status 69
  * (EX_UNAVAILABLE) and a one-line reason when there is none.
@@ -29,6 +31,7 @@
 #include "tally/trace.h"
 
 int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err);
+int tl_hw_contention(FILE *out, FILE *csv, int device, tl_contention_result *fit, tl_err *err);
 
 static void usage(FILE *f)
 {
@@ -38,6 +41,9 @@ static void usage(FILE *f)
 "       tally-run calibrate [--csv F] TRACE...   calibrate the traces' kernels\n"
 "       tally-run fidelity [--csv F] [-t S] [-w S] TRACE...  solo replay vs trace\n"
 "       tally-run selftest               PTB retreat, priorities, SM partitions\n"
+"       tally-run contention [--csv F]   co-run slowdowns of compute/memory kernel pairs\n"
+"                                        and the fit of the simulator's contention model\n"
+"       tally-run contention --fit F     the fit again from a CSV written before (no GPU)\n"
 "\n"
 "Run options (as tally-sim):\n"
 "  -s, --spec FILE          experiment spec (JSON)\n"
@@ -64,7 +70,8 @@ static void usage(FILE *f)
 "70 internal error or watchdog, 73 cannot write the database.\n");
 }
 
-enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV, OPT_VERSION };
+enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV, OPT_VERSION,
+       OPT_FIT };
 
 static const struct option opts[] = {
     {"spec", required_argument, NULL, 's'},      {"db", required_argument, NULL, 'd'},
@@ -77,7 +84,8 @@ static const struct option opts[] = {
     {"device", required_argument, NULL, OPT_DEVICE}, {"calib-db", required_argument, NULL, OPT_CALIB_DB},
     {"calib-tol", required_argument, NULL, OPT_CALIB_TOL}, {"watchdog", required_argument, NULL, OPT_WATCHDOG},
     {"csv", required_argument, NULL, OPT_CSV},   {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0},
+    {"version", no_argument, NULL, OPT_VERSION}, {"fit", required_argument, NULL, OPT_FIT},
+    {NULL, 0, NULL, 0},
 };
 
 static int num(const char *opt, const char *s, double *out)
@@ -98,6 +106,7 @@ typedef struct cli {
     tl_sweep_options so;
     tl_cuda_options co;
     const char *csv;
+    const char *fit;
     double duration_s, warmup_s;
 } cli;
 
@@ -118,6 +127,7 @@ static int parse(cli *c, int argc, char **argv)
         case 'v': c->co.verbose = true; break;
         case OPT_FORCE: c->so.force = true; break;
         case OPT_CSV: c->csv = optarg; break;
+        case OPT_FIT: c->fit = optarg; break;
         case OPT_CALIB_DB: c->co.calib_db = optarg; break;
         case 'p': case 'J': case 'l':
             if ((ch == 'p' ? c->ov.n_policies : ch == 'J' ? c->ov.n_jobs : c->ov.n_loads) >= 64) {
@@ -576,6 +586,44 @@ static int cmd_selftest(cli *c)
     return r < 0 ? fail(&err, r) : r;
 }
 
+/* contention: measure on the GPU (CSV with --csv), or fit a CSV again. */
+static int cmd_contention(cli *c, int argc, char **argv)
+{
+    if (optind < argc) {
+        fprintf(stderr, "tally-run contention: unexpected argument '%s' (try --help)\n", argv[optind]);
+        return EX_USAGE;
+    }
+    tl_err err = {0};
+    tl_contention_result fit;
+    if (c->fit) {
+        if (c->csv) {
+            fprintf(stderr, "tally-run contention: --fit reads a CSV; --csv writes one: not both\n");
+            return EX_USAGE;
+        }
+        tl_contention_point *p;
+        int n, r = tl_contention_read_csv(c->fit, &p, &n, &err);
+        if (r == 0)
+            r = tl_contention_report(stdout, p, n, &fit, &err);
+        if (r == 0)
+            free(p);
+        return r < 0 ? fail(&err, r) : 0;
+    }
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    FILE *csv = NULL;
+    if (c->csv && !(csv = fopen(c->csv, "w"))) {
+        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    r = tl_hw_contention(stdout, csv, c->co.device, &fit, &err);
+    if (csv && fclose(csv) != 0 && r == 0) {
+        fprintf(stderr, "tally-run: %s: write failed: %s\n", c->csv, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    return r < 0 ? fail(&err, r) : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "__worker")) /* a context worker (worker.h) */
@@ -598,6 +646,7 @@ int main(int argc, char **argv)
     if (!strcmp(sub, "calibrate")) return cmd_calibrate(&c, argc, argv);
     if (!strcmp(sub, "fidelity")) return cmd_fidelity(&c, argc, argv);
     if (!strcmp(sub, "selftest")) return cmd_selftest(&c);
+    if (!strcmp(sub, "contention")) return cmd_contention(&c, argc, argv);
     if (!strcmp(sub, "mps-check")) return cmd_mps_check(&c, "/proc/self/exe");
     fprintf(stderr, "tally-run: unknown command '%s' (try --help)\n", sub);
     return EX_USAGE;

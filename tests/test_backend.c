@@ -603,6 +603,89 @@ static void test_gpu_selftest(void **state)
     assert_non_null(strstr(out, "ALL CHECKS PASSED"));
 }
 
+/* ---- contention fit (the simulator's formula fitted to co-run slowdowns) ---- */
+
+static void test_contention_fit_recovers_parameters(void **state)
+{
+    (void)state;
+    /* points made by the formula itself, one of them beyond the cap */
+    const double alpha = 1.7, cap = 2.2;
+    tl_contention_point p[8];
+    const double fs[8] = {0.125, 0.25, 0.5, 0.75, 0.125, 0.25, 0.5, 0.75};
+    for (int i = 0; i < 8; i++)
+        p[i] = (tl_contention_point){i % 2, (i / 2) % 2, 0.125, fs[i], tl_contention_model(alpha, cap, fs[i])};
+    tl_contention_result r;
+    tl_err err = {0};
+    assert_int_equal(tl_contention_fit(p, 8, &r, &err), 0);
+    assert_float_equal(r.alpha, alpha, 0.0011);
+    assert_float_equal(r.max_slowdown, cap, 0.0011);
+    assert_true(r.capped);
+    assert_true(r.rmse < 1e-3);
+    /* no point reaches a cap: none is invented (cap = 1 + alpha, "no cap") */
+    for (int i = 0; i < 8; i++)
+        p[i].slowdown = 1 + 0.8 * p[i].f;
+    assert_int_equal(tl_contention_fit(p, 8, &r, &err), 0);
+    assert_float_equal(r.alpha, 0.8, 0.0011);
+    assert_false(r.capped);
+    assert_float_equal(r.max_slowdown, 1 + r.alpha, 1e-9);
+    /* no slowdown at all */
+    for (int i = 0; i < 8; i++)
+        p[i].slowdown = 1.0;
+    assert_int_equal(tl_contention_fit(p, 8, &r, &err), 0);
+    assert_float_equal(r.alpha, 0, 1e-9);
+    assert_float_equal(tl_contention_model(0.5, 2.0, 0), 1.0, 0);
+    assert_float_equal(tl_contention_model(0.5, 1.1, 1.0), 1.1, 0);
+    /* bad input */
+    assert_int_equal(tl_contention_fit(p, 1, &r, &err), TL_EMISSING);
+    p[3].f = 1.5;
+    assert_int_equal(tl_contention_fit(p, 8, &r, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "point 3"));
+}
+
+static void test_contention_csv(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/contention.csv", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "# comment\n"
+               "victim_kind,victim_threads_per_sm,f_self,other_kind,other_threads_per_sm,f_other,"
+               "solo_ns,corun_ns,slowdown,other_solo_ns,overlap,victim_iters,other_iters\n"
+               "compute,256,0.125,memory,1024,0.5,2000000,2200000,1.1,20000000,1.000,10,20\n"
+               "memory,512,0.25,compute,256,0.125,2000000,2100000,1.05,20000000,1.000,10,20\n");
+    fclose(f);
+    tl_contention_point *p;
+    int n;
+    tl_err err = {0};
+    assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(p[0].kind, TL_KIND_COMPUTE);
+    assert_int_equal(p[0].other_kind, TL_KIND_MEMORY);
+    assert_float_equal(p[0].f, 0.5, 0);
+    assert_float_equal(p[1].f_self, 0.25, 0);
+    assert_float_equal(p[1].slowdown, 1.05, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    tl_contention_result r;
+    assert_int_equal(tl_contention_report(mem, p, n, &r, &err), 0);
+    fclose(mem);
+    assert_non_null(strstr(buf, "contention fit all"));
+    assert_non_null(strstr(buf, "compute   0.125 memory    0.500     1.100"));
+    free(buf);
+    free(p);
+    /* a line that is not a measurement names its line */
+    f = fopen(path, "a");
+    fprintf(f, "compute,256,oops\n");
+    fclose(f);
+    assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, ":5:"));
+    assert_null(p);
+    snprintf(path, sizeof path, "%s/no-such.csv", tmpdir);
+    assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), TL_EIO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -624,6 +707,8 @@ int main(void)
         cmocka_unit_test(test_procs_cleanup_kills_children),
         cmocka_unit_test(test_procs_signal_cleanup),
         cmocka_unit_test(test_watchdog_rule),
+        cmocka_unit_test(test_contention_fit_recovers_parameters),
+        cmocka_unit_test(test_contention_csv),
         cmocka_unit_test(test_watchdog_ends_hung_run),
         cmocka_unit_test(test_tally_run_refuses_without_gpu),
         cmocka_unit_test(test_tally_run_usage),

@@ -1,0 +1,202 @@
+/* Fitting the simulator's contention formula (sim/contention.c)
+ *
+ *     slowdown = min(max_slowdown, 1 + alpha * f)
+ *
+ * to co-run measurements (tally-run contention): least squares over every
+ * point (f = the other kernel's share of the SM's thread slots, slowdown =
+ * co-run / solo time of the kernel measured). The sum of squares is not smooth
+ * in the cap, so the search is a grid, coarse then fine, deterministic:
+ * alpha in [0, 20] by 0.05 and the cap in [1, 1 + alpha] by 0.05, then both
+ * by 0.001 within 0.1 of the best. A cap of 1 + alpha never binds for f <= 1:
+ * "no cap". On equal sums the larger cap wins (clip only what the data ask
+ * to clip). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+double tl_contention_model(double alpha, double max_slowdown, double f)
+{
+    if (f <= 0)
+        return 1.0;
+    double sd = 1.0 + alpha * f;
+    return sd > max_slowdown ? max_slowdown : sd;
+}
+
+static double sse(const tl_contention_point *p, int n, double alpha, double cap)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        double r = p[i].slowdown - tl_contention_model(alpha, cap, p[i].f);
+        s += r * r;
+    }
+    return s;
+}
+
+/* Best (alpha, cap) on a grid; *best_s holds the sum of squares to beat. */
+static void search(const tl_contention_point *p, int n, double a_lo, double a_hi, double c_lo,
+                   double c_hi, double step, double *alpha, double *cap, double *best_s)
+{
+    int na = (int)floor((a_hi - a_lo) / step + 0.5);
+    for (int i = 0; i <= na; i++) {
+        double a = a_lo + step * i;
+        if (a < 0)
+            continue;
+        double top = c_hi < 1 + a ? c_hi : 1 + a, bottom = c_lo < 1 ? 1 : c_lo;
+        if (top < bottom)
+            continue;
+        /* the cap from the top down, so that ties keep the larger one */
+        int nc = (int)floor((top - bottom) / step + 0.5);
+        for (int k = 0; k <= nc + 1; k++) {
+            double c = k <= nc ? top - step * k : bottom;
+            if (c < bottom)
+                c = bottom;
+            double s = sse(p, n, a, c);
+            if (s < *best_s - 1e-15) {
+                *best_s = s;
+                *alpha = a;
+                *cap = c;
+            }
+        }
+    }
+}
+
+int tl_contention_fit(const tl_contention_point *p, int n, tl_contention_result *out, tl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 2)
+        return tl_errf(err, TL_EMISSING, "contention fit: %d point(s); at least 2 needed", n);
+    for (int i = 0; i < n; i++)
+        if (!(p[i].f >= 0 && p[i].f <= 1) || !(p[i].slowdown > 0 && p[i].slowdown < 1e3))
+            return tl_errf(err, TL_ERANGE,
+                           "contention fit: point %d: f %g must be in [0, 1] and slowdown %g in "
+                           "(0, 1000)",
+                           i, p[i].f, p[i].slowdown);
+    double alpha = 0, cap = 1, best = INFINITY;
+    search(p, n, 0, 20, 1, 21, 0.05, &alpha, &cap, &best);
+    double a0 = alpha, c0 = cap;
+    search(p, n, a0 - 0.1, a0 + 0.1, c0 - 0.1, c0 + 0.1, 0.001, &alpha, &cap, &best);
+    out->alpha = alpha;
+    out->max_slowdown = cap;
+    out->capped = cap < 1 + alpha - 1e-9;
+    out->n = n;
+    out->rmse = sqrt(best / n);
+    double mean = 0, tot = 0;
+    for (int i = 0; i < n; i++)
+        mean += p[i].slowdown / n;
+    for (int i = 0; i < n; i++)
+        tot += (p[i].slowdown - mean) * (p[i].slowdown - mean);
+    out->r2 = tot > 0 ? 1 - best / tot : NAN;
+    return 0;
+}
+
+/* ---------- the measurements' CSV ---------- */
+
+static int kind_from(const char *s)
+{
+    if (!strcmp(s, "compute"))
+        return TL_KIND_COMPUTE;
+    if (!strcmp(s, "memory"))
+        return TL_KIND_MEMORY;
+    return -1;
+}
+
+int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, tl_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return tl_errf(err, TL_EIO, "%s: cannot read: %s", path, strerror(errno));
+    char line[1024];
+    int lineno = 0, cap = 0, r = 0;
+    bool header = false;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (line[0] == '#' || line[0] == '\n' || line[0] == '\r')
+            continue;
+        if (!header) { /* the first other line names the columns */
+            if (strncmp(line, "victim_kind,", 12)) {
+                r = tl_errf(err, TL_EFORMAT, "%s:%d: expected the header 'victim_kind,...'", path,
+                            lineno);
+                break;
+            }
+            header = true;
+            continue;
+        }
+        char vk[16], ok[16];
+        int vt, ot;
+        double fs, fo, solo, co, sd;
+        if (sscanf(line, "%15[a-z],%d,%lf,%15[a-z],%d,%lf,%lf,%lf,%lf", vk, &vt, &fs, ok, &ot, &fo,
+                   &solo, &co, &sd) != 9 ||
+            kind_from(vk) < 0 || kind_from(ok) < 0) {
+            r = tl_errf(err, TL_EFORMAT, "%s:%d: expected victim_kind,victim_threads_per_sm,f_self,"
+                                         "other_kind,other_threads_per_sm,f_other,solo_ns,corun_ns,"
+                                         "slowdown,...", path, lineno);
+            break;
+        }
+        if (!(fs >= 0 && fs <= 1 && fo >= 0 && fo <= 1 && sd > 0 && sd < 1e3)) {
+            r = tl_errf(err, TL_ERANGE, "%s:%d: f_self and f_other must be in [0, 1], slowdown in "
+                                        "(0, 1000)", path, lineno);
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            *out = tl_xrealloc(*out, (size_t)cap * sizeof **out);
+        }
+        (*out)[(*n)++] = (tl_contention_point){kind_from(vk), kind_from(ok), fs, fo, sd};
+    }
+    fclose(f);
+    if (r == 0 && *n == 0)
+        r = tl_errf(err, TL_EMISSING, "%s: no measurements", path);
+    if (r < 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return r;
+}
+
+/* ---------- report ---------- */
+
+static void print_fit(FILE *f, const char *what, const tl_contention_result *r)
+{
+    fprintf(f, "contention fit %-18s n %2d  alpha %.3f  max_slowdown %.3f%s  rmse %.3f  r2 %.3f\n", what,
+            r->n, r->alpha, r->max_slowdown, r->capped ? "" : " (no cap)", r->rmse, r->r2);
+}
+
+int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_contention_result *all,
+                         tl_err *err)
+{
+    int r = tl_contention_fit(p, n, all, err);
+    if (r < 0)
+        return r;
+    print_fit(f, "all", all);
+    tl_contention_point *sub = tl_xcalloc((size_t)n, sizeof *sub);
+    for (int vk = 0; vk < 2; vk++)
+        for (int ok = 0; ok < 2; ok++) {
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                if (p[i].kind == vk && p[i].other_kind == ok)
+                    sub[m++] = p[i];
+            tl_contention_result pr;
+            tl_err e2 = {0};
+            char what[40];
+            snprintf(what, sizeof what, "%s|%s", tl_kernel_kind_name(vk), tl_kernel_kind_name(ok));
+            if (m >= 2 && tl_contention_fit(sub, m, &pr, &e2) == 0)
+                print_fit(f, what, &pr);
+        }
+    free(sub);
+    fprintf(f, "%-8s %6s %-8s %6s %9s %9s %7s\n", "kind", "f_self", "other", "f", "measured",
+            "fitted", "error");
+    for (int i = 0; i < n; i++) {
+        double m = tl_contention_model(all->alpha, all->max_slowdown, p[i].f);
+        fprintf(f, "%-8s %6.3f %-8s %6.3f %9.3f %9.3f %+6.1f%%\n", tl_kernel_kind_name(p[i].kind),
+                p[i].f_self, tl_kernel_kind_name(p[i].other_kind), p[i].f, p[i].slowdown, m,
+                100 * (m / p[i].slowdown - 1));
+    }
+    return 0;
+}
