@@ -181,12 +181,19 @@ void tl_watchdog_set_report(tl_watchdog *w, void (*report)(void *arg), void *arg
  *     slowdown = min(max_slowdown, 1 + alpha * f),
  * f = the other launch's share of the SM's thread slots, fitted by least
  * squares to co-run measurements (tally-run contention). One point per
- * measured kernel: its kind, its own share, the other's kind and share, and
- * its slowdown (co-run / solo time). */
+ * measured kernel: its kind, its own share, the other's kind and share,
+ * whether it was launched before the other (older) or after, and its
+ * slowdown (co-run / solo time). A point is 'serialized' when the kernel
+ * made next to no progress while the other ran (it ended only after 90% of
+ * the other's solo time had passed): the warp schedulers gave the other
+ * kernel's warps all the issue slots. No rate of slowdown describes that; the
+ * default fit leaves such points out and the report lists them. */
 typedef struct tl_contention_point {
     int kind, other_kind;        /* TL_KIND_COMPUTE / TL_KIND_MEMORY */
     double f_self, f;            /* thread-slot shares of the SM */
     double slowdown;
+    bool older;                  /* launched first, the other right after */
+    bool serialized;
 } tl_contention_point;
 
 typedef struct tl_contention_result {
@@ -199,14 +206,18 @@ typedef struct tl_contention_result {
 double tl_contention_model(double alpha, double max_slowdown, double f);
 /* Grid search, coarse then fine (0.001); deterministic. */
 int tl_contention_fit(const tl_contention_point *p, int n, tl_contention_result *out, tl_err *err);
-/* Read the CSV tally-run contention writes (columns: victim_kind,
- * victim_threads_per_sm, f_self, other_kind, other_threads_per_sm, f_other,
- * solo_ns, corun_ns, slowdown, ...; '#' lines are comments). *out is
- * malloc'ed. */
+/* The serialized rule above: a kernel launched second whose co-run time
+ * reached 90% of the other's solo time. */
+bool tl_contention_serialized(bool older, double corun_ns, double other_solo_ns);
+/* Read the CSV tally-run contention writes: a header naming the columns
+ * (victim_kind, f_self, other_kind, f_other, slowdown, corun_ns,
+ * other_solo_ns required; victim_order 'first'/'second' optional, default
+ * 'second'), '#' lines are comments. *out is malloc'ed. */
 int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, tl_err *err);
-/* Print the fit over all points, per kind pair, and the points with the
- * model's value; returns the overall fit's status. */
-int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_contention_result *all,
+/* Print the fits (without the serialized points: 'all' of them too), per
+ * kind pair and launch order, then every point with the fitted value;
+ * *fit is the fit without serialized points. */
+int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_contention_result *fit,
                          tl_err *err);
 
 /* Monotonic clock in ns. */

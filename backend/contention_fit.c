@@ -93,6 +93,11 @@ int tl_contention_fit(const tl_contention_point *p, int n, tl_contention_result 
     return 0;
 }
 
+bool tl_contention_serialized(bool older, double corun_ns, double other_solo_ns)
+{
+    return !older && corun_ns >= 0.9 * other_solo_ns;
+}
+
 /* ---------- the measurements' CSV ---------- */
 
 static int kind_from(const char *s)
@@ -104,6 +109,33 @@ static int kind_from(const char *s)
     return -1;
 }
 
+/* Split a CSV line (no quoting: our own file) in place. */
+static int split(char *line, char **fields, int max)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (char *p = line; n < max;) {
+        fields[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c)
+            break;
+        *c = '\0';
+        p = c + 1;
+    }
+    return n;
+}
+
+enum { C_VK, C_FS, C_OK, C_FO, C_SD, C_CO, C_OS, C_ORDER, C_N };
+static const char *const col_names[C_N] = {"victim_kind", "f_self", "other_kind", "f_other",
+                                           "slowdown", "corun_ns", "other_solo_ns", "victim_order"};
+
+static bool num_field(const char *s, double *out)
+{
+    char *end;
+    *out = strtod(s, &end);
+    return end != s && *end == '\0' && isfinite(*out);
+}
+
 int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, tl_err *err)
 {
     *out = NULL;
@@ -112,33 +144,47 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
     if (!f)
         return tl_errf(err, TL_EIO, "%s: cannot read: %s", path, strerror(errno));
     char line[1024];
-    int lineno = 0, cap = 0, r = 0;
+    int lineno = 0, cap = 0, r = 0, col[C_N], ncols = 0;
     bool header = false;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         if (line[0] == '#' || line[0] == '\n' || line[0] == '\r')
             continue;
+        char *fl[32];
+        int nf = split(line, fl, 32);
         if (!header) { /* the first other line names the columns */
-            if (strncmp(line, "victim_kind,", 12)) {
-                r = tl_errf(err, TL_EFORMAT, "%s:%d: expected the header 'victim_kind,...'", path,
-                            lineno);
-                break;
+            for (int c = 0; c < C_N; c++) {
+                col[c] = -1;
+                for (int i = 0; i < nf; i++)
+                    if (!strcmp(fl[i], col_names[c]))
+                        col[c] = i;
+                if (col[c] < 0 && c != C_ORDER) {
+                    r = tl_errf(err, TL_EFORMAT, "%s:%d: header: no column '%s'", path, lineno,
+                                col_names[c]);
+                    break;
+                }
             }
+            if (r < 0)
+                break;
             header = true;
+            ncols = nf;
             continue;
         }
-        char vk[16], ok[16];
-        int vt, ot;
-        double fs, fo, solo, co, sd;
-        if (sscanf(line, "%15[a-z],%d,%lf,%15[a-z],%d,%lf,%lf,%lf,%lf", vk, &vt, &fs, ok, &ot, &fo,
-                   &solo, &co, &sd) != 9 ||
-            kind_from(vk) < 0 || kind_from(ok) < 0) {
-            r = tl_errf(err, TL_EFORMAT, "%s:%d: expected victim_kind,victim_threads_per_sm,f_self,"
-                                         "other_kind,other_threads_per_sm,f_other,solo_ns,corun_ns,"
-                                         "slowdown,...", path, lineno);
+        double v[C_N] = {0};
+        bool ok = nf == ncols && kind_from(fl[col[C_VK]]) >= 0 && kind_from(fl[col[C_OK]]) >= 0;
+        for (int c = 0; ok && c < C_N; c++)
+            if (c != C_VK && c != C_OK && c != C_ORDER)
+                ok = num_field(fl[col[c]], &v[c]);
+        const char *order = ok && col[C_ORDER] >= 0 ? fl[col[C_ORDER]] : "second";
+        ok = ok && (!strcmp(order, "first") || !strcmp(order, "second"));
+        if (!ok) {
+            r = tl_errf(err, TL_EFORMAT, "%s:%d: expected %d fields: kinds 'compute'/'memory', "
+                                         "numbers, victim_order 'first'/'second'",
+                        path, lineno, ncols);
             break;
         }
-        if (!(fs >= 0 && fs <= 1 && fo >= 0 && fo <= 1 && sd > 0 && sd < 1e3)) {
+        if (!(v[C_FS] >= 0 && v[C_FS] <= 1 && v[C_FO] >= 0 && v[C_FO] <= 1 && v[C_SD] > 0 &&
+              v[C_SD] < 1e3)) {
             r = tl_errf(err, TL_ERANGE, "%s:%d: f_self and f_other must be in [0, 1], slowdown in "
                                         "(0, 1000)", path, lineno);
             break;
@@ -147,7 +193,10 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
             cap = cap ? cap * 2 : 64;
             *out = tl_xrealloc(*out, (size_t)cap * sizeof **out);
         }
-        (*out)[(*n)++] = (tl_contention_point){kind_from(vk), kind_from(ok), fs, fo, sd};
+        bool older = !strcmp(order, "first");
+        (*out)[(*n)++] = (tl_contention_point){
+            kind_from(fl[col[C_VK]]), kind_from(fl[col[C_OK]]), v[C_FS], v[C_FO], v[C_SD], older,
+            tl_contention_serialized(older, v[C_CO], v[C_OS])};
     }
     fclose(f);
     if (r == 0 && *n == 0)
@@ -164,39 +213,62 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
 
 static void print_fit(FILE *f, const char *what, const tl_contention_result *r)
 {
-    fprintf(f, "contention fit %-18s n %2d  alpha %.3f  max_slowdown %.3f%s  rmse %.3f  r2 %.3f\n", what,
-            r->n, r->alpha, r->max_slowdown, r->capped ? "" : " (no cap)", r->rmse, r->r2);
+    fprintf(f, "contention fit %-36s n %2d  alpha %6.3f  max_slowdown %6.3f%s  rmse %.3f  r2 %6.3f\n",
+            what, r->n, r->alpha, r->max_slowdown, r->capped ? "" : " (no cap)", r->rmse, r->r2);
 }
 
-int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_contention_result *all,
+/* Fit the points that pass keep(); print it under 'what' if there are two. */
+static void fit_subset(FILE *f, const char *what, const tl_contention_point *p, int n,
+                       tl_contention_point *buf, int vk, int ok, int older, bool with_serialized)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if ((vk < 0 || p[i].kind == vk) && (ok < 0 || p[i].other_kind == ok) &&
+            (older < 0 || p[i].older == (older == 1)) && (with_serialized || !p[i].serialized))
+            buf[m++] = p[i];
+    tl_contention_result r;
+    tl_err e = {0};
+    if (m >= 2 && tl_contention_fit(buf, m, &r, &e) == 0)
+        print_fit(f, what, &r);
+}
+
+int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_contention_result *fit,
                          tl_err *err)
 {
-    int r = tl_contention_fit(p, n, all, err);
-    if (r < 0)
-        return r;
-    print_fit(f, "all", all);
-    tl_contention_point *sub = tl_xcalloc((size_t)n, sizeof *sub);
-    for (int vk = 0; vk < 2; vk++)
-        for (int ok = 0; ok < 2; ok++) {
-            int m = 0;
-            for (int i = 0; i < n; i++)
-                if (p[i].kind == vk && p[i].other_kind == ok)
-                    sub[m++] = p[i];
-            tl_contention_result pr;
-            tl_err e2 = {0};
-            char what[40];
-            snprintf(what, sizeof what, "%s|%s", tl_kernel_kind_name(vk), tl_kernel_kind_name(ok));
-            if (m >= 2 && tl_contention_fit(sub, m, &pr, &e2) == 0)
-                print_fit(f, what, &pr);
-        }
-    free(sub);
-    fprintf(f, "%-8s %6s %-8s %6s %9s %9s %7s\n", "kind", "f_self", "other", "f", "measured",
-            "fitted", "error");
+    tl_contention_point *sub = tl_xcalloc((size_t)n + 1, sizeof *sub);
+    int m = 0, ser = 0;
     for (int i = 0; i < n; i++) {
-        double m = tl_contention_model(all->alpha, all->max_slowdown, p[i].f);
-        fprintf(f, "%-8s %6.3f %-8s %6.3f %9.3f %9.3f %+6.1f%%\n", tl_kernel_kind_name(p[i].kind),
-                p[i].f_self, tl_kernel_kind_name(p[i].other_kind), p[i].f, p[i].slowdown, m,
-                100 * (m / p[i].slowdown - 1));
+        if (p[i].serialized)
+            ser++;
+        else
+            sub[m++] = p[i];
+    }
+    int r = tl_contention_fit(sub, m, fit, err);
+    if (r < 0) {
+        free(sub);
+        return r;
+    }
+    fprintf(f, "contention: %d points, %d serialized (left out of the fit: made no progress beside "
+               "the other kernel)\n", n, ser);
+    print_fit(f, "(the default: not serialized)", fit);
+    fit_subset(f, "all points", p, n, sub, -1, -1, -1, true);
+    for (int older = 0; older < 2; older++)
+        for (int vk = 0; vk < 2; vk++)
+            for (int ok = 0; ok < 2; ok++) {
+                char what[64];
+                snprintf(what, sizeof what, "%s beside %s, %s", tl_kernel_kind_name(vk),
+                         tl_kernel_kind_name(ok), older ? "first" : "second");
+                fit_subset(f, what, p, n, sub, vk, ok, older, false);
+            }
+    free(sub);
+    fprintf(f, "%-8s %6s %-8s %6s %-6s %9s %9s %7s\n", "kind", "f_self", "other", "f", "order",
+            "measured", "fitted", "error");
+    for (int i = 0; i < n; i++) {
+        double mo = tl_contention_model(fit->alpha, fit->max_slowdown, p[i].f);
+        fprintf(f, "%-8s %6.3f %-8s %6.3f %-6s %9.3f %9.3f %+6.1f%%%s\n",
+                tl_kernel_kind_name(p[i].kind), p[i].f_self, tl_kernel_kind_name(p[i].other_kind),
+                p[i].f, p[i].older ? "first" : "second", p[i].slowdown, mo,
+                100 * (mo / p[i].slowdown - 1), p[i].serialized ? "  serialized" : "");
     }
     return 0;
 }

@@ -11,11 +11,13 @@
  * kernel is launched first, on its own stream, and lasts ten times longer
  * than the victim alone; the victim, launched right after on a second stream,
  * therefore runs entirely beside it (checked: 'overlap' is the fraction of
- * the victim's run covered by the other's). slowdown = victim's co-run time /
- * its solo time, medians of 5 runs after a warm-up; f = o / 2048 is the
- * simulator's "share of the SM's thread slots held by other launches". Every
- * (victim kind, other kind, v, o) is measured, so each kernel is also the
- * other one's victim. */
+ * the victim's run covered by the other's). The same again with the victim
+ * launched first and the other right after (victim_order 'first'): warp
+ * schedulers favour older warps, so the order matters. slowdown = victim's
+ * co-run time / its solo time, medians of 5 runs after a warm-up; f = o / 2048
+ * is the simulator's "share of the SM's thread slots held by other launches".
+ * Every (victim kind, other kind, v, o, order) is measured, so each kernel is
+ * also the other one's victim. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -187,49 +189,58 @@ int tl_hw_contention(FILE *out, FILE *csv, int device, tl_contention_result *fit
         fprintf(csv, "# tally-run contention on %s (%d SMs): one-wave synthetic kernels, blocks of "
                      "%d threads, %d registers per thread; medians of %d runs\n"
                      "victim_kind,victim_threads_per_sm,f_self,other_kind,other_threads_per_sm,"
-                     "f_other,solo_ns,corun_ns,slowdown,other_solo_ns,overlap,victim_iters,"
-                     "other_iters\n",
+                     "f_other,victim_order,solo_ns,corun_ns,slowdown,other_solo_ns,"
+                     "other_corun_ns,overlap,victim_iters,other_iters\n",
                 name, c.sms, BLOCK_THREADS, vi->regs, REPS);
-    tl_contention_point *pts = tl_xcalloc(2 * 2 * NV * NO, sizeof *pts);
+    tl_contention_point *pts = tl_xcalloc(2 * 2 * 2 * NV * NO, sizeof *pts);
     int np = 0;
-    for (int vk = 0; vk < 2 && !r; vk++)
-        for (int ok = 0; ok < 2 && !r; ok++)
-            for (int i = 0; i < NV && !r; i++)
-                for (int j = 0; j < NO && !r; j++) {
-                    if (vs[i] + os[j] > c.threads_per_sm)
-                        continue;
-                    double sd[REPS], ov[REPS], co[REPS];
-                    for (int rep = -1; rep < REPS && !r; rep++) {
-                        tl_synth_launch l[2] = {shape(&c, ok, os[j], it_o[ok][j]),
-                                                shape(&c, vk, vs[i], it_v[vk][i])};
-                        unsigned long long s[2], en[2];
-                        r = run_once(&c, l, 2, s, en, err);
-                        if (r < 0 || rep < 0)
+    /* older 0: the other kernel first, the victim right after; 1: the reverse */
+    for (int older = 0; older < 2 && !r; older++)
+        for (int vk = 0; vk < 2 && !r; vk++)
+            for (int ok = 0; ok < 2 && !r; ok++)
+                for (int i = 0; i < NV && !r; i++)
+                    for (int j = 0; j < NO && !r; j++) {
+                        if (vs[i] + os[j] > c.threads_per_sm)
                             continue;
-                        double vd = (double)(en[1] - s[1]);
-                        double lo = s[1] > s[0] ? (double)s[1] : (double)s[0];
-                        double hi = en[1] < en[0] ? (double)en[1] : (double)en[0];
-                        co[rep] = vd;
-                        sd[rep] = vd / solo_v[vk][i];
-                        ov[rep] = vd > 0 && hi > lo ? (hi - lo) / vd : 0;
+                        double sd[REPS], ov[REPS], co[REPS], oco[REPS];
+                        int vi_ = older ? 0 : 1, oi = 1 - vi_;
+                        for (int rep = -1; rep < REPS && !r; rep++) {
+                            tl_synth_launch l[2];
+                            l[oi] = shape(&c, ok, os[j], it_o[ok][j]);
+                            l[vi_] = shape(&c, vk, vs[i], it_v[vk][i]);
+                            unsigned long long s[2], en[2];
+                            r = run_once(&c, l, 2, s, en, err);
+                            if (r < 0 || rep < 0)
+                                continue;
+                            double vd = (double)(en[vi_] - s[vi_]);
+                            double lo = s[vi_] > s[oi] ? (double)s[vi_] : (double)s[oi];
+                            double hi = en[vi_] < en[oi] ? (double)en[vi_] : (double)en[oi];
+                            co[rep] = vd;
+                            oco[rep] = (double)(en[oi] - s[oi]);
+                            sd[rep] = vd / solo_v[vk][i];
+                            ov[rep] = vd > 0 && hi > lo ? (hi - lo) / vd : 0;
+                        }
+                        if (r < 0)
+                            break;
+                        double fs = (double)vs[i] / c.threads_per_sm;
+                        double fo = (double)os[j] / c.threads_per_sm;
+                        double msd = median_d(sd, REPS), mco = median_d(co, REPS);
+                        double mov = median_d(ov, REPS), moco = median_d(oco, REPS);
+                        bool ser = tl_contention_serialized(older, mco, solo_o[ok][j]);
+                        pts[np++] = (tl_contention_point){vk, ok, fs, fo, msd, older == 1, ser};
+                        if (csv)
+                            fprintf(csv, "%s,%d,%.4f,%s,%d,%.4f,%s,%.0f,%.0f,%.4f,%.0f,%.0f,%.3f,%u,%u\n",
+                                    tl_kernel_kind_name(vk), vs[i], fs, tl_kernel_kind_name(ok), os[j],
+                                    fo, older ? "first" : "second", solo_v[vk][i], mco, msd,
+                                    solo_o[ok][j], moco, mov, it_v[vk][i], it_o[ok][j]);
+                        if (out)
+                            fprintf(out, "contention: %-7s %4d thr/SM %s beside %-7s %4d thr/SM: solo "
+                                         "%8.0f ns co-run %8.0f ns slowdown %6.3f overlap %.2f; other "
+                                         "%8.0f -> %8.0f ns%s\n",
+                                    tl_kernel_kind_name(vk), vs[i], older ? "first " : "second",
+                                    tl_kernel_kind_name(ok), os[j], solo_v[vk][i], mco, msd, mov,
+                                    solo_o[ok][j], moco, ser ? " serialized" : "");
                     }
-                    if (r < 0)
-                        break;
-                    double fs = (double)vs[i] / c.threads_per_sm, fo = (double)os[j] / c.threads_per_sm;
-                    double msd = median_d(sd, REPS), mco = median_d(co, REPS);
-                    double mov = median_d(ov, REPS);
-                    pts[np++] = (tl_contention_point){vk, ok, fs, fo, msd};
-                    if (csv)
-                        fprintf(csv, "%s,%d,%.4f,%s,%d,%.4f,%.0f,%.0f,%.4f,%.0f,%.3f,%u,%u\n",
-                                tl_kernel_kind_name(vk), vs[i], fs, tl_kernel_kind_name(ok), os[j], fo,
-                                solo_v[vk][i], mco, msd, solo_o[ok][j], mov, it_v[vk][i],
-                                it_o[ok][j]);
-                    if (out)
-                        fprintf(out, "contention: %-7s %4d thr/SM beside %-7s %4d thr/SM: solo %8.0f ns "
-                                     "co-run %8.0f ns slowdown %.3f overlap %.2f\n",
-                                tl_kernel_kind_name(vk), vs[i], tl_kernel_kind_name(ok), os[j],
-                                solo_v[vk][i], mco, msd, mov);
-                }
     if (!r && out)
         r = tl_contention_report(out, pts, np, fit, err);
     else if (!r)

@@ -651,28 +651,43 @@ static void test_contention_csv(void **state)
     assert_non_null(f);
     fprintf(f, "# comment\n"
                "victim_kind,victim_threads_per_sm,f_self,other_kind,other_threads_per_sm,f_other,"
-               "solo_ns,corun_ns,slowdown,other_solo_ns,overlap,victim_iters,other_iters\n"
-               "compute,256,0.125,memory,1024,0.5,2000000,2200000,1.1,20000000,1.000,10,20\n"
-               "memory,512,0.25,compute,256,0.125,2000000,2100000,1.05,20000000,1.000,10,20\n");
+               "victim_order,solo_ns,corun_ns,slowdown,other_solo_ns,other_corun_ns,overlap,"
+               "victim_iters,other_iters\n"
+               "compute,256,0.125,memory,1024,0.5,second,2000000,2200000,1.1,20000000,20000000,1.000,10,20\n"
+               "memory,512,0.25,compute,256,0.125,first,2000000,2100000,1.05,20000000,20000000,1.000,10,20\n"
+               "memory,256,0.125,memory,256,0.125,second,2000000,2400000,1.2,20000000,20000000,1.000,10,20\n"
+               /* made no progress until the other ended: serialized */
+               "compute,256,0.125,compute,256,0.125,second,2000000,21000000,10.5,20000000,20000000,0.950,10,20\n");
     fclose(f);
     tl_contention_point *p;
     int n;
     tl_err err = {0};
     assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), 0);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 4);
     assert_int_equal(p[0].kind, TL_KIND_COMPUTE);
     assert_int_equal(p[0].other_kind, TL_KIND_MEMORY);
     assert_float_equal(p[0].f, 0.5, 0);
+    assert_false(p[0].older);
+    assert_true(p[1].older);
     assert_float_equal(p[1].f_self, 0.25, 0);
     assert_float_equal(p[1].slowdown, 1.05, 0);
+    assert_false(p[2].serialized);
+    assert_true(p[3].serialized);
+    /* the rule: only a kernel launched second, and only once it outlasted 90% of the other */
+    assert_true(tl_contention_serialized(false, 18e6, 20e6));
+    assert_false(tl_contention_serialized(false, 17e6, 20e6));
+    assert_false(tl_contention_serialized(true, 30e6, 20e6));
     char *buf = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&buf, &len);
     tl_contention_result r;
     assert_int_equal(tl_contention_report(mem, p, n, &r, &err), 0);
     fclose(mem);
-    assert_non_null(strstr(buf, "contention fit all"));
-    assert_non_null(strstr(buf, "compute   0.125 memory    0.500     1.100"));
+    assert_int_equal(r.n, 3); /* the serialized point is left out */
+    assert_non_null(strstr(buf, "4 points, 1 serialized"));
+    assert_non_null(strstr(buf, "compute   0.125 memory    0.500 second     1.100"));
+    assert_non_null(strstr(buf, "10.500"));
+    assert_non_null(strstr(buf, "serialized\n"));
     free(buf);
     free(p);
     /* a line that is not a measurement names its line */
@@ -680,8 +695,14 @@ static void test_contention_csv(void **state)
     fprintf(f, "compute,256,oops\n");
     fclose(f);
     assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), TL_EFORMAT);
-    assert_non_null(strstr(err.msg, ":5:"));
+    assert_non_null(strstr(err.msg, ":7:"));
     assert_null(p);
+    /* a header without a needed column */
+    f = fopen(path, "w");
+    fprintf(f, "victim_kind,f_self\ncompute,0.5\n");
+    fclose(f);
+    assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, "other_kind"));
     snprintf(path, sizeof path, "%s/no-such.csv", tmpdir);
     assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), TL_EIO);
 }
