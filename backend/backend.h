@@ -184,10 +184,11 @@ void tl_watchdog_set_report(tl_watchdog *w, void (*report)(void *arg), void *arg
  * measured kernel: its kind, its own share, the other's kind and share,
  * whether it was launched before the other (older) or after, and its
  * slowdown (co-run / solo time). A point is 'serialized' when the kernel
- * made next to no progress while the other ran (it ended only after 90% of
- * the other's solo time had passed): the warp schedulers gave the other
- * kernel's warps all the issue slots. No rate of slowdown describes that; the
- * default fit leaves such points out and the report lists them. */
+ * made next to no progress while the other ran (the victim, 1/10 of the
+ * other's length alone, ended only after 90% of the other's solo time had
+ * passed): the warp schedulers gave the other kernel's warps the issue slots.
+ * No rate of slowdown describes that; the default fit leaves such points out
+ * and the report lists them. */
 typedef struct tl_contention_point {
     int kind, other_kind;        /* TL_KIND_COMPUTE / TL_KIND_MEMORY */
     double f_self, f;            /* thread-slot shares of the SM */
@@ -206,9 +207,9 @@ typedef struct tl_contention_result {
 double tl_contention_model(double alpha, double max_slowdown, double f);
 /* Grid search, coarse then fine (0.001); deterministic. */
 int tl_contention_fit(const tl_contention_point *p, int n, tl_contention_result *out, tl_err *err);
-/* The serialized rule above: a kernel launched second whose co-run time
- * reached 90% of the other's solo time. */
-bool tl_contention_serialized(bool older, double corun_ns, double other_solo_ns);
+/* The serialized rule above: the co-run time reached 90% of the other's solo
+ * time. */
+bool tl_contention_serialized(double corun_ns, double other_solo_ns);
 /* Read the CSV tally-run contention writes: a header naming the columns
  * (victim_kind, f_self, other_kind, f_other, slowdown, corun_ns,
  * other_solo_ns required; victim_order 'first'/'second' optional, default

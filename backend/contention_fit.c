@@ -93,9 +93,9 @@ int tl_contention_fit(const tl_contention_point *p, int n, tl_contention_result 
     return 0;
 }
 
-bool tl_contention_serialized(bool older, double corun_ns, double other_solo_ns)
+bool tl_contention_serialized(double corun_ns, double other_solo_ns)
 {
-    return !older && corun_ns >= 0.9 * other_solo_ns;
+    return corun_ns >= 0.9 * other_solo_ns;
 }
 
 /* ---------- the measurements' CSV ---------- */
@@ -196,7 +196,7 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
         bool older = !strcmp(order, "first");
         (*out)[(*n)++] = (tl_contention_point){
             kind_from(fl[col[C_VK]]), kind_from(fl[col[C_OK]]), v[C_FS], v[C_FO], v[C_SD], older,
-            tl_contention_serialized(older, v[C_CO], v[C_OS])};
+            tl_contention_serialized(v[C_CO], v[C_OS])};
     }
     fclose(f);
     if (r == 0 && *n == 0)

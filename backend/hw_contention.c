@@ -226,7 +226,7 @@ int tl_hw_contention(FILE *out, FILE *csv, int device, tl_contention_result *fit
                         double fo = (double)os[j] / c.threads_per_sm;
                         double msd = median_d(sd, REPS), mco = median_d(co, REPS);
                         double mov = median_d(ov, REPS), moco = median_d(oco, REPS);
-                        bool ser = tl_contention_serialized(older, mco, solo_o[ok][j]);
+                        bool ser = tl_contention_serialized(mco, solo_o[ok][j]);
                         pts[np++] = (tl_contention_point){vk, ok, fs, fo, msd, older == 1, ser};
                         if (csv)
                             fprintf(csv, "%s,%d,%.4f,%s,%d,%.4f,%s,%.0f,%.0f,%.4f,%.0f,%.0f,%.3f,%u,%u\n",
