@@ -11,9 +11,16 @@
  * group's rate is re-evaluated whenever a group starts or ends on one of its
  * SMs (batched once per instant), and its remaining work is carried over.
  *
- * Defaults are PROVISIONAL (no fit yet): alpha = 0.5 means a block whose SM
- * is half full of another kernel's threads runs 1.25x slower; 2.0 caps it.
- * They are to be fitted per GPU from backend co-run measurements. */
+ * Defaults: on the H100 (SXM, 132 SMs) FITTED to co-run measurements of the
+ * backend's synthetic kernels (tally-run contention; data and procedure in
+ * experiments/results/hw/contention.csv and sim/README.md): alpha = 2.165,
+ * max_slowdown = 3.165 (1 + alpha: no cap for f <= 1), the least-squares fit
+ * over the 55 co-runs that a rate of slowdown describes. On every other GPU
+ * still PROVISIONAL (not measured there): alpha = 0.5 (a block whose SM is
+ * half full of another kernel's threads runs 1.25x slower), capped at 2.0. */
+#include <stdbool.h>
+#include <string.h>
+
 #include "sim_internal.h"
 
 double contention_slowdown(const tl_contention_params *p, double f)
@@ -26,8 +33,11 @@ double contention_slowdown(const tl_contention_params *p, double f)
 
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
 {
-    p->contention.alpha = 0.5;
-    p->contention.max_slowdown = 2.0;
+    /* Fitted on the H100 SXM (experiments/results/hw/contention.csv); a
+     * guess elsewhere. */
+    bool h100 = gpu && strstr(gpu->name, "H100") && gpu->sms == 132;
+    p->contention.alpha = h100 ? 2.165 : 0.5;
+    p->contention.max_slowdown = h100 ? 3.165 : 2.0;
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
