@@ -44,7 +44,7 @@ LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libtally.a
 
-CMDS     := tally-sim tally-plot
+CMDS     := tally-sim tally-plot tally-validate
 CMD_BIN  := $(CMDS:%=$(BUILD)/%)
 
 TEST_SRC := $(wildcard tests/test_*.c)
