@@ -19,23 +19,11 @@ void tl_evq_free(tl_evq *q)
     free(q);
 }
 
-/* Sorted form: move the entries to the front of the array. */
-static void compact(tl_evq *q)
-{
-    for (uint32_t k = 0; k < q->len; k++)
-        tl_evq_put(q, k, q->ent[q->head + k]);
-    q->head = 0;
-}
-
 void tl_evq_grow(tl_evq *q)
 {
-    if (q->head + q->len == q->cap) {
-        if (q->head > 0) {
-            compact(q);
-        } else {
-            q->cap = q->cap ? q->cap * 2 : 64;
-            q->ent = tl_xrealloc(q->ent, (size_t)q->cap * sizeof *q->ent);
-        }
+    if (q->len == q->cap) {
+        q->cap = q->cap ? q->cap * 2 : 64;
+        q->ent = tl_xrealloc(q->ent, (size_t)q->cap * sizeof *q->ent);
     }
     if (!q->free_head) {
         if (q->n_slots == q->cap_slots) {
@@ -50,17 +38,22 @@ void tl_evq_grow(tl_evq *q)
     }
 }
 
-/* A sorted array is a min-heap already. */
+/* Latest first, reversed, is earliest first: a min-heap. */
 void tl_evq_to_heap(tl_evq *q)
 {
-    compact(q);
+    for (uint32_t i = 0, j = q->len - 1; i < j; i++, j--) {
+        tl_evq_ent t = q->ent[i];
+        tl_evq_put(q, i, q->ent[j]);
+        tl_evq_put(q, j, t);
+    }
+    if (q->len % 2) /* the middle entry stays: its position is right already */
+        q->slots[q->ent[q->len / 2].slot].pos = q->len / 2;
     q->is_heap = true;
 }
 
 void tl_evq_to_sorted(tl_evq *q)
 {
+    q->is_heap = false;
     for (uint32_t i = 1; i < q->len; i++) /* few entries: insertion sort */
         tl_evq_rise(q, i, q->ent[i]);
-    q->head = 0;
-    q->is_heap = false;
 }

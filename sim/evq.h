@@ -9,13 +9,14 @@
  * (event fired or removed, slot reused) is recognised and ignored.
  *
  * The GPU model's queue is short (a few to a few tens of events: group ends,
- * host timers), so the entries are a SORTED array ent[head, head + len):
- * pop takes ent[head] in O(1), push and re-time shift the entries between
- * the old and the new place (a few), remove closes the gap from the shorter
- * side. Past EVQ_SMALL_MAX entries the array is used as a binary min-heap
- * (a sorted array already is one; O(log n) everywhere) and it is sorted
- * again when it shrinks below EVQ_SMALL_MIN. Keys are unique, so the order
- * of events is the same in either form.
+ * host timers), so the entries are an array sorted LATEST FIRST: pop takes
+ * the last entry in O(1), and a new event, usually due before most of the
+ * queued ones, moves only the entries due before it one place up; re-time
+ * and remove shift the entries in between. Past EVQ_SMALL_MAX entries the
+ * array becomes a binary min-heap (O(log n) everywhere; the sorted array
+ * reversed is one) and it is sorted again when it shrinks below
+ * EVQ_SMALL_MIN. Keys are unique, so the order of events is the same in
+ * either form.
  *
  * The operations are inline: the engine and the GPU model call them once or
  * twice per event, and call overhead would be a good part of their cost.
@@ -48,8 +49,7 @@ typedef struct tl_evq_slot {
 #define EVQ_SMALL_MIN 8  /* fewer entries in heap form: sorted again */
 
 struct tl_evq {
-    tl_evq_ent *ent;
-    uint32_t head;      /* sorted form: first entry; heap form: 0 */
+    tl_evq_ent *ent;    /* sorted form: latest first; heap form: a min-heap */
     uint32_t len, cap;
     bool is_heap;
     tl_evq_slot *slots;
@@ -60,7 +60,7 @@ struct tl_evq {
 
 tl_evq *tl_evq_new(void);
 void tl_evq_free(tl_evq *q);
-/* Room at ent[head + len] and a free slot (cold path of tl_evq_push). */
+/* Room for one more entry and a free slot (cold path of tl_evq_push). */
 void tl_evq_grow(tl_evq *q);
 /* Sorted form -> heap form, and back (evq.c). */
 void tl_evq_to_heap(tl_evq *q);
@@ -106,21 +106,22 @@ static inline void tl_evq_sift_down(tl_evq *q, uint32_t i, tl_evq_ent e)
     tl_evq_put(q, i, e);
 }
 
-/* Sorted form: e goes to index i or after it (entries after i move down). */
+/* Sorted form (latest first): entry i becomes e, due earlier than what was
+ * there: e moves towards the end past the entries due after it. */
 static inline void tl_evq_sink(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
-    uint32_t end = q->head + q->len;
-    while (i + 1 < end && q->ent[i + 1].key < e.key) {
+    while (i + 1 < q->len && e.key < q->ent[i + 1].key) {
         tl_evq_put(q, i, q->ent[i + 1]);
         i++;
     }
     tl_evq_put(q, i, e);
 }
 
-/* Sorted form: e goes to index i or before it (entries before i move up). */
+/* Sorted form: entry i becomes e, due later than what was there (or i is a
+ * new last place): e moves towards the front past the entries due before it. */
 static inline void tl_evq_rise(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
-    while (i > q->head && e.key < q->ent[i - 1].key) {
+    while (i > 0 && q->ent[i - 1].key < e.key) {
         tl_evq_put(q, i, q->ent[i - 1]);
         i--;
     }
@@ -130,14 +131,14 @@ static inline void tl_evq_rise(tl_evq *q, uint32_t i, tl_evq_ent e)
 /* Insert ev (time and seq set by the caller); returns its handle (never 0). */
 static inline uint64_t tl_evq_push(tl_evq *q, const tl_event *ev)
 {
-    if (!q->free_head || q->head + q->len == q->cap)
+    if (!q->free_head || q->len == q->cap)
         tl_evq_grow(q);
     uint32_t s = q->free_head - 1;
     tl_evq_slot *sl = &q->slots[s];
     q->free_head = sl->next_free;
     sl->ev = *ev;
     sl->queued = true;
-    uint32_t i = q->head + q->len++;
+    uint32_t i = q->len++;
     if (q->len > q->peak)
         q->peak = q->len;
     tl_evq_ent e = { tl_evq_key_of(ev->time, ev->seq), s };
@@ -154,7 +155,9 @@ static inline uint64_t tl_evq_push(tl_evq *q, const tl_event *ev)
 /* The earliest event, or NULL when empty. Valid until the next change. */
 static inline const tl_event *tl_evq_peek(const tl_evq *q)
 {
-    return q->len ? &q->slots[q->ent[q->head].slot].ev : NULL;
+    if (!q->len)
+        return NULL;
+    return &q->slots[q->ent[q->is_heap ? 0 : q->len - 1].slot].ev;
 }
 
 static inline void tl_evq_release(tl_evq *q, uint32_t s)
@@ -181,17 +184,9 @@ static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
         if (n < EVQ_SMALL_MIN)
             tl_evq_to_sorted(q);
     } else {
-        uint32_t end = q->head + q->len - 1;
-        if (i - q->head < end - i) { /* close the gap from the shorter side */
-            for (uint32_t k = i; k > q->head; k--)
-                tl_evq_put(q, k, q->ent[k - 1]);
-            q->head++;
-        } else {
-            for (uint32_t k = i; k < end; k++)
-                tl_evq_put(q, k, q->ent[k + 1]);
-        }
-        if (--q->len == 0)
-            q->head = 0;
+        uint32_t n = --q->len;
+        for (uint32_t k = i; k < n; k++)
+            tl_evq_put(q, k, q->ent[k + 1]);
     }
     tl_evq_release(q, s);
 }
@@ -206,11 +201,8 @@ static inline bool tl_evq_pop(tl_evq *q, tl_event *out)
         tl_evq_remove_at(q, 0);
         return true;
     }
-    uint32_t s = q->ent[q->head].slot;
+    uint32_t s = q->ent[--q->len].slot;
     *out = q->slots[s].ev;
-    q->head++;
-    if (--q->len == 0)
-        q->head = 0;
     tl_evq_release(q, s);
     return true;
 }
@@ -257,9 +249,9 @@ static inline bool tl_evq_move(tl_evq *q, uint64_t handle, tl_ns time, uint64_t 
             tl_evq_sift_down(q, i, e);
     } else {
         if (earlier)
-            tl_evq_rise(q, i, e);
-        else
             tl_evq_sink(q, i, e);
+        else
+            tl_evq_rise(q, i, e);
     }
     return true;
 }

@@ -266,6 +266,104 @@ static void test_move_equals_cancel_and_schedule(void **st)
     tl_engine_close(&b);
 }
 
+/* The queue changes form with its length (a sorted array when short, a heap
+ * past a few tens of events): pushes, cancels, re-times and pops while the
+ * length swings between 0 and ~100 must fire in exactly the order of a
+ * plain reference list ordered by (time, scheduling order). */
+typedef struct ref_ev {
+    tl_ns t;
+    uint64_t order;  /* scheduling order (re-timing counts as scheduling) */
+    uint64_t u;
+    tl_event_id id;
+    bool live;
+} ref_ev;
+
+static void test_queue_forms_against_reference(void **st)
+{
+    enum { N = 4000 }; /* rec holds 4096 */
+    static ref_ev ev[N];
+    static rec r;
+    memset(ev, 0, sizeof ev);
+    memset(&r, 0, sizeof r);
+    tl_engine e;
+    tl_engine_init(&e);
+    tl_rng g;
+    tl_rng_init(&g, 99);
+    int n = 0, fired = 0;
+    uint64_t order = 0;
+    static uint64_t want[N];
+    static tl_ns want_t[N];
+    int n_want = 0;
+    tl_ns now = 0;
+    for (int round = 0; round < 300 && n < N - 64; round++) {
+        /* grow to a random target, then re-time and cancel some */
+        int target = (int)(tl_rng_next(&g) % 100);
+        int live = 0;
+        for (int i = 0; i < n; i++)
+            live += ev[i].live;
+        for (; live < target && n < N; live++, n++) {
+            ev[n].t = now + (tl_ns)(tl_rng_next(&g) % 50);
+            ev[n].order = order++;
+            ev[n].u = (uint64_t)n;
+            ev[n].live = true;
+            ev[n].id = tl_engine_at(&e, ev[n].t, note, &e, &r, (uint64_t)n);
+        }
+        for (int k = 0; k < 20 && n > 0; k++) {
+            int i = (int)(tl_rng_next(&g) % (uint64_t)n);
+            if (!ev[i].live)
+                continue;
+            if (tl_rng_next(&g) % 2) {
+                tl_ns t = now + (tl_ns)(tl_rng_next(&g) % 50);
+                assert_int_equal(tl_engine_move(&e, ev[i].id, t), ev[i].id);
+                ev[i].t = t;
+                ev[i].order = order++;
+            } else {
+                assert_true(tl_engine_cancel(&e, ev[i].id));
+                ev[i].live = false;
+            }
+        }
+        /* run a random stretch; the reference fires the same events */
+        tl_ns until = now + (tl_ns)(tl_rng_next(&g) % 30);
+        for (;;) {
+            int best = -1;
+            for (int i = 0; i < n; i++)
+                if (ev[i].live && ev[i].t <= until &&
+                    (best < 0 || ev[i].t < ev[best].t ||
+                     (ev[i].t == ev[best].t && ev[i].order < ev[best].order)))
+                    best = i;
+            if (best < 0)
+                break;
+            ev[best].live = false;
+            want[n_want] = ev[best].u;
+            want_t[n_want++] = ev[best].t;
+        }
+        tl_engine_run(&e, until);
+        now = until;
+        fired = r.n;
+        assert_int_equal(fired, n_want);
+    }
+    tl_engine_run(&e, -1);
+    for (int i = 0; i < n; i++)
+        if (ev[i].live) {
+            int best = -1;
+            for (int k = 0; k < n; k++)
+                if (ev[k].live && (best < 0 || ev[k].t < ev[best].t ||
+                                   (ev[k].t == ev[best].t && ev[k].order < ev[best].order)))
+                    best = k;
+            ev[best].live = false;
+            want[n_want] = ev[best].u;
+            want_t[n_want++] = ev[best].t;
+            i = -1;
+        }
+    assert_int_equal(r.n, n_want);
+    for (int i = 0; i < n_want; i++) {
+        assert_int_equal(r.u[i], want[i]);
+        assert_int_equal(r.t[i], want_t[i]);
+    }
+    assert_true(e.peak >= 64); /* the heap form was used */
+    tl_engine_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_stop),
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_move_equals_cancel_and_schedule),
+        cmocka_unit_test(test_queue_forms_against_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
