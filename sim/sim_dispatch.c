@@ -51,10 +51,22 @@ void launch_kernel_prepare(sim *s, launch *l)
     l->occ = occ;
     uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
     uint64_t per_wave = (uint64_t)occ * (uint64_t)s->gpu.sms;
-    uint64_t waves = (grid + per_wave - 1) / per_wave;
     tl_ns dur = op->dur_ns > 0 ? op->dur_ns : 0;
-    l->blk_ns = dur / (tl_ns)waves;
-    l->blk_rem = dur % (tl_ns)waves;
+    uint64_t waves;
+    /* 32-bit divisions when the operands fit (nearly always): a 64-bit
+     * division costs several times more */
+    if (grid + per_wave - 1 <= UINT32_MAX) {
+        waves = (uint32_t)(grid + per_wave - 1) / (uint32_t)per_wave;
+    } else {
+        waves = (grid + per_wave - 1) / per_wave;
+    }
+    if ((uint64_t)dur <= UINT32_MAX && waves <= UINT32_MAX) {
+        l->blk_ns = (uint32_t)dur / (uint32_t)waves;
+        l->blk_rem = (uint32_t)dur % (uint32_t)waves;
+    } else {
+        l->blk_ns = dur / (tl_ns)waves;
+        l->blk_rem = dur % (tl_ns)waves;
+    }
     uint64_t logical = l->block_end - l->block_begin;
     if (l->ptb) {
         sctx *c = l->st->c;
@@ -599,7 +611,8 @@ again:;
         int k = 0;
         uint64_t tot_k = 0;
         if (nc == 1) { /* one class: k full rounds directly */
-            k = (int)(need / (uint64_t)cands[0].m);
+            k = need <= UINT32_MAX ? (int)((uint32_t)need / (uint32_t)cands[0].m)
+                                   : (int)(need / (uint64_t)cands[0].m);
             tot_k = (uint64_t)k * (uint64_t)cands[0].m;
         } else for (;;) {
             uint64_t t = 0;
