@@ -622,6 +622,51 @@ static void test_partitions(void **st)
     close_h(x);
 }
 
+/* Partitions again, after each runs dry in turn: the SM state of a unit of
+ * several pools comes back whole when a pool's last group leaves (the second
+ * pool first, then the first). Occupancy 8 (256 threads, 32 registers), toy
+ * GPU of 4 SMs: a = 1 SM, b = 3 SMs.
+ *  B1: 6 blocks, 1 ms, alone on b -> 0..1 ms.
+ *  A2: 16 blocks, traced 2 ms for 1 wave on 4 SMs -> 2 waves on 1 SM = 4 ms:
+ *      1..5 ms. B2: 48 blocks, traced 2 ms for 2 waves -> 1 ms a block, 24 a
+ *      wave on 3 SMs -> 2 waves: 1..3 ms, beside A2.
+ *  B3: 3 blocks, 1 ms, launched when A2 is done (the clock at 5 ms): 5..6 ms,
+ *      one block on each of b's 3 SMs.
+ *  A4: 8 blocks, 1 ms, on a -> 6..7 ms on its one SM. */
+static void test_partitions_after_idle(void **st)
+{
+    h *x = open_h(4, 0);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_PARTITION, 0, 0, 1), b = ctx(x, TL_CTX_PARTITION, 0, 0, 3);
+    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_op B1 = mk(6, 256, 32, 0, 1 * MS), A2 = mk(16, 256, 32, 0, 2 * MS),
+          B2 = mk(48, 256, 32, 0, 2 * MS), B3 = mk(3, 256, 32, 0, 1 * MS),
+          A4 = mk(8, 256, 32, 0, 1 * MS);
+    launch(x, sb, &B1, 1, 1);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->end_ns, 1 * MS);
+    launch(x, sa, &A2, 0, 2);
+    launch(x, sb, &B2, 1, 3);
+    run(x);
+    assert_int_equal(rec_of(x, 2)->start_ns, 1 * MS);
+    assert_int_equal(rec_of(x, 2)->end_ns, 5 * MS);
+    assert_int_equal(rec_of(x, 3)->end_ns, 3 * MS);
+    assert_true(rec_of(x, 3)->avg_sms > 2.999 && rec_of(x, 3)->avg_sms < 3.001);
+    assert_true(rec_of(x, 2)->avg_sms > 0.999 && rec_of(x, 2)->avg_sms < 1.001);
+    launch(x, sb, &B3, 1, 4);
+    run(x);
+    assert_int_equal(rec_of(x, 4)->start_ns, 5 * MS);
+    assert_int_equal(rec_of(x, 4)->end_ns, 6 * MS);
+    assert_true(rec_of(x, 4)->avg_sms > 2.999 && rec_of(x, 4)->avg_sms < 3.001);
+    launch(x, sa, &A4, 0, 5);
+    run(x);
+    assert_int_equal(rec_of(x, 5)->end_ns, 7 * MS);
+    assert_true(rec_of(x, 5)->avg_sms > 0.999 && rec_of(x, 5)->avg_sms < 1.001);
+    assert_int_equal(x->max_ctx_sms[a], 1);
+    assert_int_equal(x->max_ctx_sms[b], 3);
+    close_h(x);
+}
+
 /* ---------- PTB and slices ---------- */
 
 typedef struct ptb_run {
@@ -1113,6 +1158,7 @@ int main(void)
         cmocka_unit_test(test_mps_cap_rounding),
         cmocka_unit_test(test_mps_client_priority),
         cmocka_unit_test(test_partitions),
+        cmocka_unit_test(test_partitions_after_idle),
         cmocka_unit_test(test_ptb_retreat_resume),
         cmocka_unit_test(test_ptb_full_and_measure),
         cmocka_unit_test(test_ptb_retreat_early_and_late),
