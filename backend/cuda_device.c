@@ -475,6 +475,31 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     return 0;
 }
 
+/* Records a copy or memset just issued on stream sid (on a worker's stream
+ * when the stream has one; e0/e1 are its timing events when local, NULL when
+ * remote) as pending, the same way for both paths. */
+static int queue_copy(tl_cuda *c, tl_stream_id sid, const tl_op *op, int job, tl_launch_cb cb, void *arg,
+                      cudaEvent_t e0, cudaEvent_t e1, tl_launch_id *out)
+{
+    tl_dstream *s = &c->streams[sid];
+    tl_pending *p = q_push(s);
+    p->remote = s->worker >= 0;
+    p->id = ++c->next_id;
+    p->stream = sid;
+    p->slot = -1;
+    p->ev_start = e0;
+    p->ev_end = e1;
+    p->cb = cb;
+    p->arg = arg;
+    p->op = op;
+    p->job = job;
+    p->issued_ns = host_now(c);
+    c->inflight++;
+    tl_watchdog_kick(c->watchdog, true);
+    if (out) *out = p->id;
+    return 0;
+}
+
 static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_launch_cb cb, void *arg,
                    tl_launch_id *out)
 {
@@ -493,20 +518,7 @@ static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_
         m.copy_kind = op->copy_kind;
         m.bytes = bytes;
         if (tl_worker_send(&c->workers[s->worker], &m)) return TL_EIO;
-        tl_pending *p = q_push(s);
-        p->remote = true;
-        p->id = ++c->next_id;
-        p->stream = sid;
-        p->slot = -1;
-        p->cb = cb;
-        p->arg = arg;
-        p->op = op;
-        p->job = job;
-        p->issued_ns = host_now(c);
-        c->inflight++;
-        tl_watchdog_kick(c->watchdog, true);
-        if (out) *out = p->id;
-        return 0;
+        return queue_copy(c, sid, op, job, cb, arg, NULL, NULL, out);
     }
     if (bytes > c->buf_bytes) {
         tl_err err;
@@ -533,21 +545,7 @@ static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_
         ev_put(c, true, e1);
         return TL_EIO;
     }
-    tl_pending *p = q_push(s);
-    p->id = ++c->next_id;
-    p->stream = sid;
-    p->slot = -1;
-    p->ev_start = e0;
-    p->ev_end = e1;
-    p->cb = cb;
-    p->arg = arg;
-    p->op = op;
-    p->job = job;
-    p->issued_ns = host_now(c);
-    c->inflight++;
-    tl_watchdog_kick(c->watchdog, true);
-    if (out) *out = p->id;
-    return 0;
+    return queue_copy(c, sid, op, job, cb, arg, e0, e1, out);
 }
 
 static int cu_retreat(tl_device *d, tl_launch_id id)
