@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "tally/common.h"
@@ -223,5 +225,24 @@ int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_conten
 
 /* Monotonic clock in ns. */
 tl_ns tl_mono_ns(void);
+
+/* ---- Growing a ring queue (header only) -----------------------------------
+ * The device's stream queues and the worker's inbox and stream queues are
+ * rings (head, n, cap) of elements of 'size' bytes in *q. When full, the ring
+ * moves into a new array twice as large (first_cap when empty), unwrapped so
+ * that the head is at index 0; otherwise nothing changes. New slots are
+ * zeroed. */
+static inline void tl_ring_reserve(void **q, size_t size, size_t *head, size_t n, size_t *cap,
+                                   size_t first_cap)
+{
+    if (n != *cap) return;
+    size_t ncap = *cap ? *cap * 2 : first_cap;
+    char *nq = tl_xcalloc(ncap, size);
+    for (size_t i = 0; i < n; i++) memcpy(nq + i * size, (char *)*q + ((*head + i) % *cap) * size, size);
+    free(*q);
+    *q = nq;
+    *head = 0;
+    *cap = ncap;
+}
 
 #endif

@@ -39,15 +39,9 @@ static void ev_put(tl_cuda *c, bool timing, cudaEvent_t e)
 
 static tl_pending *q_push(tl_dstream *s)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 64;
-        tl_pending *nq = tl_xcalloc(ncap, sizeof *nq);
-        for (size_t i = 0; i < s->n; i++) nq[i] = s->q[(s->head + i) % s->cap];
-        free(s->q);
-        s->q = nq;
-        s->head = 0;
-        s->cap = ncap;
-    }
+    void *q = s->q;
+    tl_ring_reserve(&q, sizeof *s->q, &s->head, s->n, &s->cap, 64);
+    s->q = q;
     tl_pending *p = &s->q[(s->head + s->n) % s->cap];
     s->n++;
     memset(p, 0, sizeof *p);

@@ -19,15 +19,9 @@
 
 static void inbox_push(tl_worker *w, const tl_wmsg *m)
 {
-    if (w->in_n == w->in_cap) {
-        size_t nc = w->in_cap ? w->in_cap * 2 : 256;
-        tl_wmsg *q = tl_xcalloc(nc, sizeof *q);
-        for (size_t i = 0; i < w->in_n; i++) q[i] = w->inbox[(w->in_head + i) % w->in_cap];
-        free(w->inbox);
-        w->inbox = q;
-        w->in_head = 0;
-        w->in_cap = nc;
-    }
+    void *q = w->inbox;
+    tl_ring_reserve(&q, sizeof *w->inbox, &w->in_head, w->in_n, &w->in_cap, 256);
+    w->inbox = q;
     w->inbox[(w->in_head + w->in_n) % w->in_cap] = *m;
     w->in_n++;
 }
@@ -277,15 +271,9 @@ int tl_worker_main(int fd, int device)
                     reply_error(fd, "worker: %s", cudaGetErrorString((cudaError_t)e));
                     break;
                 }
-                if (s->n == s->cap) {
-                    size_t nc = s->cap ? s->cap * 2 : 64;
-                    wpend *nq = calloc(nc, sizeof *nq);
-                    for (size_t i = 0; i < s->n; i++) nq[i] = s->q[(s->head + i) % s->cap];
-                    free(s->q);
-                    s->q = nq;
-                    s->head = 0;
-                    s->cap = nc;
-                }
+                void *q = s->q;
+                tl_ring_reserve(&q, sizeof *s->q, &s->head, s->n, &s->cap, 64);
+                s->q = q;
                 s->q[(s->head + s->n) % s->cap] = w;
                 s->n++;
                 inflight++;
