@@ -235,14 +235,23 @@ static void count_device(kin_state *k, json_t *args)
     }
 }
 
+/* An event's 'ts' and 'dur' (both required); a negative 'dur' is an error. */
+static int get_ts_dur(const ev_ctx *c, json_t *e, tl_ns *ts, tl_ns *dur)
+{
+    int r;
+    if ((r = get_time(c, e, "ts", true, ts)) < 0 || (r = get_time(c, e, "dur", true, dur)) < 0)
+        return r;
+    if (*dur < 0)
+        return ev_err(c, TL_ERANGE, "'dur' is negative");
+    return 0;
+}
+
 static int gpu_times(const ev_ctx *c, kin_state *k, json_t *e, tl_raw_gpu *g)
 {
     tl_ns ts, dur;
     int r;
-    if ((r = get_time(c, e, "ts", true, &ts)) < 0 || (r = get_time(c, e, "dur", true, &dur)) < 0)
+    if ((r = get_ts_dur(c, e, &ts, &dur)) < 0)
         return r;
-    if (dur < 0)
-        return ev_err(c, TL_ERANGE, "'dur' is negative");
     if (dur == 0) { /* below the clock's resolution (integer-µs traces): 1 ns */
         dur = 1;
         k->raw->n_zero_dur++;
@@ -308,10 +317,8 @@ static int read_runtime(kin_state *k, const ev_ctx *c, json_t *e, size_t index)
 {
     tl_ns ts, dur;
     int r;
-    if ((r = get_time(c, e, "ts", true, &ts)) < 0 || (r = get_time(c, e, "dur", true, &dur)) < 0)
+    if ((r = get_ts_dur(c, e, &ts, &dur)) < 0)
         return r;
-    if (dur < 0)
-        return ev_err(c, TL_ERANGE, "'dur' is negative");
     tl_raw_call *call = tl_raw_add_call(k->raw);
     call->start = ts;
     call->end = ts + dur;
@@ -345,10 +352,8 @@ static int read_annotation(kin_state *k, const ev_ctx *c, json_t *e)
         return 0;
     tl_ns ts, dur;
     int r;
-    if ((r = get_time(c, e, "ts", true, &ts)) < 0 || (r = get_time(c, e, "dur", true, &dur)) < 0)
+    if ((r = get_ts_dur(c, e, &ts, &dur)) < 0)
         return r;
-    if (dur < 0)
-        return ev_err(c, TL_ERANGE, "'dur' is negative");
     tl_raw_marker *m = tl_raw_add_marker(k->raw);
     m->start = ts;
     m->end = ts + dur;
