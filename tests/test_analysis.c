@@ -19,6 +19,7 @@
 
 #include "tally/analysis.h"
 #include "tally/results.h"
+#include "test_db.h"
 
 /* ---- the test database ------------------------------------------------------ */
 
@@ -130,22 +131,14 @@ static const char data_sql[] =
 static char tmpdir[64];
 static char db_path[128];
 
-static void exec_sql(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        fail_msg("SQL failed: %s", msg ? msg : "?");
-}
-
 static void make_db(const char *path, const char *schema, const char *data)
 {
     unlink(path);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    exec_sql(db, schema);
+    tl_test_exec_sql(db, schema);
     if (data)
-        exec_sql(db, data);
+        tl_test_exec_sql(db, data);
     sqlite3_close(db);
 }
 
@@ -172,9 +165,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tl_test_remove_tree(tmpdir);
 }
 
 static bool have_gnuplot(void)

@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "tally/trace.h"
+#include "test_db.h"
 
 /* ---- kernel kind ---- */
 
@@ -208,9 +209,7 @@ static int make_tmpdir(void **state)
 static int remove_tmpdir(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tl_test_remove_tree(tmpdir);
 }
 
 typedef struct rows { int n; tl_ns target; uint32_t iters; } rows;

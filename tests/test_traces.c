@@ -24,6 +24,7 @@
 #include "tally/common.h"
 #include "tally/rng.h"
 #include "tally/trace.h"
+#include "test_db.h"
 
 #define US 1000LL
 #define H100 "traces/bundled/h100/"
@@ -538,13 +539,6 @@ static void test_tally_bad_input(void **state)
 
 /* ---- Nsight Systems ------------------------------------------------------------- */
 
-static void exec_sql(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("sql: %s: %s", msg, sql);
-}
-
 /* The small timeline as nsys would export it (times in ns, ids via StringIds).
  * with_optional adds MEMCPY, MEMSET, SYNCHRONIZATION, CUDA_EVENT, NVTX and
  * TARGET_INFO_GPU; without them only the three required tables exist. */
@@ -553,7 +547,7 @@ static void make_nsys_db(const char *path, bool with_optional, const char *extra
     unlink(path);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    exec_sql(db,
+    tl_test_exec_sql(db,
              "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
              "INSERT INTO StringIds VALUES (1,'k1'),(2,'k2'),(3,'k3'),(4,'k4'),(5,'k0'),"
              "(10,'cudaLaunchKernel_v7000'),(11,'cudaMemcpyAsync_v3020'),"
@@ -591,7 +585,7 @@ static void make_nsys_db(const char *path, bool with_optional, const char *extra
              "(226000,228000,1,1,17,10,0,NULL),(229000,270000,1,1,18,16,0,NULL),"
              "(271000,272000,1,1,19,17,0,NULL),(310000,315000,1,1,21,10,0,NULL);");
     if (with_optional)
-        exec_sql(db,
+        tl_test_exec_sql(db,
                  "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER "
                  "NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId "
                  "INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT "
@@ -637,7 +631,7 @@ static void make_nsys_db(const char *path, bool with_optional, const char *extra
                  "52428800,85017493504,3352320000000,1980000000,132,0,'GPU-x',0,'GH100',9,0,1024,"
                  "32,65536,65536,32,49152,232448,233472,64);");
     if (extra_sql)
-        exec_sql(db, extra_sql);
+        tl_test_exec_sql(db, extra_sql);
     sqlite3_close(db);
 }
 
@@ -1033,9 +1027,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tl_test_remove_tree(tmpdir);
 }
 
 int main(void)

@@ -21,6 +21,7 @@
 #include "tally/sim.h"
 #include "tally/sweep.h"
 #include "tally/validate.h"
+#include "test_db.h"
 
 static char tmpdir[64];
 static char db_path[128];
@@ -32,13 +33,6 @@ static char *path_in(const char *name)
     char *p = buf[k++ % 8];
     snprintf(p, 256, "%s/%s", tmpdir, name);
     return p;
-}
-
-static void exec_sql(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("SQL failed: %s (%s)", msg ? msg : "?", sql);
 }
 
 /* ---- the hand-built database ----------------------------------------------------
@@ -132,7 +126,7 @@ static void job(sqlite3 *db, int run, int job_id, const char *name, int alone)
              "INSERT INTO jobs(run_id, job_id, name, role, priority, alone_run_id) VALUES(%d, %d, "
              "'%s', '%s', %d, %s);",
              run, job_id, name, inf ? "inference" : "training", inf ? 0 : 1, alone_s);
-    exec_sql(db, sql);
+    tl_test_exec_sql(db, sql);
 }
 
 static void metric(sqlite3 *db, int run, int job_id, const char *name, double v)
@@ -140,7 +134,7 @@ static void metric(sqlite3 *db, int run, int job_id, const char *name, double v)
     char sql[200];
     snprintf(sql, sizeof sql, "INSERT INTO metrics VALUES(%d, %d, '%s', %.17g);", run, job_id, name,
              v);
-    exec_sql(db, sql);
+    tl_test_exec_sql(db, sql);
 }
 
 /* A shared run: bert p99 (ms), overhead (NAN: not stored), resnet throughput, system. */
@@ -165,7 +159,7 @@ static void make_db(const char *path, bool with_sim, bool with_hw)
     unlink(path);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    exec_sql(db, tl_results_schema_sql());
+    tl_test_exec_sql(db, tl_results_schema_sql());
     if (with_sim) {
         add_run(db, 1, false, "alone", 11, 0, 1);
         job(db, 1, 0, "bert", 0);
@@ -215,9 +209,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tl_test_remove_tree(tmpdir);
 }
 
 static const tl_val_cell *find_cell(const tl_validation *v, const char *policy, const char *sig)
@@ -472,7 +464,7 @@ static void test_errors(void **state)
     tl_validation_close(&v);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path_in("hw_only.db"), &db), SQLITE_OK);
-    exec_sql(db, "UPDATE runs SET config = replace(config, '\"seed\":1', '\"seed\":7');"
+    tl_test_exec_sql(db, "UPDATE runs SET config = replace(config, '\"seed\":1', '\"seed\":7');"
                  "UPDATE runs SET config = 'not json' WHERE run_id = 8;");
     sqlite3_close(db);
     assert_int_equal(tl_validation_load(&v, path_in("sim_only.db"), path_in("hw_only.db"), NULL,
