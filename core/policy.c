@@ -167,6 +167,31 @@ void tl_policy_print_params(FILE *f, const tl_policy_ops *ops)
     }
 }
 
+/* What tl_policy_run_plain_then's completion needs; records are reused
+ * through p->spare_launches rather than allocated per launch. */
+typedef struct plain_launch {
+    tl_policy *p;
+    tl_task *t;
+    tl_task_done_fn done;
+    struct plain_launch *next; /* in p->spare_launches while unused */
+} plain_launch;
+
+static plain_launch *launch_get(tl_policy *p)
+{
+    plain_launch *pl = p->spare_launches;
+    if (pl)
+        p->spare_launches = pl->next;
+    else
+        pl = tl_xmalloc(sizeof *pl);
+    return pl;
+}
+
+static void launch_put(tl_policy *p, plain_launch *pl)
+{
+    pl->next = p->spare_launches;
+    p->spare_launches = pl;
+}
+
 /* ---- lifecycle ---- */
 
 int tl_policy_init(tl_policy *p, const tl_policy_ops *ops, const json_t *params,
@@ -217,7 +242,14 @@ void tl_policy_request_arrived(tl_policy *p, tl_job *j)
 
 void tl_policy_close(tl_policy *p)
 {
-    if (!p || !p->ops)
+    if (!p)
+        return;
+    while (p->spare_launches) {
+        plain_launch *pl = p->spare_launches;
+        p->spare_launches = pl->next;
+        free(pl);
+    }
+    if (!p->ops)
         return;
     if (p->ops->teardown)
         p->ops->teardown(p);
@@ -259,16 +291,10 @@ int tl_policy_stream_priority(const tl_policy *p, int rank)
     return prio > TL_STREAM_PRIO_LEAST ? TL_STREAM_PRIO_LEAST : prio;
 }
 
-typedef struct plain_launch {
-    tl_policy *p;
-    tl_task *t;
-    tl_task_done_fn done;
-} plain_launch;
-
 static void plain_done(void *arg, const tl_launch_result *r)
 {
     plain_launch pl = *(plain_launch *)arg;
-    free(arg);
+    launch_put(pl.p, arg);
     if (pl.done)
         pl.done(pl.p, pl.t, r);
     tl_task_complete(pl.p->rt, pl.t, r->start_ns, r->end_ns);
@@ -282,7 +308,7 @@ void tl_policy_complete_now(tl_policy *p, tl_task *t)
 
 int tl_policy_run_plain_then(tl_policy *p, tl_task *t, tl_stream_id s, tl_task_done_fn done)
 {
-    plain_launch *pl = tl_xmalloc(sizeof *pl);
+    plain_launch *pl = launch_get(p);
     pl->p = p;
     pl->t = t;
     pl->done = done;
@@ -295,7 +321,7 @@ int tl_policy_run_plain_then(tl_policy *p, tl_task *t, tl_stream_id s, tl_task_d
         r = tl_dev_copy(p->dev, s, t->op, t->job->id, plain_done, pl, &id);
     }
     if (r < 0) {
-        free(pl);
+        launch_put(p, pl);
         tl_policy_fail(p, r, "policy %s: job %s: the device refused op %u of iteration %u (%s)",
                        p->ops->name, t->job->name ? t->job->name : "?", t->index, t->iter,
                        tl_strerror(r));
