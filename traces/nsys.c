@@ -138,6 +138,23 @@ static int gpu_span(row_ctx *r, int i_start, tl_raw_gpu *g)
     return 0;
 }
 
+/* Columns 1-4, the same in kernel, copy and memset rows: start and end,
+ * streamId (required), correlationId (optional). */
+static int gpu_head(row_ctx *r, tl_raw_gpu *g)
+{
+    int rc;
+    int64_t v;
+    if ((rc = gpu_span(r, 1, g)) < 0)
+        return rc;
+    if ((rc = col_int(r, 3, true, INT64_MIN + 1, INT64_MAX, 0, &v)) < 0)
+        return rc;
+    g->stream = v;
+    if ((rc = col_int(r, 4, false, INT64_MIN + 1, INT64_MAX, TL_RAW_NONE, &v)) < 0)
+        return rc;
+    g->corr = tl_corr_id(v);
+    return 0;
+}
+
 /* Run sql; for each row call fn. */
 static int each_row(ns_ctx *c, const char *table, const char *sql,
                     int (*fn)(row_ctx *r, void *arg), void *arg)
@@ -179,15 +196,9 @@ static int kernel_row(row_ctx *r, void *arg)
     memset(&g, 0, sizeof g);
     g.kind = TL_OP_KERNEL;
     int rc;
-    if ((rc = gpu_span(r, 1, &g)) < 0)
+    if ((rc = gpu_head(r, &g)) < 0)
         return rc;
     int64_t v;
-    if ((rc = col_int(r, 3, true, INT64_MIN + 1, INT64_MAX, 0, &v)) < 0)
-        return rc;
-    g.stream = v;
-    if ((rc = col_int(r, 4, false, INT64_MIN + 1, INT64_MAX, TL_RAW_NONE, &v)) < 0)
-        return rc;
-    g.corr = tl_corr_id(v);
     static const int64_t gmax[3] = {MAX_GRID_X, MAX_GRID_YZ, MAX_GRID_YZ};
     static const int64_t bmax[3] = {1024, 1024, 64};
     for (int i = 0; i < 3; i++) {
@@ -265,15 +276,9 @@ static int copy_row(row_ctx *r, void *arg)
     memset(&g, 0, sizeof g);
     g.kind = is_copy ? TL_OP_MEMCPY : TL_OP_MEMSET;
     int rc;
-    if ((rc = gpu_span(r, 1, &g)) < 0)
+    if ((rc = gpu_head(r, &g)) < 0)
         return rc;
     int64_t v;
-    if ((rc = col_int(r, 3, true, INT64_MIN + 1, INT64_MAX, 0, &v)) < 0)
-        return rc;
-    g.stream = v;
-    if ((rc = col_int(r, 4, false, INT64_MIN + 1, INT64_MAX, TL_RAW_NONE, &v)) < 0)
-        return rc;
-    g.corr = tl_corr_id(v);
     if ((rc = col_int(r, 5, true, 0, 1LL << 48, 0, &v)) < 0)
         return rc;
     g.bytes = (uint64_t)v;
