@@ -10,6 +10,9 @@ void tl_trace_as_graph(tl_trace *t)
             it->ops[k].host_call_ns = 0;
         }
         it->tail_host_ns = 0;
+        /* Launched at once, the iteration takes its GPU work's time on an idle
+         * GPU: what Poisson "load" arrivals must be a fraction of. */
+        it->traced_ns = it->traced_busy_ns;
     }
 }
 

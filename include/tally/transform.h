@@ -7,7 +7,9 @@
 /* Replay each iteration as a CUDA graph launch would: the host issues the
  * iteration's work at once. Host gaps and API-call times inside an iteration
  * become 0 (the first op's gap too) and so does the tail; the GPU work, its
- * order, streams and the host waits stay. Traced figures are left as traced. */
+ * order, streams and the host waits stay. Each iteration's traced_ns becomes its
+ * traced GPU-busy time, the time it takes launched at once on an idle GPU, so that
+ * arrivals at a "load" are a fraction of the graph job's own solo capacity. */
 void tl_trace_as_graph(tl_trace *t);
 
 /* Multiply every kernel's grid (x) by factor, keeping its duration.
