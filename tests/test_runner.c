@@ -94,6 +94,23 @@ static void run(tl_job_spec *jobs, int n, tl_ns warmup, tl_ns duration, tl_run_r
     tl_dev_close(&dev);
 }
 
+/* One inference request arriving at 0 that plays ops: its end time. */
+static tl_ns one_request_end(tl_op *ops, uint32_t n)
+{
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, n, 0);
+    tl_ns arrivals[] = { 0 };
+    tl_job_spec job = { .name = "one", .trace = &t, .role = TL_ROLE_INFERENCE,
+                        .arrival = TL_ARRIVAL_FILE, .arrival_times = arrivals, .n_arrival_times = 1 };
+    tl_run_result res;
+    run(&job, 1, 0, 1000 * US, &res);
+    assert_int_equal(res.n_recs, 1);
+    tl_ns end = res.recs[0].end_ns;
+    tl_run_result_close(&res);
+    return end;
+}
+
 /* K1: gap 10, call 5, 100 long; K2: gap 0, call 5, 50 long; device sync with a
  * 2 us return; tail 20. K1 runs [10,110], K2 [110,160] (issued at 15, queued);
  * the sync waits to 160, returns at 162; the tail ends the host at 182.
@@ -175,17 +192,7 @@ static void test_cross_stream_event_wait(void **state)
     tl_op wait = { .kind = TL_OP_STREAM_WAIT, .stream = 1, .event = 0, .gpu_start_ns = -1 };
     tl_op ops[] = { kernel(0, 0, 0, 100 * US), rec, wait, kernel(1, 0, 0, 10 * US),
                     sync_op(TL_SYNC_DEVICE, 0, -1, 0, 0) };
-    tl_trace t;
-    tl_iteration it;
-    make_trace(&t, &it, ops, 5, 0);
-    tl_ns arrivals[] = { 0 };
-    tl_job_spec job = { .name = "ev", .trace = &t, .role = TL_ROLE_INFERENCE,
-                        .arrival = TL_ARRIVAL_FILE, .arrival_times = arrivals, .n_arrival_times = 1 };
-    tl_run_result res;
-    run(&job, 1, 0, 1000 * US, &res);
-    assert_int_equal(res.n_recs, 1);
-    assert_int_equal(res.recs[0].end_ns, 110 * US);
-    tl_run_result_close(&res);
+    assert_int_equal(one_request_end(ops, 5), 110 * US);
 }
 
 /* An event sync waits for the work before the record only: K1 (100) then
@@ -196,18 +203,8 @@ static void test_event_sync(void **state)
     tl_op rec = { .kind = TL_OP_EVENT_RECORD, .stream = 0, .event = 0, .gpu_start_ns = -1 };
     tl_op ops[] = { kernel(0, 0, 0, 100 * US), rec, kernel(0, 0, 0, 50 * US),
                     sync_op(TL_SYNC_EVENT, 0, 0, 0, 0), kernel(1, 0, 0, 5 * US) };
-    tl_trace t;
-    tl_iteration it;
-    make_trace(&t, &it, ops, 5, 0);
-    tl_ns arrivals[] = { 0 };
-    tl_job_spec job = { .name = "ev", .trace = &t, .role = TL_ROLE_INFERENCE,
-                        .arrival = TL_ARRIVAL_FILE, .arrival_times = arrivals, .n_arrival_times = 1 };
-    tl_run_result res;
-    run(&job, 1, 0, 1000 * US, &res);
-    assert_int_equal(res.n_recs, 1);
     /* the last kernel is issued at 100 on stream 1 and ends at 105; K2 at 150 */
-    assert_int_equal(res.recs[0].end_ns, 150 * US);
-    tl_run_result_close(&res);
+    assert_int_equal(one_request_end(ops, 5), 150 * US);
 }
 
 /* Warm-up is discarded: with 182 us iterations and a window [400, 1000) us,
