@@ -6,10 +6,19 @@
  * the manifest the program printed while it was traced, then loaded with
  * tl_trace_load like the committed PyTorch traces.
  *
+ * The lite host timeline (the default --host-timeline) without a GPU: the
+ * tracer's reconstruction (traces/tracer/lite.c) and writer run on records
+ * made up like CUPTI's for the test program's steps, and what they write is
+ * checked call by call and loaded and replayed like a captured trace.
+ *
  * Where a GPU is present (CUDA driver loads and sees a device): the test
- * program runs under the tracer again and every field is checked live, plus
- * start/stop windows, crash and SIGTERM (a valid file marked truncated),
- * cudaDeviceReset, fork and gzip. Without a GPU those tests SKIP and say why.
+ * program runs under the tracer again and every field is checked live, in
+ * the lite mode (with both sources of synchronization records: launches at
+ * their queued time, before their GPU start; waits that end after what they
+ * waited for) and in the full mode, plus start/stop windows, crash and
+ * SIGTERM (a valid file marked truncated), cudaDeviceReset, fork and gzip.
+ * Without a GPU those tests SKIP and say why. A lite capture of the test
+ * program committed as traces/captured/testprog_lite.* is checked the same way.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,7 +39,16 @@
 
 #include <jansson.h>
 
+#include "tally/fidelity.h"
 #include "tally/trace.h"
+
+/* The tracer's sources are built by cuda.mk (only where nvcc and CUPTI
+ * exist), not into libtally.a. These four do not use CUPTI's headers, so the
+ * lite-mode tests compile them in. */
+#include "../traces/tracer/lite.c"
+#include "../traces/tracer/options.c"
+#include "../traces/tracer/store.c"
+#include "../traces/tracer/write.c"
 
 #define CAPTURED "traces/captured/"
 #define STEPS 6 /* iterations in the committed test-program capture */
@@ -480,6 +498,378 @@ static void check_loads(const char *path, const char *marker, uint32_t n_iters, 
     tl_trace_close(&t);
 }
 
+/* ---- the lite host timeline ------------------------------------------------ */
+
+/* Clock skew allowed between a host time and the GPU time it must follow
+ * (CUPTI puts GPU timestamps on the host clock). */
+#define SKEW_NS 10000
+
+static json_t *event_by_corr(json_t *events, const char *type, long long corr)
+{
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        if (!strcmp(jstr(e, "type"), type) && json_integer_value(json_object_get(e, "corr")) == corr)
+            return e;
+    }
+    return NULL;
+}
+
+static bool is_gpu_event(json_t *e)
+{
+    const char *t = jstr(e, "type");
+    return !strcmp(t, "kernel") || !strcmp(t, "memcpy") || !strcmp(t, "memset");
+}
+
+/* Latest GPU end of the work issued before correlation id corr, on stream
+ * (or on any stream when stream < 0); 0 if none. */
+static long long awaited_end(json_t *events, long long stream, long long corr)
+{
+    long long end = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        if (!is_gpu_event(e) || jint(e, "corr") >= corr ||
+            (stream >= 0 && jint(e, "stream") != stream))
+            continue;
+        if (jint(e, "end_ns") > end)
+            end = jint(e, "end_ns");
+    }
+    return end;
+}
+
+/* A trace written with --host-timeline lite: the file says the host
+ * timeline is rebuilt; every GPU record has its (estimated) call, made by
+ * one thread, never after the GPU work it launched; launches start at their
+ * queued time; a wait ends after the work it waited for; a blocking copy
+ * holds its call until the copy ends. Returns the number of waits checked. */
+static int check_lite(json_t *root, bool all_queued)
+{
+    json_t *ht = json_object_get(root, "host_timeline");
+    assert_non_null(ht);
+    assert_string_equal(jstr(ht, "mode"), "lite");
+    assert_true(json_is_true(json_object_get(ht, "reconstructed")));
+    if (all_queued) { /* CUPTI gave every launch its queued timestamp */
+        assert_true(json_is_true(json_object_get(ht, "latency_timestamps")));
+        assert_int_equal(jint(ht, "launches_queued"), jint(ht, "launches"));
+    }
+    json_t *events = json_object_get(root, "events");
+    size_t n = json_array_size(events);
+    long long tid = -1, last_corr = 0, last_start = 0;
+    int waits = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(events, i);
+        if (is_gpu_event(e)) {
+            json_t *api = event_by_corr(events, "api", jint(e, "corr"));
+            if (!api)
+                fail_msg("%s '%.40s' (corr %lld): no call", jstr(e, "type"), jstr(e, "name"),
+                         jint(e, "corr"));
+            if (jint(api, "start_ns") > jint(e, "start_ns"))
+                fail_msg("%s '%.40s': call at %lld, after its GPU start %lld", jstr(e, "type"),
+                         jstr(e, "name"), jint(api, "start_ns"), jint(e, "start_ns"));
+            continue;
+        }
+        if (strcmp(jstr(e, "type"), "api") != 0)
+            continue;
+        assert_true(json_is_true(json_object_get(e, "estimated")));
+        if (tid < 0)
+            tid = jint(e, "tid");
+        assert_int_equal(jint(e, "tid"), tid);
+        /* the events come sorted by start; calls in correlation order start
+         * in that order too (one host thread), up to clock skew */
+        long long corr = jint(e, "corr"), start = jint(e, "start_ns"), end = jint(e, "end_ns");
+        assert_true(end >= start);
+        if (corr < last_corr)
+            fail_msg("call corr %lld at %lld ns starts after call corr %lld at %lld ns", last_corr,
+                     last_start, corr, start);
+        last_corr = corr, last_start = start;
+        const char *name = jstr(e, "name");
+        long long waited = -1;
+        if (!strcmp(name, "cudaDeviceSynchronize")) {
+            waited = awaited_end(events, -1, corr);
+        } else if (!strcmp(name, "cudaStreamSynchronize")) {
+            waited = awaited_end(events, jint(e, "stream"), corr);
+        } else if (!strcmp(name, "cudaEventSynchronize")) {
+            json_t *rec = NULL; /* the latest earlier record of the event */
+            for (size_t j = 0; j < n; j++) {
+                json_t *x = json_array_get(events, j);
+                if (!strcmp(jstr(x, "type"), "api") && !strcmp(jstr(x, "name"), "cudaEventRecord") &&
+                    jint(x, "event") == jint(e, "event") && jint(x, "corr") < corr &&
+                    (!rec || jint(x, "corr") > jint(rec, "corr")))
+                    rec = x;
+            }
+            assert_non_null(rec);
+            waited = awaited_end(events, jint(rec, "stream"), jint(rec, "corr"));
+        } else if (!strcmp(name, "cudaMemcpy")) {
+            json_t *copy = event_by_corr(events, "memcpy", corr);
+            assert_non_null(copy);
+            if (strcmp(jstr(copy, "copy"), "d2d") != 0)
+                waited = jint(copy, "end_ns");
+        }
+        if (waited < 0)
+            continue;
+        if (end + SKEW_NS < waited)
+            fail_msg("%s (corr %lld) ended at %lld ns, before the GPU work it waited for (%lld)",
+                     name, corr, end, waited);
+        waits++;
+    }
+    return waits;
+}
+
+/* Records as CUPTI delivers them for the test program's steps (testprog.cu,
+ * step()), with host times that the reconstruction must find: each step of
+ * 1 ms starts at T (NVTX range "step#k", 705 us), and
+ *   +10..210 us   cudaMemcpy H2D 4 MiB pageable (blocking; GPU 10..210)
+ *   +215, +218    two launches on stream 13 (queued; GPU 220..270, 270..300)
+ *   (no time)     cudaEventRecord on 13, event 5
+ *   +223..224     cudaStreamWaitEvent 14 on event 5 (synchronization record)
+ *   +226          launch on 14 (GPU 300..380)
+ *   +229.4        launch on 15 queued 0.4 us after its GPU start 229.0 (skew)
+ *   (no time)     cudaMemsetAsync on 13 (GPU 300..310), cudaMemcpyAsync D2H
+ *                 4 MiB pinned on 13 (GPU 310..500)
+ *   +232..301     cudaEventSynchronize event 5
+ *   +302..501     cudaStreamSynchronize 13
+ *   +706..708     cudaDeviceSynchronize, after the range
+ * and one event-query record (synchronization type 0) the loader has no use for. */
+#define US(x) ((uint64_t)((x) * 1000.0 + 0.5))
+static const uint64_t T0 = 5000000000ULL;
+
+static tt_rec *mk(tt_store *s, uint8_t type, uint32_t corr, uint64_t start, uint64_t end)
+{
+    tt_rec *r = tt_store_add(s);
+    assert_non_null(r);
+    r->type = type, r->corr = corr, r->start = start, r->end = end;
+    r->stream = TT_NO_ID, r->id = TT_NO_ID, r->context = 1;
+    return r;
+}
+
+static void mk_kernel(tt_store *s, uint32_t corr, uint32_t stream, uint64_t queued, uint64_t gpu0,
+                      uint64_t gpu1, const char *name)
+{
+    tt_rec *r = mk(s, TT_R_KERNEL, corr, gpu0, gpu1);
+    r->stream = stream, r->queued = queued, r->submitted = queued + 1500;
+    r->grid[0] = 132, r->grid[1] = r->grid[2] = 1;
+    r->block[0] = 128, r->block[1] = r->block[2] = 1;
+    r->regs = 32;
+    r->name = tt_intern(s, name);
+}
+
+static void mk_step(tt_store *s, int k)
+{
+    uint64_t T = T0 + (uint64_t)k * US(1000);
+    uint32_t c = 100 + 20 * (uint32_t)k;
+    char name[32];
+    snprintf(name, sizeof name, "step#%d", k);
+    tt_rec *m = mk(s, TT_R_MARKER, 0, T, T + US(705));
+    m->name = tt_intern(s, name);
+    tt_rec *r = mk(s, TT_R_MEMCPY, c + 1, T + US(10), T + US(210));
+    r->sub = TT_COPY_HTOD, r->id = TT_MEM_PAGEABLE | TT_MEM_DEVICE << 8, r->bytes = 4 << 20;
+    r->stream = 7;
+    mk_kernel(s, c + 2, 13, T + US(215), T + US(220), T + US(270), "tt_spin_plain(long long, float*)");
+    mk_kernel(s, c + 3, 13, T + US(218), T + US(270), T + US(300), "tt_spin_smem(long long, float*)");
+    r = mk(s, TT_R_EVENT, c + 4, 0, 0);
+    r->stream = 13, r->id = 5;
+    r = mk(s, TT_R_SYNC, c + 5, T + US(223), T + US(224));
+    r->sub = TT_SYNCT_STREAM_WAIT, r->stream = 14, r->id = 5;
+    mk_kernel(s, c + 6, 14, T + US(226), T + US(300), T + US(380), "tt_spin_regs(long long, float*, int)");
+    mk_kernel(s, c + 7, 15, T + US(229.4), T + US(229), T + US(240), "tt_spin_bigsmem(long long, float*)");
+    r = mk(s, TT_R_MEMSET, c + 8, T + US(300), T + US(310));
+    r->stream = 13, r->bytes = 1 << 20, r->flags = TT_RF_ASYNC;
+    r = mk(s, TT_R_MEMCPY, c + 9, T + US(310), T + US(500));
+    r->sub = TT_COPY_DTOH, r->id = TT_MEM_DEVICE | TT_MEM_PINNED << 8, r->bytes = 4 << 20;
+    r->stream = 13, r->flags = TT_RF_ASYNC;
+    r = mk(s, TT_R_SYNC, c + 10, T + US(232), T + US(301));
+    r->sub = TT_SYNCT_EVENT, r->id = 5;
+    r = mk(s, TT_R_SYNC, c + 11, T + US(302), T + US(501));
+    r->sub = TT_SYNCT_STREAM, r->stream = 13;
+    r = mk(s, TT_R_SYNC, c + 12, T + US(706), T + US(708));
+    r->sub = TT_SYNCT_CONTEXT;
+    mk(s, TT_R_SYNC, c + 13, T + US(709), T + US(709.5)); /* a query: type 0 */
+}
+
+/* The reconstructed call of correlation id corr (exactly one). */
+static const tt_rec *call_of(const tt_store *s, uint32_t corr)
+{
+    const tt_rec *found = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const tt_rec *r = tt_store_at(s, i);
+        if (r->type == TT_R_API && r->corr == corr) {
+            if (found)
+                fail_msg("two calls with correlation id %u", corr);
+            found = r;
+        }
+    }
+    return found;
+}
+
+static const char *call_name_of(const tt_store *s, uint32_t corr)
+{
+    const tt_rec *r = call_of(s, corr);
+    if (!r)
+        fail_msg("no call with correlation id %u", corr);
+    return s->strings[r->name];
+}
+
+static void test_lite_reconstruction(void **state)
+{
+    (void)state;
+    enum { STEPS_L = 3 };
+    tt_store s;
+    tt_store_init(&s);
+    for (int k = 0; k < STEPS_L; k++)
+        mk_step(&s, k);
+    size_t recorded = s.n;
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    /* 12 calls a step: the query and the markers get none */
+    assert_int_equal(st.calls, 12 * STEPS_L);
+    assert_int_equal(s.n, recorded + st.calls);
+    assert_int_equal(st.launches, 4 * STEPS_L);
+    assert_int_equal(st.launches_queued, 4 * STEPS_L);
+    assert_int_equal(st.launches_clamped, STEPS_L);
+    assert_int_equal(st.waits, 4 * STEPS_L);
+    assert_int_equal(st.blocking_copies, STEPS_L);
+    assert_int_equal(st.interpolated, 4 * STEPS_L); /* 2 copies, memset, event record */
+
+    for (int k = 0; k < STEPS_L; k++) {
+        uint64_t T = T0 + (uint64_t)k * US(1000);
+        uint32_t c = 100 + 20 * (uint32_t)k;
+        static const char *const names[] = {
+            "cudaMemcpy",          "cudaLaunchKernel",     "cudaLaunchKernel",
+            "cudaEventRecord",     "cudaStreamWaitEvent",  "cudaLaunchKernel",
+            "cudaLaunchKernel",    "cudaMemsetAsync",      "cudaMemcpyAsync",
+            "cudaEventSynchronize", "cudaStreamSynchronize", "cudaDeviceSynchronize"};
+        for (uint32_t i = 0; i < 12; i++)
+            assert_string_equal(call_name_of(&s, c + 1 + i), names[i]);
+        assert_null(call_of(&s, c + 13));
+        for (uint32_t i = 1; i <= 12; i++) {
+            const tt_rec *a = call_of(&s, c + i);
+            assert_int_equal(a->tid, 4242);
+            assert_true(a->flags & TT_RF_ESTIMATED);
+            assert_true(a->end >= a->start);
+            if (i < 12) /* one thread: calls follow each other */
+                assert_true(a->end <= call_of(&s, c + i + 1)->start || i == 1);
+        }
+        /* the blocking copy: within the step, before its copy, until its end */
+        const tt_rec *a = call_of(&s, c + 1);
+        assert_true(a->start >= T && a->start <= T + US(10));
+        assert_int_equal(a->end, T + US(210));
+        /* launches at their queued time, lasting submitted - queued (capped
+         * by the next call); the skewed one at its GPU start */
+        assert_int_equal(call_of(&s, c + 2)->start, T + US(215));
+        assert_int_equal(call_of(&s, c + 2)->end, T + US(216.5));
+        assert_int_equal(call_of(&s, c + 3)->start, T + US(218));
+        assert_int_equal(call_of(&s, c + 6)->start, T + US(226));
+        assert_int_equal(call_of(&s, c + 7)->start, T + US(229));
+        /* the event record between its neighbours, ending as the wait starts */
+        a = call_of(&s, c + 4);
+        assert_true(a->start >= call_of(&s, c + 3)->end && a->end <= T + US(223));
+        assert_int_equal(a->end - a->start, TT_LITE_CALL_NS);
+        /* waits exactly as recorded */
+        assert_int_equal(call_of(&s, c + 5)->start, T + US(223));
+        assert_int_equal(call_of(&s, c + 5)->end, T + US(224));
+        assert_int_equal(call_of(&s, c + 10)->end, T + US(301));
+        assert_int_equal(call_of(&s, c + 11)->start, T + US(302));
+        assert_int_equal(call_of(&s, c + 12)->end, T + US(708));
+        /* memset and async copy between the last launch and the event sync */
+        for (uint32_t i = 8; i <= 9; i++) {
+            a = call_of(&s, c + i);
+            assert_true(a->start >= call_of(&s, c + 7)->start && a->end <= T + US(232));
+        }
+    }
+
+    /* Written as the library writes it, then read back and replayed. */
+    char path[300];
+    path_in_tmp(path, sizeof path, "lite.json");
+    tt_options o;
+    char msg[512];
+    unsetenv("TALLY_TRACE_HOST_TIMELINE");
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.host_timeline, TT_HOST_LITE);
+    assert_false(o.activities & (TT_ACT_RUNTIME | TT_ACT_DRIVER)); /* lite records no calls */
+    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
+                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
+                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
+                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
+                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
+    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
+    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
+                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
+                       .end_reason = "exit", .lite = &st, .latency_timestamps = true};
+    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
+        fail_msg("%s", msg);
+    json_t *root = load_json(path);
+    /* device, stream and event syncs and the blocking copy of each step */
+    assert_int_equal(check_lite(root, true), 4 * STEPS_L);
+    json_decref(root);
+
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_trace_options lo = {.marker_prefix = "step#"};
+    tl_err err;
+    if (tl_trace_load(&t, path, &lo, &err) < 0)
+        fail_msg("tl_trace_load: %s", err.msg);
+    assert_int_equal(t.n_iters, STEPS_L);
+    for (uint32_t i = 0; i < t.n_iters; i++) {
+        tl_iter_stats is;
+        tl_iteration_stats(&t.iters[i], &is);
+        assert_int_equal(is.kernels, 4);
+        assert_int_equal(is.copies, 2);
+        assert_int_equal(is.memsets, 1);
+        /* the step lasts its NVTX range, 705 us, as traced; its host time is
+         * what the calls leave out of their waits (FORMAT.md): gaps 23.5 us,
+         * calls 11.5 us (launches 1.5, others 1, the waits after their
+         * work), and the 204 us after the stream sync */
+        assert_int_equal(is.traced_ns, US(705));
+        assert_int_equal(is.host_ns, US(239));
+        /* the blocking copy's call holds the host only until the copy ends */
+        assert_true(t.iters[i].ops[0].kind == TL_OP_MEMCPY && t.iters[i].ops[0].blocking);
+    }
+    tl_fidelity f;
+    if (tl_fidelity_check(&t, NULL, &f, &err) < 0)
+        fail_msg("tl_fidelity_check: %s", err.msg);
+    print_message("lite synthetic steps: traced %.1f us, replayed %.1f us (%+.2f%%)\n",
+                  f.traced_iter_ns / 1e3, f.replay_iter_ns / 1e3, 100 * f.iter_err);
+    assert_true(f.iter_err > -0.03 && f.iter_err < 0.03);
+    tl_trace_close(&t);
+    tt_store_free(&s);
+}
+
+/* The three modes and their options, as the library reads them. */
+static void test_host_timeline_options(void **state)
+{
+    (void)state;
+    int mode = -1, how = -1;
+    assert_int_equal(tt_parse_host_timeline("lite", &mode), 0);
+    assert_int_equal(mode, TT_HOST_LITE);
+    assert_int_equal(tt_parse_host_timeline("full", &mode), 0);
+    assert_int_equal(mode, TT_HOST_FULL);
+    assert_int_equal(tt_parse_host_timeline("none", &mode), 0);
+    assert_int_equal(mode, TT_HOST_NONE);
+    assert_int_equal(tt_parse_host_timeline("Lite", &mode), -1);
+    assert_int_equal(tt_parse_sync_records("callback", &how), 0);
+    assert_int_equal(how, TT_SYNCREC_CALLBACK);
+    assert_int_equal(tt_parse_sync_records("cb", &how), -1);
+
+    tt_options o;
+    char msg[512];
+    setenv("TALLY_TRACE_HOST_TIMELINE", "full", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.activities, TT_ACT_DEFAULT); /* every call but queries */
+    setenv("TALLY_TRACE_HOST_TIMELINE", "none", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_false(o.activities & (TT_ACT_API | TT_ACT_SYNC | TT_ACT_EVENT));
+    assert_true(o.activities & TT_ACT_KERNEL);
+    setenv("TALLY_TRACE_HOST_TIMELINE", "partial", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_TRACE_HOST_TIMELINE"));
+    unsetenv("TALLY_TRACE_HOST_TIMELINE");
+    setenv("TALLY_TRACE_SYNC_RECORDS", "callback", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.host_timeline, TT_HOST_LITE);
+    assert_int_equal(o.sync_records, TT_SYNCREC_CALLBACK);
+    assert_true(o.activities & TT_ACT_SYNC);
+    unsetenv("TALLY_TRACE_SYNC_RECORDS");
+}
+
 /* ---- tests that need no GPU ---------------------------------------------- */
 
 static void test_usage(void **state)
@@ -499,6 +889,7 @@ static void test_usage(void **state)
     char *text = slurp(out);
     assert_non_null(strstr(text, "Usage: tally-trace"));
     assert_non_null(strstr(text, "--stop-after-iterations"));
+    assert_non_null(strstr(text, "--host-timeline MODE"));
     free(text);
 
     char *version[] = {tool, "--version", NULL};
@@ -515,6 +906,8 @@ static void test_usage(void **state)
         {tool, "--iteration-sync", "0", "--", "/bin/true", NULL},
         {tool, "--stop-after-iterations", "3", "--", "/bin/true", NULL}, /* no method */
         {tool, "--iteration-sync", "1", "--iteration-kernel", "k", NULL},
+        {tool, "--host-timeline", "partial", "--", "/bin/true", NULL},
+        {tool, "--sync-records", "polling", "--", "/bin/true", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = run(cases[i], out, err);
@@ -565,6 +958,27 @@ static void test_committed_testprog_trace(void **state)
     json_decref(root);
 }
 
+/* A lite capture of the test program, when one is committed (made by
+ * traces/tracer/run_device.sh as testprog_lite.json.gz + .manifest). */
+static void test_committed_lite_trace(void **state)
+{
+    (void)state;
+    if (!exists(CAPTURED "testprog_lite.json.gz") || !exists(CAPTURED "testprog_lite.manifest")) {
+        print_message("SKIP: no " CAPTURED "testprog_lite.json.gz committed yet\n");
+        skip();
+    }
+    manifest m;
+    read_manifest(CAPTURED "testprog_lite.manifest", &m);
+    assert_int_equal(m.n, 4 * STEPS);
+    json_t *root = load_json(CAPTURED "testprog_lite.json.gz");
+    assert_false(json_is_true(json_object_get(root, "truncated")));
+    check_against_manifest(root, &m);
+    assert_true(check_lite(root, true) >= 4 * STEPS);
+    check_markers(root, 0, STEPS - 1);
+    json_decref(root);
+    check_loads(CAPTURED "testprog_lite.json.gz", "step#", STEPS, 4);
+}
+
 /* What the simulator gets: iterations and kernels of the committed captures. */
 static void test_committed_traces_load(void **state)
 {
@@ -612,15 +1026,20 @@ static int trace_prog(const char *out_json, const char *manifest_out, char *cons
     return run(argv, manifest_out, err);
 }
 
-static void test_gpu_every_field(void **state)
+/* Four steps of the test program under one host-timeline mode (host_opt:
+ * NULL = the default), every field checked against the manifest. */
+static void every_field(const char *host_opt, const char *sync_opt, const char *want_mode)
 {
-    (void)state;
-    if (!gpu_ready())
-        skip();
     char json[300], man[300];
     path_in_tmp(json, sizeof json, "steps.json");
     path_in_tmp(man, sizeof man, "steps.manifest");
-    char *extra[] = {"--iteration-marker", "step#", NULL};
+    char *extra[8] = {"--iteration-marker", "step#"};
+    int k = 2;
+    if (host_opt)
+        extra[k++] = "--host-timeline", extra[k++] = (char *)host_opt;
+    if (sync_opt)
+        extra[k++] = "--sync-records", extra[k++] = (char *)sync_opt;
+    extra[k] = NULL;
     char *mode[] = {"steps", "4", NULL};
     int st = trace_prog(json, man, extra, mode);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -629,12 +1048,29 @@ static void test_gpu_every_field(void **state)
     assert_int_equal(m.n, 16);
     json_t *root = load_json(json);
     assert_false(json_is_true(json_object_get(root, "truncated")));
+    assert_string_equal(jstr(json_object_get(root, "host_timeline"), "mode"), want_mode);
     check_against_manifest(root, &m);
+    if (!strcmp(want_mode, "lite")) {
+        /* per step: the blocking copy, event, stream and device syncs */
+        int waits = check_lite(root, true);
+        if (waits < 4 * 4)
+            fail_msg("%d waits checked, expected at least 16", waits);
+    }
     check_markers(root, 0, 3);
     assert_int_equal(count_iterations(root), 4);
     json_decref(root);
     check_loads(json, "step#", 4, 4);
     check_loads(json, NULL, 4, 4); /* the tracer's iteration# ranges */
+}
+
+static void test_gpu_every_field(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    every_field(NULL, NULL, "lite");            /* the default */
+    every_field("lite", "callback", "lite");    /* waits from callbacks */
+    every_field("full", NULL, "full");          /* every API call recorded */
 }
 
 /* Skip two iterations, keep three: exactly steps 2..4 are in the file. */
@@ -792,6 +1228,9 @@ int main(void)
         cmocka_unit_test(test_program_without_cuda),
         cmocka_unit_test(test_committed_testprog_trace),
         cmocka_unit_test(test_committed_traces_load),
+        cmocka_unit_test(test_lite_reconstruction),
+        cmocka_unit_test(test_host_timeline_options),
+        cmocka_unit_test(test_committed_lite_trace),
         cmocka_unit_test(test_gpu_every_field),
         cmocka_unit_test(test_gpu_window),
         cmocka_unit_test(test_gpu_signals),

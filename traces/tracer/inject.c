@@ -3,12 +3,16 @@
  * The CUDA driver loads this library when the process initializes CUDA and
  * CUDA_INJECTION64_PATH names it, and calls InitializeInjection once. From
  * there on CUPTI's activity API records kernels (CONCURRENT_KERNEL: the plain
- * KERNEL kind serializes them), copies, memsets, synchronizations, runtime and
- * driver API calls (host start/end, thread), CUDA event records, streams and
- * NVTX ranges. A few callbacks, enabled only where an option needs them, find
- * iteration boundaries as they happen (NVTX ranges, synchronize calls; an
- * iteration kernel is found in the kernel records instead) and see
- * cudaDeviceReset and context creation (device properties).
+ * KERNEL kind serializes them), copies, memsets, synchronizations, CUDA event
+ * records, streams and NVTX ranges, and the host side as --host-timeline
+ * says: lite (default) records no API call but kernels' queued/submitted
+ * latency timestamps, and lite.c rebuilds the calls when writing; full
+ * records every runtime and driver API call (host start/end, thread); none
+ * records GPU work only. A few callbacks, enabled only where an option needs
+ * them, find iteration boundaries as they happen (NVTX ranges, synchronize
+ * calls; an iteration kernel is found in the kernel records instead), time
+ * the synchronize and event calls (lite with --sync-records callback) and
+ * see cudaDeviceReset and context creation (device properties).
  *
  * The trace is written (tracer write.c) at exit, on SIGINT/SIGTERM and crash
  * signals, after cudaDeviceReset and when a stop condition is met. The heavy
@@ -37,6 +41,39 @@
 #include <unistd.h>
 
 #include "tracer.h"
+
+/* The lite host timeline is compiled into this translation unit: cuda.mk
+ * (outside this folder) lists the library's sources, and lite.c is newer.
+ * Once cuda.mk lists lite.c in TRACER_LIB_SRC, drop this include. */
+#include "lite.c"
+
+/* tracer.h mirrors these CUPTI values so that write.c and lite.c build
+ * without CUPTI's headers. */
+_Static_assert((int)TT_COPY_HTOD == (int)CUPTI_ACTIVITY_MEMCPY_KIND_HTOD &&
+                   (int)TT_COPY_DTOH == (int)CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
+                   (int)TT_COPY_HTOA == (int)CUPTI_ACTIVITY_MEMCPY_KIND_HTOA &&
+                   (int)TT_COPY_ATOH == (int)CUPTI_ACTIVITY_MEMCPY_KIND_ATOH &&
+                   (int)TT_COPY_ATOA == (int)CUPTI_ACTIVITY_MEMCPY_KIND_ATOA &&
+                   (int)TT_COPY_ATOD == (int)CUPTI_ACTIVITY_MEMCPY_KIND_ATOD &&
+                   (int)TT_COPY_DTOA == (int)CUPTI_ACTIVITY_MEMCPY_KIND_DTOA &&
+                   (int)TT_COPY_DTOD == (int)CUPTI_ACTIVITY_MEMCPY_KIND_DTOD &&
+                   (int)TT_COPY_HTOH == (int)CUPTI_ACTIVITY_MEMCPY_KIND_HTOH &&
+                   (int)TT_COPY_PTOP == (int)CUPTI_ACTIVITY_MEMCPY_KIND_PTOP,
+               "copy kinds");
+_Static_assert((int)TT_MEM_PAGEABLE == (int)CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE &&
+                   (int)TT_MEM_PINNED == (int)CUPTI_ACTIVITY_MEMORY_KIND_PINNED &&
+                   (int)TT_MEM_DEVICE == (int)CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
+                   (int)TT_MEM_ARRAY == (int)CUPTI_ACTIVITY_MEMORY_KIND_ARRAY &&
+                   (int)TT_MEM_MANAGED == (int)CUPTI_ACTIVITY_MEMORY_KIND_MANAGED &&
+                   (int)TT_MEM_DEVICE_STATIC == (int)CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC &&
+                   (int)TT_MEM_MANAGED_STATIC == (int)CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC,
+               "memory kinds");
+_Static_assert((int)TT_SYNCT_EVENT == (int)CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE &&
+                   (int)TT_SYNCT_STREAM_WAIT == (int)CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT &&
+                   (int)TT_SYNCT_STREAM == (int)CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE &&
+                   (int)TT_SYNCT_CONTEXT == (int)CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+               "synchronization types");
+_Static_assert((int)TT_NO_ID == (int)CUPTI_INVALID_STREAM_ID, "invalid id");
 
 #define TT_MAX_DEVICES 64
 #define TT_MAX_CONTEXTS 64
@@ -78,6 +115,7 @@ static struct {
     bool truncated;
     uint64_t dropped, incomplete;
     int64_t cupti_to_unix;
+    bool latency_ts;           /* LITE: CUPTI collects kernels' queued/submitted */
     char path[8448];
     int pid;
 
@@ -390,6 +428,7 @@ static void parse_record(const CUpti_Activity *a)
         r->local_mem = k->localMemoryPerThread;
         r->cluster[0] = k->clusterX, r->cluster[1] = k->clusterY, r->cluster[2] = k->clusterZ;
         r->graph = k->graphId;
+        r->queued = k->queued, r->submitted = k->submitted; /* 0 unless latency timestamps */
         r->name = kernel_name(k->name);
         if (*g.opts.iter_kernel && iteration_kernel(r->name))
             boundary_locked(0, k->correlationId);
@@ -409,6 +448,7 @@ static void parse_record(const CUpti_Activity *a)
         r->device = c->deviceId, r->context = c->contextId, r->stream = c->streamId;
         r->sub = c->copyKind;
         r->id = (uint32_t)c->srcKind | (uint32_t)c->dstKind << 8;
+        r->flags = c->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC ? TT_RF_ASYNC : 0;
         r->bytes = c->bytes;
         r->graph = c->graphId;
         return;
@@ -425,6 +465,7 @@ static void parse_record(const CUpti_Activity *a)
             return;
         r->start = s->start, r->end = s->end, r->corr = s->correlationId;
         r->device = s->deviceId, r->context = s->contextId, r->stream = s->streamId;
+        r->flags = s->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC ? TT_RF_ASYNC : 0;
         r->bytes = s->bytes;
         r->graph = s->graphId;
         return;
@@ -449,6 +490,11 @@ static void parse_record(const CUpti_Activity *a)
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)a;
         if (!keep_corr(s->correlationId))
+            return;
+        /* Without API records, only the calls the loader knows are of use
+         * (not the event/stream queries CUPTI reports here too). */
+        if (g.opts.host_timeline != TT_HOST_FULL &&
+            !((int)s->type >= TT_SYNCT_EVENT && (int)s->type <= TT_SYNCT_CONTEXT))
             return;
         if (!(r = add(TT_R_SYNC)))
             return;
@@ -568,6 +614,152 @@ static void boundary(uint64_t ts, uint32_t corr)
     pthread_mutex_unlock(&g.mu);
 }
 
+/* Iterations are counted in synchronize calls (--iteration-sync). */
+static bool sync_method(void)
+{
+    return g.opts.iter_sync > 0 && !*g.opts.iter_marker && !*g.opts.iter_kernel;
+}
+
+/* LITE with --sync-records callback: synchronize, stream-wait and
+ * event-record calls come from callbacks on those runtime calls only,
+ * instead of CUPTI's SYNCHRONIZATION and CUDA_EVENT activity kinds. */
+static bool lite_callbacks(void)
+{
+    return g.opts.host_timeline == TT_HOST_LITE && g.opts.sync_records == TT_SYNCREC_CALLBACK &&
+           (g.opts.activities & (TT_ACT_SYNC | TT_ACT_EVENT));
+}
+
+static const CUpti_CallbackId lite_call_ids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010,
+};
+
+/* CUDA events by handle -> ids of ours (callbacks see handles, not CUPTI's
+ * event ids). A handle reused after cudaEventDestroy keeps its id: harmless,
+ * a wait matches the latest earlier record of its id. Called with g.mu held. */
+static struct {
+    uintptr_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+} events;
+
+static uint32_t event_id_locked(const void *ev)
+{
+    uintptr_t key = (uintptr_t)ev;
+    if (!key)
+        return TT_NO_ID;
+    if (2 * (events.n + 1) > events.cap) {
+        size_t cap = events.cap ? 2 * events.cap : 256;
+        uintptr_t *k = calloc(cap, sizeof *k);
+        uint32_t *v = malloc(cap * sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return TT_NO_ID;
+        }
+        for (size_t i = 0; i < events.cap; i++) {
+            if (!events.keys[i])
+                continue;
+            size_t h = (events.keys[i] >> 4) * 2654435761u & (cap - 1);
+            while (k[h])
+                h = (h + 1) & (cap - 1);
+            k[h] = events.keys[i], v[h] = events.vals[i];
+        }
+        free(events.keys);
+        free(events.vals);
+        events.keys = k, events.vals = v, events.cap = cap;
+    }
+    size_t h = (key >> 4) * 2654435761u & (events.cap - 1);
+    while (events.keys[h] && events.keys[h] != key)
+        h = (h + 1) & (events.cap - 1);
+    if (!events.keys[h]) {
+        events.keys[h] = key;
+        events.vals[h] = (uint32_t)++events.n;
+    }
+    return events.vals[h];
+}
+
+/* One synchronize, stream-wait or event-record call, timed from its entry
+ * callback to its exit callback. The parameter structs of the plain, _ptsz
+ * and WithFlags variants begin alike, so one of each shape is read. */
+static void record_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
+{
+    if (cd->callbackSite == CUPTI_API_ENTER) {
+        if (cd->correlationData)
+            *cd->correlationData = now_cupti();
+        return;
+    }
+    uint64_t end = now_cupti();
+    uint64_t start = cd->correlationData && *cd->correlationData ? *cd->correlationData : end;
+    const void *p = cd->functionParams;
+    if (!p && cbid != CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020)
+        return;
+    int type = 0;
+    bool ptsz = false, has_stream = false, record = false;
+    cudaStream_t stream = NULL;
+    cudaEvent_t event = NULL;
+    switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+        type = TT_SYNCT_CONTEXT;
+        break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+        ptsz = true; /* fall through */
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+        type = TT_SYNCT_STREAM;
+        stream = ((const cudaStreamSynchronize_v3020_params *)p)->stream;
+        has_stream = true;
+        break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+        type = TT_SYNCT_EVENT;
+        event = ((const cudaEventSynchronize_v3020_params *)p)->event;
+        break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000:
+        ptsz = true; /* fall through */
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+        type = TT_SYNCT_STREAM_WAIT;
+        stream = ((const cudaStreamWaitEvent_v3020_params *)p)->stream;
+        event = ((const cudaStreamWaitEvent_v3020_params *)p)->event;
+        has_stream = true;
+        break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010:
+        ptsz = true; /* fall through */
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010:
+        record = true;
+        event = ((const cudaEventRecord_v3020_params *)p)->event;
+        stream = ((const cudaEventRecord_v3020_params *)p)->stream;
+        has_stream = true;
+        break;
+    default:
+        return;
+    }
+    uint32_t stream_id = TT_NO_ID, ctx_id = 0;
+    if (has_stream && cuptiGetStreamIdEx(cd->context, (CUstream)stream, ptsz, &stream_id) !=
+                          CUPTI_SUCCESS)
+        stream_id = TT_NO_ID;
+    if (cd->context)
+        cuptiGetContextId(cd->context, &ctx_id);
+    pthread_mutex_lock(&g.mu);
+    tt_rec *r = keep_corr(cd->correlationId) ? add(record ? TT_R_EVENT : TT_R_SYNC) : NULL;
+    if (r) {
+        r->sub = (uint8_t)type;
+        r->start = start, r->end = end, r->corr = cd->correlationId;
+        r->context = ctx_id, r->stream = stream_id;
+        r->id = event ? event_id_locked(event) : TT_NO_ID;
+        r->flags = record ? TT_RF_HOST_TIME : 0;
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
 static const CUpti_CallbackId runtime_syncs[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
@@ -644,9 +836,14 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
                 wake_writer(REQ_RESET);
             return;
         }
-        /* a synchronize: the next iteration starts when it returns */
+        if (lite_callbacks())
+            record_call(cbid, cd);
         bool is_device = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
-        if (g.opts.iter_sync_kind == (is_device ? TT_SYNC_STREAM : TT_SYNC_DEVICE))
+        bool is_stream = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 ||
+                         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000;
+        /* a synchronize: the next iteration starts when it returns */
+        if (!sync_method() || !(is_device || is_stream) ||
+            g.opts.iter_sync_kind == (is_device ? TT_SYNC_STREAM : TT_SYNC_DEVICE))
             return;
         if (cd->callbackSite == CUPTI_API_EXIT && g.opts.iter_sync > 0) {
             static _Atomic uint64_t n_syncs;
@@ -748,6 +945,18 @@ static void resolve_boundary_times(void)
 /* Called with g.mu held. */
 static int write_now(const char *end_reason, bool truncated, const char *why)
 {
+    /* LITE: the host calls are rebuilt for this write and forgotten after
+     * it (a later write, at exit after a cudaDeviceReset, rebuilds them
+     * from all the records). Boundaries and windows known by time or by
+     * launch find their calls among them, as with recorded ones. */
+    size_t n_recorded = g.store.n;
+    tt_lite_stats lite = {0};
+    if (g.opts.host_timeline == TT_HOST_LITE &&
+        tt_lite_reconstruct(&g.store, (uint32_t)g.pid, &lite) < 0 && !g.truncated) {
+        g.truncated = true;
+        snprintf(g.trunc_reason, sizeof g.trunc_reason,
+                 "out of memory while rebuilding the host calls");
+    }
     resolve_boundary_times();
     tt_trace_meta m = {0};
     m.pid = g.pid;
@@ -782,9 +991,12 @@ static int write_now(const char *end_reason, bool truncated, const char *why)
     m.incomplete_records = g.incomplete;
     m.iterations_seen = g.iters_seen;
     m.cupti_to_unix_ns = g.cupti_to_unix;
+    m.lite = g.opts.host_timeline == TT_HOST_LITE ? &lite : NULL;
+    m.latency_timestamps = g.latency_ts;
     char msg[9000];
     int rc = tt_write_trace(&g.store, &m, g.path, msg, sizeof msg);
     say("%s%s", rc < 0 ? "cannot write the trace: " : "wrote ", msg);
+    tt_store_truncate(&g.store, n_recorded);
     return rc;
 }
 
@@ -1125,9 +1337,23 @@ static int enable_activities(unsigned acts)
         {TT_ACT_EVENT, CUPTI_ACTIVITY_KIND_CUDA_EVENT},
         {TT_ACT_STREAM, CUPTI_ACTIVITY_KIND_STREAM},
     };
+    /* LITE: kernels' host launch times come from CUPTI's latency timestamps
+     * (queued, submitted), collected only when asked for before enabling. */
+    if (g.opts.host_timeline == TT_HOST_LITE) {
+        CUptiResult r = cuptiActivityEnableLatencyTimestamps(1);
+        g.latency_ts = r == CUPTI_SUCCESS;
+        if (!g.latency_ts) {
+            const char *err = "";
+            cuptiGetResultString(r, &err);
+            say("cannot collect kernel queued timestamps (%s): launch times will be estimated "
+                "from their neighbours", err);
+        }
+    }
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         if (!(acts & map[i].bit))
             continue;
+        if (lite_callbacks() && (map[i].bit == TT_ACT_SYNC || map[i].bit == TT_ACT_EVENT))
+            continue; /* from callbacks instead (setup_callbacks) */
         CUptiResult r = cuptiActivityEnable(map[i].kind);
         if (r != CUPTI_SUCCESS) {
             const char *err = "";
@@ -1164,6 +1390,9 @@ static int setup_callbacks(void)
         for (size_t i = 0; i < sizeof runtime_syncs / sizeof runtime_syncs[0]; i++)
             cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_syncs[i]);
     }
+    if (lite_callbacks())
+        for (size_t i = 0; i < sizeof lite_call_ids / sizeof lite_call_ids[0]; i++)
+            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, lite_call_ids[i]);
     return 0;
 }
 

@@ -144,10 +144,54 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
             return -1;
         }
     }
+    const char *host = getenv("TALLY_TRACE_HOST_TIMELINE");
+    if (host && *host && tt_parse_host_timeline(host, &o->host_timeline) < 0) {
+        snprintf(msg, msg_len, "TALLY_TRACE_HOST_TIMELINE='%s': expected lite, full or none", host);
+        return -1;
+    }
+    const char *how = getenv("TALLY_TRACE_SYNC_RECORDS");
+    if (how && *how && tt_parse_sync_records(how, &o->sync_records) < 0) {
+        snprintf(msg, msg_len, "TALLY_TRACE_SYNC_RECORDS='%s': expected activity or callback", how);
+        return -1;
+    }
+    /* Only FULL records API calls; NONE has no use for waits and event
+     * records either (they only say something joined to their calls). */
+    if (o->host_timeline != TT_HOST_FULL)
+        o->activities &= ~(unsigned)TT_ACT_API;
+    if (o->host_timeline == TT_HOST_NONE)
+        o->activities &= ~(unsigned)(TT_ACT_SYNC | TT_ACT_EVENT);
     if (!*o->output) {
         snprintf(msg, msg_len, "TALLY_TRACE_OUTPUT is empty");
         return -1;
     }
+    return 0;
+}
+
+static const char *const host_timeline_names[] = {"lite", "full", "none"};
+
+int tt_parse_host_timeline(const char *s, int *mode)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, host_timeline_names[i]) == 0) {
+            *mode = i; /* TT_HOST_LITE, TT_HOST_FULL, TT_HOST_NONE */
+            return 0;
+        }
+    return -1;
+}
+
+const char *tt_host_timeline_name(int mode)
+{
+    return mode >= 0 && mode < 3 ? host_timeline_names[mode] : "?";
+}
+
+int tt_parse_sync_records(const char *s, int *how)
+{
+    if (strcmp(s, "activity") == 0)
+        *how = TT_SYNCREC_ACTIVITY;
+    else if (strcmp(s, "callback") == 0)
+        *how = TT_SYNCREC_CALLBACK;
+    else
+        return -1;
     return 0;
 }
 

@@ -42,6 +42,13 @@ void tt_store_clear(tt_store *s)
     s->n = 0;
 }
 
+/* Chunks stay allocated: the next additions reuse them. */
+void tt_store_truncate(tt_store *s, size_t n)
+{
+    if (n < s->n)
+        s->n = n;
+}
+
 tt_rec *tt_store_add(tt_store *s)
 {
     size_t c = s->n / TT_CHUNK, i = s->n % TT_CHUNK;

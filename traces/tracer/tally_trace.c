@@ -42,6 +42,20 @@ static const char usage_text[] =
     "      --gzip                     compress (adds .gz to PATH if missing)\n"
     "  -q, --quiet                    no messages from the tracer on stderr\n"
     "What to record:\n"
+    "      --host-timeline MODE       how the host side (API calls) is obtained:\n"
+    "                                 lite (default): no API calls recorded; launches,\n"
+    "                                 copies, waits are rebuilt from GPU records\n"
+    "                                 (kernel queued timestamps), synchronization and\n"
+    "                                 event records; host times are estimates, the\n"
+    "                                 file says so. Costs the program little.\n"
+    "                                 full: every runtime/driver API call recorded\n"
+    "                                 (exact; PyTorch steps run ~30% slower).\n"
+    "                                 none: GPU records only, no host calls.\n"
+    "                                 An --activities set that holds runtime or\n"
+    "                                 driver (all, default, -NAME) implies full\n"
+    "      --sync-records HOW         lite: synchronize/event calls from CUPTI activity\n"
+    "                                 records (activity, default) or from callbacks on\n"
+    "                                 those runtime calls (callback)\n"
     "      --activities LIST          comma list of kernel,memcpy,memset,runtime,\n"
     "                                 driver,sync,nvtx,event,stream,queries; default\n"
     "                                 (all but queries) or all; '-NAME' removes one\n"
@@ -82,6 +96,8 @@ enum {
     OPT_KERNEL,
     OPT_SYNC,
     OPT_GZIP,
+    OPT_HOST_TIMELINE,
+    OPT_SYNC_RECORDS,
 };
 
 static const struct option long_opts[] = {
@@ -96,6 +112,8 @@ static const struct option long_opts[] = {
     {"iteration-kernel", required_argument, NULL, OPT_KERNEL},
     {"iteration-sync", required_argument, NULL, OPT_SYNC},
     {"gzip", no_argument, NULL, OPT_GZIP},
+    {"host-timeline", required_argument, NULL, OPT_HOST_TIMELINE},
+    {"sync-records", required_argument, NULL, OPT_SYNC_RECORDS},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -242,6 +260,8 @@ int main(int argc, char **argv)
     double start_s = -1, stop_s = -1;
     const char *activities = NULL, *marker = NULL, *kernel = NULL;
     int gzip = 0, quiet = 0, methods = 0, c;
+    int host_timeline = -1, sync_records = TT_SYNCREC_ACTIVITY;
+    unsigned activity_bits = TT_ACT_DEFAULT;
 
     while ((c = getopt_long(argc, argv, "+o:qhV", long_opts, NULL)) != -1) {
         switch (c) {
@@ -280,8 +300,17 @@ int main(int argc, char **argv)
             if (!(bits & TT_ACT_KERNEL))
                 return usage_error("--activities: '%s' leaves out kernel: nothing to trace", optarg);
             activities = optarg;
+            activity_bits = bits;
             break;
         }
+        case OPT_HOST_TIMELINE:
+            if (tt_parse_host_timeline(optarg, &host_timeline) < 0)
+                return usage_error("--host-timeline: '%s' is not lite, full or none", optarg);
+            break;
+        case OPT_SYNC_RECORDS:
+            if (tt_parse_sync_records(optarg, &sync_records) < 0)
+                return usage_error("--sync-records: '%s' is not activity or callback", optarg);
+            break;
         case OPT_MARKER:
             if (!*optarg)
                 return usage_error("--iteration-marker: empty name%s", "");
@@ -331,6 +360,11 @@ int main(int argc, char **argv)
     if ((start_iters >= 0 || stop_iters > 0) && methods == 0)
         return usage_error("--start/--stop-after-iterations need --iteration-marker, "
                            "--iteration-kernel or --iteration-sync%s", "");
+    /* An explicit API activity asks for recorded calls (as before lite). */
+    if (host_timeline < 0)
+        host_timeline = activities && (activity_bits & (TT_ACT_RUNTIME | TT_ACT_DRIVER))
+                            ? TT_HOST_FULL
+                            : TT_HOST_LITE;
     char probe[8192];
     if (tt_expand_output(output, 1, gzip, probe, sizeof probe) < 0)
         return usage_error("--output: path too long%s", "");
@@ -379,6 +413,8 @@ int main(int argc, char **argv)
     set_env("TALLY_TRACE_ITERATION_MARKER", marker ? marker : "");
     set_env("TALLY_TRACE_ITERATION_KERNEL", kernel ? kernel : "");
     set_env("TALLY_TRACE_ITERATION_SYNC", iter_sync ? iter_sync : "0");
+    set_env("TALLY_TRACE_HOST_TIMELINE", tt_host_timeline_name(host_timeline));
+    set_env("TALLY_TRACE_SYNC_RECORDS", sync_records == TT_SYNCREC_CALLBACK ? "callback" : "activity");
     set_env_ll("TALLY_TRACE_GZIP", gzip);
     set_env_ll("TALLY_TRACE_QUIET", quiet);
     struct timespec ts;

@@ -22,6 +22,18 @@
 
 /* ---- options (environment variables set by the tally-trace command) ---- */
 
+/* How the host side of the trace (API calls: launches, waits) is obtained.
+ * FULL records every runtime/driver API call (CUPTI RUNTIME and DRIVER
+ * kinds): exact, but CUPTI then intercepts each of the ~12,000 calls PyTorch
+ * makes per ResNet-50 step (+30% step time). LITE (the default) records no
+ * API calls and reconstructs them from the GPU records (lite.c): a kernel's
+ * host launch time is CUPTI's "queued" latency timestamp, waits come from
+ * synchronization records. NONE writes no host calls at all. */
+enum { TT_HOST_LITE = 0, TT_HOST_FULL = 1, TT_HOST_NONE = 2 };
+/* Where LITE gets synchronize / event-record calls: CUPTI's SYNCHRONIZATION
+ * and CUDA_EVENT activity kinds, or callbacks on those runtime calls only. */
+enum { TT_SYNCREC_ACTIVITY = 0, TT_SYNCREC_CALLBACK = 1 };
+
 /* Activity groups the user can turn on or off with --activities. */
 enum {
     TT_ACT_KERNEL = 1 << 0,
@@ -36,6 +48,7 @@ enum {
     TT_ACT_QUERIES = 1 << 9, /* API calls that neither launch nor wait (cudaGetDevice...) */
     TT_ACT_ALL = (1 << 10) - 1,
     TT_ACT_DEFAULT = TT_ACT_ALL & ~TT_ACT_QUERIES,
+    TT_ACT_API = TT_ACT_RUNTIME | TT_ACT_DRIVER | TT_ACT_QUERIES, /* FULL mode only */
 };
 
 typedef struct tt_options {
@@ -50,6 +63,8 @@ typedef struct tt_options {
     char iter_kernel[256];       /* kernel (symbol substring) that starts an iteration */
     int64_t iter_sync;           /* every N-th synchronize ends one; 0 off */
     int iter_sync_kind;          /* TT_SYNC_ANY, TT_SYNC_DEVICE or TT_SYNC_STREAM */
+    int host_timeline;           /* TT_HOST_* */
+    int sync_records;            /* TT_SYNCREC_* (LITE) */
     bool gzip;
     bool quiet;
     int64_t t0_unix_ns;          /* when tally-trace started (seconds count from here) */
@@ -64,6 +79,12 @@ enum { TT_SYNC_ANY = 0, TT_SYNC_DEVICE = 1, TT_SYNC_STREAM = 2 };
 /* "[device:|stream:]N", N >= 1: which synchronize calls end an iteration.
  * Returns 0, or -1 if malformed. */
 int tt_parse_iter_sync(const char *s, int64_t *n, int *kind);
+
+/* "lite", "full", "none" -> TT_HOST_*; "activity", "callback" -> TT_SYNCREC_*.
+ * Return 0, or -1 for another word. */
+int tt_parse_host_timeline(const char *s, int *mode);
+int tt_parse_sync_records(const char *s, int *how);
+const char *tt_host_timeline_name(int mode);
 
 /* Fill o from TALLY_TRACE_* environment variables (defaults where unset).
  * Returns 0, or -1 with a message in msg for a malformed value. */
@@ -109,7 +130,32 @@ typedef struct tt_rec {
     uint32_t local_mem;  /* KERNEL: local memory per thread, bytes */
     uint32_t cluster[3]; /* KERNEL: cluster dims (Hopper), 0 when none */
     uint32_t graph;      /* KERNEL/MEMCPY/MEMSET: graph id, 0 if not from a graph */
+    uint8_t flags;       /* TT_RF_* */
+    uint64_t queued;     /* KERNEL: when the host put the launch in the command
+                            buffer (CUPTI latency timestamp); 0 = unknown */
+    uint64_t submitted;  /* KERNEL: when that buffer was submitted; 0 = unknown */
 } tt_rec;
+
+enum {
+    TT_RF_ASYNC = 1 << 0,     /* MEMCPY/MEMSET: issued by an *Async call */
+    TT_RF_ESTIMATED = 1 << 1, /* API: reconstructed by lite.c, times estimated */
+    TT_RF_HOST_TIME = 1 << 2, /* EVENT: start/end are the host call's (callback) */
+};
+
+/* CUPTI's enum values the writer and lite.c need (inject.c checks that they
+ * equal CUPTI's): both build without the CUPTI headers. */
+enum {
+    TT_COPY_HTOD = 1, TT_COPY_DTOH = 2, TT_COPY_HTOA = 3, TT_COPY_ATOH = 4, TT_COPY_ATOA = 5,
+    TT_COPY_ATOD = 6, TT_COPY_DTOA = 7, TT_COPY_DTOD = 8, TT_COPY_HTOH = 9, TT_COPY_PTOP = 10,
+};
+enum {
+    TT_MEM_PAGEABLE = 1, TT_MEM_PINNED = 2, TT_MEM_DEVICE = 3, TT_MEM_ARRAY = 4,
+    TT_MEM_MANAGED = 5, TT_MEM_DEVICE_STATIC = 6, TT_MEM_MANAGED_STATIC = 7,
+};
+enum { /* SYNC record types (tt_rec.sub) */
+    TT_SYNCT_EVENT = 1, TT_SYNCT_STREAM_WAIT = 2, TT_SYNCT_STREAM = 3, TT_SYNCT_CONTEXT = 4,
+};
+#define TT_NO_ID UINT32_MAX /* CUPTI's invalid stream/event id */
 
 /* Append-only chunked array of records plus an interned string table. Not
  * thread-safe by itself: the injection library holds its own mutex. */
@@ -129,6 +175,35 @@ tt_rec *tt_store_add(tt_store *s);           /* zeroed record; NULL if out of me
 tt_rec *tt_store_at(const tt_store *s, size_t i);
 uint32_t tt_intern(tt_store *s, const char *str); /* 0 for NULL, "" or no memory */
 void tt_store_clear(tt_store *s);
+/* Forget the records from index n on (n <= s->n); strings stay. */
+void tt_store_truncate(tt_store *s, size_t n);
+
+/* ---- the lite host timeline (lite.c) ---- */
+
+/* What the reconstruction did, written into the trace. */
+typedef struct tt_lite_stats {
+    uint64_t calls;             /* API records added */
+    uint64_t launches;          /* ... for kernel launches (one per correlation id) */
+    uint64_t launches_queued;   /* ... whose host time is CUPTI's queued timestamp */
+    uint64_t launches_clamped;  /* ... queued after the GPU start: moved to it */
+    uint64_t interpolated;      /* calls placed between their neighbours (copies,
+                                   memsets, event records, launches without a
+                                   queued timestamp) */
+    uint64_t blocking_copies;   /* copies the host waited for */
+    uint64_t waits;             /* synchronize / stream-wait calls (host times known) */
+} tt_lite_stats;
+
+/* Default duration given to a reconstructed call whose end is not known. */
+#define TT_LITE_CALL_NS 1000
+/* A launch's call lasts submitted - queued when that is at most this. */
+#define TT_LITE_MAX_CALL_NS 50000
+
+/* Append to s one TT_R_API record (flags TT_RF_ESTIMATED, thread tid) per
+ * host call that the GPU, synchronization and event records of s imply,
+ * ordered by correlation id (CUPTI hands them out as calls begin). Records
+ * that already have an API record of their correlation id get none. Returns
+ * 0, or -1 when out of memory (s then holds what was added so far). */
+int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st);
 
 /* ---- device properties (from the driver, at context creation) ---- */
 
@@ -168,6 +243,8 @@ typedef struct tt_trace_meta {
     uint64_t incomplete_records; /* GPU records without timestamps at the end */
     uint64_t iterations_seen;  /* boundaries found by the tracer, whole run */
     int64_t cupti_to_unix_ns;  /* add to a CUPTI timestamp to get Unix time */
+    const tt_lite_stats *lite; /* LITE: what the reconstruction did; else NULL */
+    bool latency_timestamps;   /* LITE: CUPTI accepted to collect queued times */
 } tt_trace_meta;
 
 /* Write store (filtered by the window in meta) to path atomically: a temp file

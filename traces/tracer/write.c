@@ -17,8 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cupti.h>
-
 #include "tracer.h"
 
 /* ---- output sink: plain fd or zlib gz stream ---- */
@@ -134,21 +132,22 @@ static void put_str(sink *o, const char *s)
     put(o, "\"", 1);
 }
 
-/* ---- names of CUPTI enums, as the format spells them ---- */
+/* ---- names of CUPTI enums (tracer.h mirrors their values), as the format
+ * spells them ---- */
 
 static const char *copy_kind_name(unsigned k)
 {
     switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    case TT_COPY_HTOD: return "HtoD";
+    case TT_COPY_DTOH: return "DtoH";
+    case TT_COPY_HTOA: return "HtoA";
+    case TT_COPY_ATOH: return "AtoH";
+    case TT_COPY_ATOA: return "AtoA";
+    case TT_COPY_ATOD: return "AtoD";
+    case TT_COPY_DTOA: return "DtoA";
+    case TT_COPY_DTOD: return "DtoD";
+    case TT_COPY_HTOH: return "HtoH";
+    case TT_COPY_PTOP: return "PtoP";
     default: return "unknown";
     }
 }
@@ -157,14 +156,14 @@ static const char *copy_kind_name(unsigned k)
 static const char *copy_dir(unsigned k)
 {
     switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "h2d";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "d2h";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "d2d";
+    case TT_COPY_HTOD:
+    case TT_COPY_HTOA: return "h2d";
+    case TT_COPY_DTOH:
+    case TT_COPY_ATOH: return "d2h";
+    case TT_COPY_DTOD:
+    case TT_COPY_DTOA:
+    case TT_COPY_ATOD:
+    case TT_COPY_ATOA: return "d2d";
     default: return "other";
     }
 }
@@ -172,13 +171,13 @@ static const char *copy_dir(unsigned k)
 static const char *mem_kind_name(unsigned k)
 {
     switch (k) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "pageable";
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "pinned";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "device";
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "array";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "managed";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "device_static";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "managed_static";
+    case TT_MEM_PAGEABLE: return "pageable";
+    case TT_MEM_PINNED: return "pinned";
+    case TT_MEM_DEVICE: return "device";
+    case TT_MEM_ARRAY: return "array";
+    case TT_MEM_MANAGED: return "managed";
+    case TT_MEM_DEVICE_STATIC: return "device_static";
+    case TT_MEM_MANAGED_STATIC: return "managed_static";
     default: return "unknown";
     }
 }
@@ -276,8 +275,11 @@ static void put_options(sink *o, const tt_options *op)
     put_str(o, op->iter_marker);
     puts_(o, ",\"iteration_kernel\":");
     put_str(o, op->iter_kernel);
-    putf(o, ",\"iteration_sync\":%" PRId64 ",\"iteration_sync_kind\":\"%s\",\"gzip\":%s}",
+    putf(o, ",\"iteration_sync\":%" PRId64 ",\"iteration_sync_kind\":\"%s\",\"gzip\":%s",
          op->iter_sync, sync_kinds[op->iter_sync_kind], op->gzip ? "true" : "false");
+    putf(o, ",\"host_timeline\":\"%s\",\"sync_records\":\"%s\"}",
+         tt_host_timeline_name(op->host_timeline),
+         op->sync_records == TT_SYNCREC_CALLBACK ? "callback" : "activity");
 }
 
 static const char *iteration_method(const tt_options *op)
@@ -289,6 +291,48 @@ static const char *iteration_method(const tt_options *op)
     if (op->iter_sync > 0)
         return "sync";
     return "";
+}
+
+/* How the host side was obtained: readers of a lite trace must know that
+ * the API calls, hence host_gap_ns / host_call_ns after loading, are
+ * estimates (lite.c says how each is made). */
+static void put_host_timeline(sink *o, const tt_trace_meta *m)
+{
+    int mode = m->opts->host_timeline;
+    putf(o, ",\"host_timeline\":{\"mode\":\"%s\",\"reconstructed\":%s", tt_host_timeline_name(mode),
+         mode == TT_HOST_LITE ? "true" : "false");
+    if (mode == TT_HOST_FULL) {
+        puts_(o, ",\"api_calls\":\"recorded by CUPTI (runtime and driver API activity)\"}");
+        return;
+    }
+    if (mode == TT_HOST_NONE) {
+        puts_(o, ",\"api_calls\":\"none: GPU records only\"}");
+        return;
+    }
+    const tt_lite_stats *l = m->lite;
+    /* (putf formats at most 511 bytes: the long texts go through puts_) */
+    puts_(o, ",\"thread\":\"one host thread per process: every call has tid = pid\","
+             "\"launch_start\":\"CUPTI queued timestamp of the kernel (host enqueue), at most "
+             "its GPU start\",");
+    putf(o, "\"launch_duration_ns\":\"submitted - queued when <= %d, else %d\",",
+         TT_LITE_MAX_CALL_NS, TT_LITE_CALL_NS);
+    putf(o, "\"waits_from\":\"%s\",",
+         m->opts->sync_records == TT_SYNCREC_CALLBACK ? "callbacks on the runtime calls"
+                                                      : "CUPTI synchronization records");
+    puts_(o, "\"other_calls\":\"copies, memsets, event records: placed in correlation order "
+             "as late as they can, ending where the next call starts, not after their own GPU "
+             "start nor before the previous call's estimated end; blocking copies end with the "
+             "copy\",");
+    putf(o, "\"other_call_ns\":%d,\"latency_timestamps\":%s", TT_LITE_CALL_NS,
+         m->latency_timestamps ? "true" : "false");
+    if (l)
+        putf(o,
+             ",\"calls\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"launches_queued\":%" PRIu64
+             ",\"launches_clamped\":%" PRIu64 ",\"interpolated\":%" PRIu64
+             ",\"blocking_copies\":%" PRIu64 ",\"waits\":%" PRIu64,
+             l->calls, l->launches, l->launches_queued, l->launches_clamped, l->interpolated,
+             l->blocking_copies, l->waits);
+    puts_(o, "}");
 }
 
 typedef struct emit {
@@ -329,20 +373,23 @@ static void put_api(emit *e, const tt_rec *r, const tt_rec *info)
     puts_(e->o, "{\"type\":\"api\",\"name\":");
     put_str(e->o, str_of(e->s, r->name));
     putf(e->o,
-         ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"tid\":%u,\"corr\":%u,\"api\":\"%s\","
-         "\"cbid\":%u",
+         ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"tid\":%u,\"corr\":%u,\"api\":\"%s\"",
          (int64_t)(r->start - e->base), (int64_t)(r->end - e->base), r->tid, r->corr,
-         r->sub ? "driver" : "runtime", r->id);
+         r->sub ? "driver" : "runtime");
+    if (!(r->flags & TT_RF_ESTIMATED)) /* a rebuilt call has no CUPTI callback id */
+        putf(e->o, ",\"cbid\":%u", r->id);
     if (info) {
         bool device_sync = info->type == TT_R_SYNC &&
-                           info->sub == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+                           info->sub == TT_SYNCT_CONTEXT;
         if (info->stream != UINT32_MAX && !device_sync)
             putf(e->o, ",\"stream\":%u", info->stream);
         if (info->id != UINT32_MAX && (info->type == TT_R_EVENT ||
-                                       info->sub == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
-                                       info->sub == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT))
+                                       info->sub == TT_SYNCT_EVENT ||
+                                       info->sub == TT_SYNCT_STREAM_WAIT))
             putf(e->o, ",\"event\":%u", info->id);
     }
+    if (r->flags & TT_RF_ESTIMATED) /* lite host timeline: rebuilt, times estimated */
+        puts_(e->o, ",\"estimated\":true");
     puts_(e->o, "}");
 }
 
@@ -374,7 +421,7 @@ static void put_gpu(emit *e, const tt_rec *r)
              "\"copy_kind\":\"%s\",\"src_kind\":\"%s\",\"dst_kind\":\"%s\",\"device\":%u,"
              "\"context\":%u,\"graph\":%u}",
              r->corr, r->stream, r->bytes, copy_dir(r->sub),
-             dst == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ? "true" : "false", copy_kind_name(r->sub),
+             dst == TT_MEM_PAGEABLE ? "true" : "false", copy_kind_name(r->sub),
              mem_kind_name(src), mem_kind_name(dst), r->device, r->context, r->graph);
         break;
     }
@@ -463,6 +510,7 @@ int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, 
     put_str(&o, iteration_method(m->opts));
     puts_(&o, ",\"options\":");
     put_options(&o, m->opts);
+    put_host_timeline(&o, m);
     if (m->n_devices > 0) { /* what the loader reads: the first device */
         const tt_device *d = &m->devices[0];
         puts_(&o, ",\"gpu\":{\"name\":");

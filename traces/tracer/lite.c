@@ -1,0 +1,327 @@
+/* tally-trace: the "lite" host timeline (--host-timeline lite, the default).
+ *
+ * Recording every CUDA API call makes CUPTI intercept each of them (PyTorch
+ * makes ~12,000 per ResNet-50 training step: +30% step time). LITE records
+ * none and rebuilds, when the trace is written, the calls the loader needs
+ * (traces/FORMAT.md: launches linked to their GPU work by correlation id,
+ * synchronizations, event records, stream waits, blocking copies) from
+ * records that cost the program's threads little or nothing:
+ *
+ * - A kernel launch starts at CUPTI's `queued` latency timestamp (the driver
+ *   wrote the launch into the command buffer: the host part of the launch,
+ *   done inside the call), moved back to the kernel's GPU start if clock skew
+ *   put it later. It lasts `submitted - queued` (the rest of the call: handing
+ *   the buffer to the GPU) when known and at most TT_LITE_MAX_CALL_NS, else
+ *   TT_LITE_CALL_NS, and never past the start of the next call.
+ * - Synchronize and stream-wait calls: host start and end from CUPTI's
+ *   SYNCHRONIZATION records (or our callbacks, --sync-records callback): exact.
+ * - Copies, memsets, event records and launches without a queued timestamp
+ *   have no recorded host time. CUPTI hands out correlation ids as calls
+ *   begin, so such a call goes where its id puts it, as late as it can:
+ *   ending (after TT_LITE_CALL_NS) where the next call starts, not after its
+ *   own GPU start, and not before the previous call's (estimated) end unless
+ *   the next known call or its GPU start say so. A blocking copy (a
+ *   synchronous one that is not device-to-device, or device-to-host into
+ *   pageable memory: the loader's rule) holds the host until the copy ends.
+ * - The host thread is unknown without API records: every call gets the one
+ *   thread id the caller gives (the process id). The loader merges the calls
+ *   of all threads into one host timeline anyway (FORMAT.md, "Host order").
+ *
+ * Every call made here carries TT_RF_ESTIMATED; the writer marks them.
+ * Nothing here depends on CUPTI's headers (tests build it without them).
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracer.h"
+
+/* What a reconstructed call is; also its order among records of one
+ * correlation id (GPU work first). */
+enum { K_LAUNCH, K_GRAPH, K_MEMCPY, K_MEMSET, K_WAIT, K_EVENT };
+
+typedef struct item {
+    uint32_t corr;
+    uint8_t kind;
+    uint8_t sync_type;    /* K_WAIT: TT_SYNCT_* */
+    bool async;           /* K_MEMCPY, K_MEMSET: an *Async call */
+    bool blocking;        /* the host waited for the copy */
+    bool known_start, known_end, dropped;
+    uint64_t start, end;  /* host times, known or estimated */
+    uint64_t gpu_start;   /* earliest GPU start of the call's records; 0 none */
+    uint64_t gpu_end;     /* latest GPU end */
+    uint64_t call_ns;     /* estimated duration when the end is not known */
+    size_t rec;           /* index of its first record: the last tie-break */
+} item;
+
+static int rank_of(const tt_rec *r)
+{
+    switch (r->type) {
+    case TT_R_KERNEL: return r->graph ? K_GRAPH : K_LAUNCH;
+    case TT_R_MEMCPY: return K_MEMCPY;
+    case TT_R_MEMSET: return K_MEMSET;
+    case TT_R_SYNC:
+        return r->sub >= TT_SYNCT_EVENT && r->sub <= TT_SYNCT_CONTEXT && r->start &&
+                       r->end >= r->start
+                   ? K_WAIT
+                   : -1; /* queries and unknown types: not a call the loader needs */
+    case TT_R_EVENT: return K_EVENT;
+    default: return -1;
+    }
+}
+
+static bool is_gpu(int kind)
+{
+    return kind <= K_MEMSET;
+}
+
+static int by_corr(const void *a, const void *b)
+{
+    const item *x = a, *y = b;
+    if (x->corr != y->corr)
+        return x->corr < y->corr ? -1 : 1;
+    bool gx = is_gpu(x->kind), gy = is_gpu(y->kind);
+    if (gx != gy) /* GPU records of one call stay together, whatever their kind */
+        return gx ? -1 : 1;
+    if (!gx && x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return x->rec < y->rec ? -1 : x->rec > y->rec;
+}
+
+static int cmp_corr(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The loader's rule (traces/timeline.c): a synchronous copy blocks unless it
+ * is device-to-device; a copy into pageable host memory always does. */
+static bool copy_blocks(const tt_rec *r)
+{
+    unsigned kind = r->sub, dst = r->id >> 8;
+    bool d2d = kind == TT_COPY_DTOD || kind == TT_COPY_DTOA || kind == TT_COPY_ATOD ||
+               kind == TT_COPY_ATOA;
+    bool d2h = kind == TT_COPY_DTOH || kind == TT_COPY_ATOH;
+    return (!(r->flags & TT_RF_ASYNC) && !d2d) || (d2h && dst == TT_MEM_PAGEABLE);
+}
+
+static const char *call_name(const item *it)
+{
+    switch (it->kind) {
+    case K_LAUNCH: return "cudaLaunchKernel";
+    case K_GRAPH: return "cudaGraphLaunch";
+    case K_MEMCPY: return it->async ? "cudaMemcpyAsync" : "cudaMemcpy";
+    case K_MEMSET: return it->async ? "cudaMemsetAsync" : "cudaMemset";
+    case K_EVENT: return "cudaEventRecord";
+    default:
+        switch (it->sync_type) {
+        case TT_SYNCT_EVENT: return "cudaEventSynchronize";
+        case TT_SYNCT_STREAM_WAIT: return "cudaStreamWaitEvent";
+        case TT_SYNCT_STREAM: return "cudaStreamSynchronize";
+        default: return "cudaDeviceSynchronize";
+        }
+    }
+}
+
+/* Items from the records: one per record, then the GPU records of one
+ * correlation id (a graph launch, a copy split in pieces) merged into one
+ * call. Returns the number of items, or -1 when out of memory. */
+static long collect(const tt_store *s, item **out)
+{
+    size_t n_api = 0, n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tt_rec *r = tt_store_at(s, i);
+        n_api += r->type == TT_R_API;
+        n += r->corr && rank_of(r) >= 0;
+    }
+    uint32_t *api = malloc((n_api ? n_api : 1) * sizeof *api);
+    item *v = malloc((n ? n : 1) * sizeof *v);
+    if (!api || !v) {
+        free(api);
+        free(v);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tt_rec *r = tt_store_at(s, i);
+        if (r->type == TT_R_API)
+            api[k++] = r->corr;
+    }
+    qsort(api, k, sizeof *api, cmp_corr);
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tt_rec *r = tt_store_at(s, i);
+        int kind = r->corr ? rank_of(r) : -1;
+        if (kind < 0 || (k && bsearch(&r->corr, api, k, sizeof *api, cmp_corr)))
+            continue;
+        item *it = &v[m++];
+        memset(it, 0, sizeof *it);
+        it->corr = r->corr;
+        it->kind = (uint8_t)kind;
+        it->rec = i;
+        it->call_ns = TT_LITE_CALL_NS;
+        if (is_gpu(kind)) {
+            it->gpu_start = r->start;
+            it->gpu_end = r->end;
+            it->async = (r->flags & TT_RF_ASYNC) != 0;
+            it->blocking = r->type == TT_R_MEMCPY && copy_blocks(r);
+            if (r->type == TT_R_KERNEL && r->queued) {
+                it->known_start = true;
+                it->start = r->queued;
+                if (r->submitted >= r->queued && r->submitted - r->queued <= TT_LITE_MAX_CALL_NS)
+                    it->call_ns = r->submitted - r->queued;
+            }
+        } else if (kind == K_WAIT) {
+            it->sync_type = r->sub;
+            it->known_start = it->known_end = true;
+            it->start = r->start;
+            it->end = r->end;
+        } else if (r->flags & TT_RF_HOST_TIME) { /* an event record seen by a callback */
+            it->known_start = it->known_end = true;
+            it->start = r->start;
+            it->end = r->end >= r->start ? r->end : r->start;
+        }
+    }
+    free(api);
+    qsort(v, m, sizeof *v, by_corr);
+
+    /* merge the GPU records of one call */
+    size_t w = 0;
+    for (size_t i = 0; i < m; i++) {
+        item *it = &v[i], *last = w ? &v[w - 1] : NULL;
+        if (last && is_gpu(it->kind) && is_gpu(last->kind) && last->corr == it->corr) {
+            if (it->kind == K_GRAPH || (it->kind == K_LAUNCH && last->kind != K_GRAPH))
+                last->kind = it->kind;
+            if (it->gpu_start < last->gpu_start)
+                last->gpu_start = it->gpu_start;
+            if (it->gpu_end > last->gpu_end)
+                last->gpu_end = it->gpu_end;
+            last->blocking = last->blocking || it->blocking;
+            if (it->known_start && (!last->known_start || it->start < last->start)) {
+                last->known_start = true;
+                last->start = it->start;
+                last->call_ns = it->call_ns;
+            }
+            continue;
+        }
+        v[w++] = *it;
+    }
+    *out = v;
+    return (long)w;
+}
+
+int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    item *v = NULL;
+    long nl = collect(s, &v);
+    if (nl < 0)
+        return -1;
+    size_t n = (size_t)nl;
+
+    /* Known starts: queued launches (moved back to their GPU start if skew
+     * put them after it), waits, event records seen by a callback. */
+    for (size_t i = 0; i < n; i++) {
+        item *it = &v[i];
+        bool launch = it->kind == K_LAUNCH || it->kind == K_GRAPH;
+        st->launches += launch;
+        if (launch && it->known_start) {
+            st->launches_queued++;
+            if (it->start > it->gpu_start) {
+                it->start = it->gpu_start;
+                st->launches_clamped++;
+            }
+        }
+    }
+    /* Calls without a known start go as late as they can: just before the
+     * next call (ending by its start), and not after their own GPU start.
+     * Late, because what separates calls is mostly the host work that
+     * prepares the next one, and because it keeps a call after an
+     * iteration boundary (a marker, a synchronize) that came before it. */
+    uint64_t *latest = malloc(2 * (n ? n : 1) * sizeof *latest);
+    if (!latest) {
+        free(v);
+        return -1;
+    }
+    uint64_t *hard = latest + n; /* min(next known start, own GPU start) */
+    uint64_t bound = UINT64_MAX, known = UINT64_MAX; /* next call's start, next known one */
+    for (size_t i = n; i-- > 0;) {
+        item *it = &v[i];
+        if (it->known_start) {
+            latest[i] = hard[i] = it->start;
+            bound = known = it->start;
+            continue;
+        }
+        hard[i] = it->gpu_start && it->gpu_start < known ? it->gpu_start : known;
+        uint64_t t = bound;
+        if (!it->blocking && t != UINT64_MAX) /* a blocking copy ends with its copy */
+            t = t > it->call_ns ? t - it->call_ns : 0;
+        if (it->gpu_start && it->gpu_start < t)
+            t = it->gpu_start;
+        latest[i] = t;
+        bound = t;
+    }
+    /* ... and not before the previous call ended (estimated), in
+     * correlation (= call) order, unless their GPU start says otherwise. */
+    uint64_t prev_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        item *it = &v[i];
+        if (!it->known_start) {
+            uint64_t t = latest[i];
+            if (t == UINT64_MAX || t < prev_end)
+                t = prev_end < hard[i] ? prev_end : hard[i];
+            if (t == 0 || t == UINT64_MAX) { /* nothing before or after it has a time */
+                it->dropped = true;
+                continue;
+            }
+            it->start = t;
+            st->interpolated++;
+        }
+        uint64_t end = it->known_end  ? it->end
+                       : it->blocking ? (it->gpu_end > it->start ? it->gpu_end : it->start)
+                                      : it->start + it->call_ns;
+        if (end > prev_end)
+            prev_end = end;
+    }
+    free(latest);
+
+    /* Ends, and the records. */
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        item *it = &v[i];
+        if (it->dropped)
+            continue;
+        if (!it->known_end) {
+            if (it->blocking) {
+                it->end = it->gpu_end > it->start ? it->gpu_end : it->start;
+            } else {
+                it->end = it->start + it->call_ns;
+                for (size_t j = i + 1; j < n; j++) { /* not past the next call's start */
+                    if (v[j].dropped)
+                        continue;
+                    if (v[j].start >= it->start && v[j].start < it->end)
+                        it->end = v[j].start;
+                    break;
+                }
+            }
+        }
+        uint32_t name = tt_intern(s, call_name(it));
+        tt_rec *r = tt_store_add(s);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        r->type = TT_R_API;
+        r->flags = TT_RF_ESTIMATED;
+        r->corr = it->corr;
+        r->start = it->start;
+        r->end = it->end;
+        r->tid = tid;
+        r->name = name;
+        st->calls++;
+        st->blocking_copies += it->blocking;
+        st->waits += it->kind == K_WAIT;
+    }
+    free(v);
+    return rc;
+}
