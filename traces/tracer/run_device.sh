@@ -1,21 +1,47 @@
 #!/usr/bin/env bash
-# run_device.sh: everything the tracer needs a GPU for, in one go.
+# run_device.sh: everything the tracer needs a GPU for, in one go (< 8 min on
+# an H100 with the defaults).
 #
 #   traces/tracer/run_device.sh [OUTDIR]     (from the repository root)
 #
-# 1. builds the tracer (make -f cuda.mk tracer: needs only nvcc, CUPTI, cc);
-# 2. traces the test program (every field is checked by tests/test_tracer.c,
-#    which runs here too when a prebuilt copy is given in TRACER_TEST_BIN);
-#    programs killed from outside (SIGTERM, SIGKILL), stop-after-seconds, a
-#    Python program that never touches CUDA;
+# 1. builds the tracer (make -f cuda.mk tracer; without make, the same
+#    commands by hand: needs only nvcc, CUPTI, cc);
+# 2. traces the test program in the default lite host-timeline mode (kept
+#    with its manifest, for traces/captured/) and in the full mode, a crash, a
+#    Python program that never touches CUDA, and (unless SKIP_OUTSIDE_SIGNALS)
+#    programs killed from outside (SIGTERM, SIGKILL), stop-after-seconds;
+#    runs tests/test_tracer.c when a prebuilt copy is given in TRACER_TEST_BIN
+#    (every field, lite and full, windows, signals, reset, fork, gzip);
 # 3. traces torchvision ResNet-50 training and transformers BERT inference,
-#    unchanged, and keeps the compressed traces;
-# 4. measures the overhead on ResNet-50 training side by side (CONFIGS,
-#    interleaved, REPEATS times each): no tracer, tally-trace (default
-#    activities), tally-trace --activities all (API queries too), tally-trace
-#    recording GPU work only, the PyTorch profiler.
-# Results land in OUTDIR (default $OUT) as results.tar.gz and log.txt.
+#    unchanged, in HOST_TIMELINE mode (default lite), compressed;
+# 4. measures the overhead on ResNet-50 training, STEPS steps, configurations
+#    interleaved, REPEATS times each (CONFIGS; all tracer runs use
+#    --iteration-sync device:1):
+#      baseline        no tracer
+#      lite            tally-trace (default: --host-timeline lite)
+#      lite_callback   lite, synchronize/event calls from callbacks
+#                      (--sync-records callback) instead of CUPTI's
+#                      SYNCHRONIZATION and CUDA_EVENT activity kinds
+#      full            --host-timeline full (every API call recorded)
+#      gpu_only        --host-timeline none (kernels, copies, memsets)
+#      torch_profiler  the PyTorch profiler (CPU + CUDA activities)
+#      lite_nosync     lite without sync/event records (queued times only)
+#    New runs stop being started DEADLINE_S seconds after the start (a run
+#    takes ~15 s), so that the whole call stays within its time;
+# 5. with TALLY_SIM (a prebuilt build/tally-sim; libraries from
+#    TRACER_TEST_LIBS), `tally-sim info` and `fidelity` on the lite traces and
+#    on the lite and full traces of the first overhead repeat.
+#
+# OUTDIR (default $OUT) gets at most 8 files: log.txt, results.tar.gz (the
+# rest), overhead_summary.csv, the lite traces resnet50_train_b32.json.gz,
+# bert_infer_b1.json.gz, bert_infer_full.json.gz, testprog_lite.json.gz and
+# testprog_lite.manifest.
+#
+# Variables: REPEATS (3), STEPS (60), CONFIGS (baseline lite lite_callback
+# full gpu_only torch_profiler), DEADLINE_S (390), HOST_TIMELINE (lite),
+# SKIP_OUTSIDE_SIGNALS, TRACER_TEST_BIN, TRACER_TEST_LIBS, TALLY_SIM, BUILD.
 set -u
+T_START=$(date +%s)
 OUTDIR=${1:-${OUT:-/tmp/tracer-out}}
 mkdir -p "$OUTDIR"
 exec > >(tee "$OUTDIR/log.txt") 2>&1
@@ -24,11 +50,29 @@ W=$(mktemp -d /tmp/tracer.XXXXXX)
 T=$B/tally-trace
 P=$B/tracer_testprog
 WL=traces/tracer/workloads
-REPEATS=${REPEATS:-4}
-CONFIGS=${CONFIGS:-baseline tally_trace tally_trace_all tally_trace_gpu_only torch_profiler}
+REPEATS=${REPEATS:-3}
+CONFIGS=${CONFIGS:-baseline lite lite_callback full gpu_only torch_profiler}
 STEPS=${STEPS:-60}
+DEADLINE_S=${DEADLINE_S:-390}
+HOST_TIMELINE=${HOST_TIMELINE:-lite}
 export PYTHONUNBUFFERED=1
-say() { echo; echo "== $(date +%T) $*"; }
+elapsed() { echo $(($(date +%s) - T_START)); }
+say() { echo; echo "== $(date +%T) (+$(elapsed) s) $*"; }
+# The host_timeline object and counts of a trace, one line each.
+summary() {
+    python3 - "$@" <<'EOF'
+import gzip, json, sys
+for p in sys.argv[1:]:
+    try:
+        t = json.load(gzip.open(p, "rt") if p.endswith(".gz") else open(p))
+    except Exception as e:
+        print(p, "unreadable:", e); continue
+    h = t.get("host_timeline", {})
+    keep = {k: v for k, v in h.items() if not isinstance(v, str) or k == "mode"}
+    print(p.rsplit("/", 1)[-1], "end=%s truncated=%s" % (t["end"], t["truncated"]),
+          "counts", t["counts"], "host_timeline", keep)
+EOF
+}
 
 say environment
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
@@ -39,20 +83,28 @@ ls /usr/local/cuda/lib64/libcupti.so* 2>&1 | head -2
 say build
 if command -v make >/dev/null; then
     make -f cuda.mk tracer BUILD="$B" || { echo "BUILD FAILED"; exit 1; }
-else # the same commands as cuda.mk
-    mkdir -p "$B"; D=traces/tracer; F="-std=c11 -D_GNU_SOURCE -O2 -g -I/usr/local/cuda/include"
+else # the same commands as cuda.mk (lite.c is compiled inside inject.c)
+    mkdir -p "$B"; D=traces/tracer
+    F="-std=c11 -D_GNU_SOURCE -O2 -g -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include"
+    L="-L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64"
+    L="$L -Wl,-rpath,/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/extras/CUPTI/lib64"
     cc $F -fPIC -fvisibility=hidden -shared -o "$B/libtally_trace.so" $D/inject.c $D/store.c \
-        $D/options.c $D/write.c -L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 \
-        -lcupti -ldl -lpthread -lstdc++ &&
+        $D/options.c $D/write.c $L -lcupti -ldl -lpthread -lstdc++ &&
     cc $F -o "$B/tally-trace" $D/tally_trace.c $D/options.c -ldl &&
     nvcc -O2 -gencode arch=compute_90,code=sm_90 -o "$B/tracer_testprog" $D/testprog.cu -ldl ||
         { echo "BUILD FAILED"; exit 1; }
 fi
 
-say "test program: 6 iterations, NVTX step# markers"
+say "test program, lite (default): 6 iterations, NVTX step# markers"
 mkdir -p "$W/tp"
-$T --gzip -o "$W/tp/testprog_steps.json" --iteration-marker 'step#' -- $P steps 6 \
-    > "$W/tp/testprog_steps.manifest"; echo "rc=$?"
+$T --gzip -o "$OUTDIR/testprog_lite.json" --iteration-marker 'step#' -- $P steps 6 \
+    > "$OUTDIR/testprog_lite.manifest"; echo "rc=$?"
+say "test program, full host timeline: 6 iterations"
+$T --gzip --host-timeline full -o "$W/tp/testprog_full.json" --iteration-marker 'step#' -- \
+    $P steps 6 > "$W/tp/testprog_full.manifest"; echo "rc=$?"
+say "test program, lite with --sync-records callback: 6 iterations"
+$T --gzip --sync-records callback -o "$W/tp/testprog_lite_cb.json" --iteration-marker 'step#' -- \
+    $P steps 6 > "$W/tp/testprog_lite_cb.manifest"; echo "rc=$?"
 say "test program: crash (SIGSEGV) after 2 iterations"
 $T --gzip -o "$W/tp/testprog_crash.json" -- $P crash > "$W/tp/testprog_crash.manifest"; echo "rc=$?"
 if [ -z "${SKIP_OUTSIDE_SIGNALS:-}" ]; then
@@ -69,74 +121,124 @@ fi
 say "python that never touches CUDA"
 $T -o "$W/tp/nocuda.json" -- python3 $WL/nocuda.py; echo "rc=$?"
 ls -la "$W/tp"
-python3 - "$W/tp" <<'EOF'
-import gzip, json, os, sys
-d = sys.argv[1]
-for f in sorted(os.listdir(d)):
-    if ".json" not in f: continue
-    p = os.path.join(d, f)
-    t = json.load(gzip.open(p, "rt") if f.endswith(".gz") else open(p))
-    kinds = {}
-    for e in t["events"]: kinds[e["type"]] = kinds.get(e["type"], 0) + 1
-    print(f, "end=%s truncated=%s reason=%r incomplete=%d" % (t["end"], t["truncated"],
-          t["truncation_reason"], t["incomplete_records"]), kinds, t["counts"])
-t = json.load(gzip.open(os.path.join(d, "testprog_steps.json.gz"), "rt"))
-print("gpu:", t.get("gpu")); print("device:", t["devices"][0]); print("streams:", t["stream_info"])
-seen = set()
-for e in t["events"]:
-    if e["type"] == "kernel" and e["name"].startswith("tt_spin") and e["name"] not in seen:
-        seen.add(e["name"]); print("kernel", e, "dur", e["end_ns"] - e["start_ns"])
-names = {}
-for e in t["events"]:
-    if e["type"] == "api":
-        k = e["api"] + ":" + e["name"] + (" stream" if "stream" in e else "") + (" event" if "event" in e else "")
-        names[k] = names.get(k, 0) + 1
-print("api calls:", sorted(names.items()))
-print("markers:", [(e["name"], e["end_ns"] - e["start_ns"]) for e in t["events"] if e["type"] == "marker"][:12])
+summary "$OUTDIR/testprog_lite.json.gz" "$W"/tp/*.json*
+# The lite and the full trace of the same program side by side: launch
+# host times (lite: queued) against the recorded cudaLaunchKernel calls.
+python3 - "$OUTDIR/testprog_lite.json.gz" "$W/tp/testprog_full.json.gz" <<'EOF'
+import gzip, json, sys
+for p in sys.argv[1:]:
+    t = json.load(gzip.open(p, "rt"))
+    ev = t["events"]
+    api = {e["corr"]: e for e in ev if e["type"] == "api"}
+    print("==", p.rsplit("/", 1)[-1], "mode", t.get("host_timeline", {}).get("mode"))
+    print("gpu:", t.get("gpu", {}).get("name"), "streams:", t["stream_info"])
+    names = {}
+    for e in ev:
+        if e["type"] == "api":
+            k = e["name"] + (" stream" if "stream" in e else "") + (" event" if "event" in e else "")
+            names[k] = names.get(k, 0) + 1
+    print("api calls:", sorted(names.items()))
+    lead, n = [], 0
+    for e in ev:
+        if e["type"] == "kernel" and e["name"].startswith("tt_spin"):
+            a = api.get(e["corr"])
+            if a: lead.append(e["start_ns"] - a["start_ns"])
+            n += 1
+            if n <= 4:
+                print(" kernel %-16s gpu %9d..%9d call %9d..%9d" % (e["name"].split("(")[0],
+                      e["start_ns"], e["end_ns"], a["start_ns"] if a else -1, a["end_ns"] if a else -1))
+    lead.sort()
+    print(" GPU start - call start (ns): min %d median %d max %d over %d launches" %
+          (lead[0], lead[len(lead) // 2], lead[-1], len(lead)) if lead else " no launch calls")
+    for e in ev:
+        if e["type"] == "api" and "Synchronize" in e["name"]:
+            print(" first sync:", e); break
+    print(" markers:", [(e["name"], e["end_ns"] - e["start_ns"]) for e in ev if e["type"] == "marker"][:12])
 EOF
-grep -E "^launch 0 " "$W/tp/testprog_steps.manifest"
+grep -E "^launch 0 " "$OUTDIR/testprog_lite.manifest"
 
 if [ -n "${TRACER_TEST_BIN:-}" ] && [ -x "$TRACER_TEST_BIN" ]; then
     say "CMocka tests/test_tracer.c (prebuilt)"
     LD_LIBRARY_PATH=${TRACER_TEST_LIBS:-} TALLY_BUILD=$B "$TRACER_TEST_BIN"; echo "rc=$?"
 fi
 
-say "BERT inference, whole run (40 requests)"
+HT="--host-timeline $HOST_TIMELINE"
+say "BERT inference, whole run (40 requests), $HT"
 mkdir -p "$W/torch"
-$T --gzip -o "$W/torch/bert_infer_full.json" -- python3 $WL/bert_infer.py --requests 40; echo "rc=$?"
-K=$(python3 $WL/pick_iteration_kernel.py "$W/torch/bert_infer_full.json.gz" 40)
+$T $HT --gzip -o "$OUTDIR/bert_infer_full.json" -- python3 $WL/bert_infer.py --requests 40; echo "rc=$?"
+K=$(python3 $WL/pick_iteration_kernel.py "$OUTDIR/bert_infer_full.json.gz" 40)
 echo "iteration kernel: $K"
-say "BERT inference, requests 5..24 by --iteration-kernel"
-$T --gzip -o "$W/torch/bert_infer_b1.json" --iteration-kernel "$K" --start-after-iterations 5 \
+say "BERT inference, requests 5..24 by --iteration-kernel, $HT"
+$T $HT --gzip -o "$OUTDIR/bert_infer_b1.json" --iteration-kernel "$K" --start-after-iterations 5 \
     --stop-after-iterations 20 -- python3 $WL/bert_infer.py --requests 40; echo "rc=$?"
 printf '%s\n' "$K" > "$W/torch/bert_iteration_kernel.txt"
 
-say "ResNet-50 training, 20 steps after 10 (iteration = device synchronize)"
-$T --gzip -o "$W/torch/resnet50_train_b32.json" --iteration-sync device:1 \
+say "ResNet-50 training, 20 steps after 10 (iteration = device synchronize), $HT"
+$T $HT --gzip -o "$OUTDIR/resnet50_train_b32.json" --iteration-sync device:1 \
     --start-after-iterations 10 --stop-after-iterations 20 -- \
     python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
+summary "$OUTDIR"/bert_infer_full.json.gz "$OUTDIR"/bert_infer_b1.json.gz \
+    "$OUTDIR"/resnet50_train_b32.json.gz
 
-say "overhead: ResNet-50 training, $STEPS steps, $REPEATS repeats, interleaved: $CONFIGS"
+say "overhead: ResNet-50 training, $STEPS steps, $REPEATS repeats, interleaved: $CONFIGS (new runs until +$DEADLINE_S s)"
 mkdir -p "$W/ovh"
 RUN="python3 $WL/resnet50_train.py --steps $STEPS"
+TS="--iteration-sync device:1"
+stopped=""
 for r in $(seq 1 "$REPEATS"); do
     for c in $CONFIGS; do
+        if [ "$(elapsed)" -ge "$DEADLINE_S" ]; then
+            stopped="repeat $r, before $c"; break 2
+        fi
         j="$W/ovh/ovh_${c}_$r.json"
+        tr="$W/ovh/trace_${c}_$r.json"
         case $c in
         baseline) $RUN --json "$j" ;;
-        tally_trace) $T -o "/tmp/ovh_trace_$r.json" --iteration-sync device:1 -- $RUN --json "$j" ;;
-        tally_trace_all) $T -q -o "/tmp/ovh_all_$r.json" --activities all -- $RUN --json "$j" ;;
-        tally_trace_gpu_only)
-            $T -q -o "/tmp/ovh_gpu_$r.json" --activities kernel,memcpy,memset -- $RUN --json "$j" ;;
+        lite) $T -q -o "$tr" $TS -- $RUN --json "$j" ;;
+        lite_callback) $T -q -o "$tr" $TS --sync-records callback -- $RUN --json "$j" ;;
+        lite_nosync) $T -q -o "$tr" $TS --activities kernel,memcpy,memset,nvtx,stream -- $RUN --json "$j" ;;
+        full) $T -q -o "$tr" $TS --host-timeline full -- $RUN --json "$j" ;;
+        gpu_only) $T -q -o "$tr" $TS --host-timeline none -- $RUN --json "$j" ;;
         torch_profiler) $RUN --profiler --json "$j" ;;
+        *) echo "unknown configuration $c" ;;
         esac
+        # keep the first repeat's traces for the replay check below
+        [ "$r" = 1 ] || rm -f "$tr"
     done
 done
-ls -la /tmp/ovh_trace_*.json
+[ -n "$stopped" ] && echo "DEADLINE: no new runs after +$DEADLINE_S s ($stopped)"
+ls -la "$W/ovh"
+summary "$W"/ovh/trace_*_1.json
 python3 $WL/summarize_overhead.py "$W/ovh" 10
+cp "$W/ovh/overhead_summary.csv" "$OUTDIR/" 2>/dev/null
+
+if [ -n "${TALLY_SIM:-}" ] && [ -x "$TALLY_SIM" ]; then
+    say "tally-sim: the lite traces as the simulator reads them"
+    export LD_LIBRARY_PATH=${TRACER_TEST_LIBS:-}
+    for f in "$OUTDIR"/*.json.gz; do
+        timeout 60 "$TALLY_SIM" info "$f" 2>&1 | head -8
+    done
+    say "tally-sim: first overhead repeat, steps 11.. (step time measured: ovh_*_1.json)"
+    for c in lite full; do
+        [ -f "$W/ovh/trace_${c}_1.json" ] || continue
+        echo "-- $c"; timeout 60 "$TALLY_SIM" info --skip 11 "$W/ovh/trace_${c}_1.json" 2>&1 | sed -n '5,7p'
+    done
+    python3 - "$W/ovh" <<'EOF'
+import json, os, statistics, sys
+for c in ["baseline", "lite", "full"]:
+    p = os.path.join(sys.argv[1], "ovh_%s_1.json" % c)
+    if os.path.exists(p):
+        s = json.load(open(p))["step_s"][10:]
+        print("measured %-8s median step %.3f ms" % (c, 1e3 * statistics.median(s)))
+EOF
+    say "tally-sim fidelity (replay alone vs traced iteration time)"
+    timeout 120 "$TALLY_SIM" fidelity "$OUTDIR"/resnet50_train_b32.json.gz "$OUTDIR"/bert_infer_b1.json.gz \
+        "$OUTDIR"/bert_infer_full.json.gz "$OUTDIR"/testprog_lite.json.gz 2>&1 | tee "$W/fidelity.csv"
+fi
 
 say pack
-rm -f "$W/tp/term.json" "$W/tp/stop1s.json" # summarized above; too large to bring back
+rm -f "$W/tp/term.json" "$W/tp/stop1s.json" "$W"/ovh/trace_*.json # summarized above; large
 ls -laR "$W"
 tar czf "$OUTDIR/results.tar.gz" -C "$W" .
 ls -la "$OUTDIR"
+say "done"

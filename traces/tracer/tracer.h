@@ -2,10 +2,12 @@
  *
  * The library (libtally_trace.so) is loaded by the CUDA driver through
  * CUDA_INJECTION64_PATH and records, with CUPTI's activity API, every kernel,
- * copy, memset, synchronization and runtime/driver API call of the process. It
- * keeps compact records in memory (tt_store) and writes one JSON trace per
- * process (tt_write_trace) at exit, on SIGINT/SIGTERM/crash signals, at
- * cudaDeviceReset and when a stop condition is met.
+ * copy, memset and synchronization of the process, and its API calls either
+ * recorded (--host-timeline full) or rebuilt from those records (lite, the
+ * default: tt_lite_reconstruct). It keeps compact records in memory
+ * (tt_store) and writes one JSON trace per process (tt_write_trace) at exit,
+ * on SIGINT/SIGTERM/crash signals, at cudaDeviceReset and when a stop
+ * condition is met.
  *
  * Nothing here depends on jansson or on libtally.a: the library must build on
  * machines that have only the CUDA toolkit and a C compiler.

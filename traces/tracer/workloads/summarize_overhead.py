@@ -1,6 +1,7 @@
 """Summarize the ResNet-50 training overhead runs (run_device.sh).
 
-Reads ovh_<config>_<repeat>.json files (per-step seconds written by
+Reads ovh_<config>_<repeat>.json files (config: baseline, lite,
+lite_callback, lite_nosync, full, gpu_only, torch_profiler, or any other) (per-step seconds written by
 resnet50_train.py), drops the first WARMUP steps of each run (steady state),
 and writes two CSV files:
   overhead_runs.csv     config,repeat,steps,median_ms,mean_ms,p90_ms
@@ -38,8 +39,11 @@ def main():
     with open(os.path.join(d, "overhead_summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["config", "runs", "median_ms", "ratio_vs_baseline", "slowdown_pct"])
-        for config in ["baseline", "tally_trace", "tally_trace_all", "tally_trace_gpu_only",
-                       "torch_profiler"]:
+        order = ["baseline", "lite", "lite_callback", "lite_nosync", "full", "gpu_only",
+                 "torch_profiler",
+                 # names of the runs before the lite mode (experiments/results/tracer)
+                 "tally_trace", "tally_trace_all", "tally_trace_gpu_only"]
+        for config in order + sorted(set(runs) - set(order)):
             if config not in runs:
                 continue
             m = statistics.median(runs[config])
