@@ -1,41 +1,16 @@
 /* The kernel-kind rule and the register-variant choice (see backend.h). */
-#include <ctype.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "backend.h"
+#include "tally/trace.h"
 
-/* Case-insensitive substring search over ASCII. */
-static bool has_word(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (const char *p = hay; *p; p++) {
-        size_t i = 0;
-        while (i < n && p[i] && tolower((unsigned char)p[i]) == needle[i]) i++;
-        if (i == n) return true;
-    }
-    return false;
-}
-
-/* Bandwidth-bound helpers that live inside GEMM libraries: their names carry
- * "gemm" but they only move or reduce data. Checked first. */
-static const char *const memory_first[] = {
-    "splitkreduce", "reducesplitk", "split_k_reduce", "gemv", "epilogue::impl::globalkernel",
-    "init_device_workspace", NULL,
-};
-static const char *const compute_words[] = {
-    "gemm", "conv", "mma", "fmha", "attention", "attn", "flash", "xmma", "cutlass", "cublas",
-    "dgrad", "wgrad", "fprop", "implicit", "winograd", "matmul", NULL,
-};
-
+/* The rule itself lives with the traces (tl_work_for_name, traces/work_kind.c)
+ * so that the simulator reads the same answer; the backend keeps its own
+ * numbering, which keys the calibration cache. */
 int tl_kernel_kind_for_name(const char *name)
 {
-    if (!name) return TL_KIND_MEMORY;
-    for (int i = 0; memory_first[i]; i++)
-        if (has_word(name, memory_first[i])) return TL_KIND_MEMORY;
-    for (int i = 0; compute_words[i]; i++)
-        if (has_word(name, compute_words[i])) return TL_KIND_COMPUTE;
-    return TL_KIND_MEMORY;
+    return tl_work_for_name(name) == TL_WORK_COMPUTE ? TL_KIND_COMPUTE : TL_KIND_MEMORY;
 }
 
 const char *tl_kernel_kind_name(int kind) { return kind == TL_KIND_COMPUTE ? "compute" : "memory"; }

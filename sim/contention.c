@@ -1,23 +1,36 @@
-/* The model's tunable parameters and the contention formula, in one place.
+/* The model's tunable parameters and the contention formulas, in one place.
  *
- * Contention between co-resident blocks of DIFFERENT launches on an SM:
+ * Contention between co-resident blocks of DIFFERENT launches on an SM
+ * (blocks of the same launch never count: a kernel's traced duration already
+ * includes its own blocks sharing the SM). A block group's rate is
+ * re-evaluated whenever a group starts or ends on one of its SMs (batched
+ * once per instant), and its remaining work is carried over. Two models
+ * (include/tally/sim.h):
  *
- *     slowdown = min(max_slowdown, 1 + alpha * f)
+ * THREADS: slowdown = min(max_slowdown, 1 + alpha * f), f the fraction of
+ *   the SM's thread slots held by other launches' blocks, averaged over the
+ *   group's SMs.
  *
- * f is the fraction of the SM's thread slots (max_threads_per_sm, counted in
- * whole warps) held by blocks of other launches, averaged over the SMs the
- * block group occupies. Blocks of the same launch never count: a kernel's
- * traced duration already includes its own blocks sharing the SM. A block
- * group's rate is re-evaluated whenever a group starts or ends on one of its
- * SMs (batched once per instant), and its remaining work is carried over.
- *
- * Defaults: on the H100 (SXM, 132 SMs) FITTED to co-run measurements of the
- * backend's synthetic kernels (tally-run contention; data and procedure in
- * experiments/results/hw/contention.csv and sim/README.md): alpha = 2.165,
- * max_slowdown = 3.165 (1 + alpha: no cap for f <= 1), the least-squares fit
- * over the 55 co-runs that a rate of slowdown describes. On every other GPU
- * still PROVISIONAL (not measured there): alpha = 0.5 (a block whose SM is
- * half full of another kernel's threads runs 1.25x slower), capped at 2.0. */
+ * KINDS (the H100 default): by kernel kind and age. Fitted to the 88 co-runs
+ * of the backend's synthetic kernels (tally-run contention;
+ * experiments/results/hw/contention.csv, procedure in sim/README.md):
+ *   - a memory-bound block beside compute-bound blocks of another launch, and
+ *     a compute-bound block beside OLDER compute-bound blocks, are starved:
+ *     the co-runs show them making 0.4-2% of their solo progress until the
+ *     others leave (33 of 88 co-runs; the warp schedulers favour the oldest
+ *     warps, and arithmetic-bound warps always have an instruction ready).
+ *     starved_rate = 0.01;
+ *   - compute beside memory: no measurable slowdown either way (22 co-runs,
+ *     0.997-1.010); the older compute block beside a starved younger one
+ *     loses < 2% (ignored);
+ *   - memory beside memory share the bandwidth, the smaller share losing
+ *     more: 1 + 2.03 fo^1.4 / fs^0.7 (22 co-runs, rmse 0.21 against 0.80 for
+ *     the THREADS fit on the same points), capped at 8 (the largest
+ *     measured slowdown is 7.0; no extrapolation past it).
+ * THREADS on the H100 (alpha 2.165, no cap) is the least-squares fit over
+ * the 55 co-runs that were not starved; on every other GPU THREADS with
+ * alpha = 0.5, capped at 2.0, is still a guess (not measured there). */
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -31,6 +44,19 @@ double contention_slowdown(const tl_contention_params *p, double f)
     return sd > p->max_slowdown ? p->max_slowdown : sd;
 }
 
+double contention_kinds_slowdown(const tl_contention_params *p, bool starved, int work, double fo,
+                                 double fs)
+{
+    if (starved)
+        return 1.0 / p->starved_rate;
+    if (work != TL_WORK_MEMORY || fo <= 0)
+        return 1.0;
+    if (fs < 1.0 / 64)
+        fs = 1.0 / 64; /* one warp's share of a 2048-thread SM at least */
+    double sd = 1.0 + p->mem_alpha * pow(fo, p->mem_p) / pow(fs, p->mem_q);
+    return sd > p->mem_max_slowdown ? p->mem_max_slowdown : sd;
+}
+
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
 {
     /* Fitted on the H100 SXM (experiments/results/hw/contention.csv); a
@@ -38,6 +64,12 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     bool h100 = gpu && strstr(gpu->name, "H100") && gpu->sms == 132;
     p->contention.alpha = h100 ? 2.165 : 0.5;
     p->contention.max_slowdown = h100 ? 3.165 : 2.0;
+    p->contention.model = h100 ? TL_CONTENTION_KINDS : TL_CONTENTION_THREADS;
+    p->contention.starved_rate = 0.017;
+    p->contention.mem_alpha = 2.03;
+    p->contention.mem_p = 1.4;
+    p->contention.mem_q = 0.7;
+    p->contention.mem_max_slowdown = 8.0;
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
@@ -72,6 +104,17 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: contention.alpha must be >= 0");
     if (!(p->contention.max_slowdown >= 1 && p->contention.max_slowdown < 1e6))
         return tl_errf(err, TL_ERANGE, "sim params: contention.max_slowdown must be >= 1");
+    if (p->contention.model != TL_CONTENTION_THREADS && p->contention.model != TL_CONTENTION_KINDS)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.model must be threads (0) or kinds (1)");
+    if (!(p->contention.starved_rate > 0 && p->contention.starved_rate <= 1))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.starved_rate must be in (0, 1]");
+    if (!(p->contention.mem_alpha >= 0 && p->contention.mem_alpha < 1e6))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_alpha must be >= 0");
+    if (!(p->contention.mem_p >= 0 && p->contention.mem_p < 100) ||
+        !(p->contention.mem_q >= 0 && p->contention.mem_q < 100))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_p and mem_q must be in [0, 100)");
+    if (!(p->contention.mem_max_slowdown >= 1 && p->contention.mem_max_slowdown < 1e6))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_max_slowdown must be >= 1");
     if (p->launch_latency_ns < 0)
         return tl_errf(err, TL_ERANGE, "sim params: launch_latency_ns must be >= 0");
     if (p->ptb_block_overhead_ns < 0)

@@ -179,6 +179,7 @@ static int sim_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, t
     l->block_begin = k->block_begin;
     l->block_end = end;
     l->ptb = k->ptb_workers_per_sm > 0;
+    l->work = k->op->work == TL_WORK_COMPUTE ? TL_WORK_COMPUTE : TL_WORK_MEMORY;
     l->max_per_sm = l->ptb ? (int)(k->ptb_workers_per_sm > 1024 ? 1024 : k->ptb_workers_per_sm) : 0;
     l->st = s->streams[sid];
     l->sms_last = sim_now(s);

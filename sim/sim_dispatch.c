@@ -99,8 +99,13 @@ static double group_slowdown(const sim *s, const group *g)
 {
     if (g->foreign <= 0 || g->sms <= 0)
         return 1.0;
-    double f = (double)g->foreign / ((double)g->sms * (double)s->gpu.max_threads_per_sm);
-    return contention_slowdown(&s->p.contention, f);
+    double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
+    if (s->p.contention.model == TL_CONTENTION_KINDS) {
+        double fs = (double)g->blocks * (double)g->l->cost.threads / slots;
+        return contention_kinds_slowdown(&s->p.contention, g->starve > 0, g->l->work,
+                                         (double)g->foreign_mem / slots, fs);
+    }
+    return contention_slowdown(&s->p.contention, (double)g->foreign / slots);
 }
 
 static void group_end_ev(void *ctx, void *arg, uint64_t u);
@@ -400,6 +405,10 @@ static bool recycle(sim *s, group *g)
     g->remaining = (double)g->waves * (double)g->wave_ns;
     l->groups_started++;
     g->last_t = sim_now(s);
+    if (s->p.contention.model == TL_CONTENTION_KINDS) {
+        sm_renew_age(s, g, ++s->next_age);
+        g->slowdown = group_slowdown(s, g);
+    }
     group_schedule(s, g);
     s->stats.block_groups++;
     s->stats.recycled++;
@@ -465,7 +474,8 @@ static group *group_new(sim *s, launch *l, unit *u)
     g->blocks = 0;
     g->waves = 1;
     g->wave_ns = g->extra = 0;
-    g->foreign = 0;
+    g->foreign = g->foreign_mem = g->starve = 0;
+    g->age = ++s->next_age;
     g->slowdown = 1.0;
     g->remaining = 0;
     g->last_t = 0;

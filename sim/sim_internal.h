@@ -78,6 +78,7 @@ struct launch {
     int max_per_sm;         /* PTB: workers per SM; else occ */
     uint64_t ee_seq;        /* order of entry into its EE queue */
     bool ptb, retreat;
+    uint8_t work;           /* tl_work_kind of its op (contention model KINDS) */
     uint64_t claimed;       /* PTB: logical blocks handed out */
     uint64_t blocks_done;   /* logical blocks completed */
     tl_ns start_ns, end_ns;
@@ -106,6 +107,11 @@ struct group {
     tl_ns wave_ns;          /* solo time of one wave of a train */
     tl_ns extra;            /* extra solo time of the train's first wave (blk_rem) */
     int64_t foreign;        /* sum over its SMs of other launches' threads there */
+    int64_t foreign_mem;    /* the same, memory-bound launches only */
+    int64_t starve;         /* sum over its SMs of the co-resident groups of other
+                               launches that starve it (contention model KINDS) */
+    uint64_t age;           /* placement order (a recycled wave is placed anew):
+                               the warp schedulers favour older blocks */
     double slowdown;
     double remaining;       /* solo ns of the work left (all waves of a train; PTB: the
                                current round) */
@@ -124,6 +130,7 @@ typedef struct cls_ent {
     int job;
     int thr;                /* threads of one block (whole warps) */
     int bps;                /* blocks per SM */
+    int work;               /* the launch's tl_work_kind */
 } cls_ent;
 
 struct smclass {
@@ -226,6 +233,7 @@ struct sim {
     group *gfree;
     smclass *cfree;
     uint64_t next_group_uid;
+    uint64_t next_age;      /* placement order of groups (contention model KINDS) */
     group *dirty_groups;
     uint64_t next_ee_seq;
     /* copies */
@@ -371,6 +379,20 @@ void unit_work_removed(sim *s, unit *u);
 
 /* contention.c */
 double contention_slowdown(const tl_contention_params *p, double foreign_frac);
+/* Model KINDS: the slowdown of a group that is (or is not) starved, of kind
+ * work, beside other launches' memory threads (share fo of the SM's thread
+ * slots) with its own share fs. */
+double contention_kinds_slowdown(const tl_contention_params *p, bool starved, int work, double fo,
+                                 double fs);
+/* Does a group of kind wa (placed at age_a) starve beside one of kind wb
+ * (placed at age_b), of another launch? */
+static inline bool contention_starves(int wa, uint64_t age_a, int wb, uint64_t age_b)
+{
+    return wb == TL_WORK_COMPUTE && (wa == TL_WORK_MEMORY || age_b < age_a);
+}
+/* sim_sm.c: g's blocks were placed anew (a recycled wave): it is now the
+ * youngest on its SMs. */
+void sm_renew_age(sim *s, group *g, uint64_t age);
 
 /* sim_device.c */
 void sim_flush(void *ctx);

@@ -131,6 +131,7 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
     launch *l = g->l;
     sctx *ctx = l->st->c;
     int job = l->job, thr = l->cost.threads, regs = l->cost.regs, smem = l->cost.smem;
+    int work = l->work;
     int add_l = 0, add_j = 0, add_c = 0;
     for (int p = 0; p < np; p++) {
         int m = pieces[p].m, bps = pieces[p].bps;
@@ -143,24 +144,36 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
         }
         bool l_here = false, j_here = false, c_here = false;
         int64_t my_thr = (int64_t)m * bps * thr;
-        int64_t foreign = 0;
+        int64_t foreign = 0, foreign_mem = 0, starve = 0;
         for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
             if (e->l == l) {
                 l_here = true;
             } else {
-                foreign += (int64_t)m * e->bps * e->thr;
+                /* every resident is older than g, which is being placed */
+                int64_t e_thr = (int64_t)m * e->bps * e->thr;
+                foreign += e_thr;
                 e->g->foreign += my_thr;
+                if (e->work == TL_WORK_MEMORY)
+                    foreign_mem += e_thr;
+                if (work == TL_WORK_MEMORY)
+                    e->g->foreign_mem += my_thr;
+                if (contention_starves(work, g->age, e->work, e->g->age))
+                    starve += m;
+                if (contention_starves(e->work, e->g->age, work, g->age))
+                    e->g->starve += m;
                 group_rate_dirty(s, e->g);
             }
             j_here |= e->job == job;
             c_here |= e->ctx == ctx;
         }
         g->foreign += foreign;
+        g->foreign_mem += foreign_mem;
+        g->starve += starve;
         if (c->n_ents == c->cap_ents) {
             c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
             c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
         }
-        c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, job, thr, bps };
+        c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, job, thr, bps, work };
         c->thr += bps * thr;
         c->regs += bps * regs;
         c->smem += bps * smem;
@@ -298,6 +311,10 @@ void sm_remove(sim *s, group *g)
                 l_here = true;
             } else {
                 e->g->foreign -= my_thr;
+                if (l->work == TL_WORK_MEMORY)
+                    e->g->foreign_mem -= my_thr;
+                if (contention_starves(e->work, e->g->age, l->work, g->age))
+                    e->g->starve -= c->n;
                 group_rate_dirty(s, e->g);
             }
             j_here |= e->job == job;
@@ -332,4 +349,37 @@ void sm_presence_all(sim *s, unit *u, int sign)
                 acct_job_sms(s, l->job, sign * c->n);
         }
     }
+}
+
+/* A recycled wave is placed anew: its blocks become the youngest on their
+ * SMs, which turns the age-dependent relations (compute beside compute)
+ * around. Kind-only relations and thread counts stay as they are. */
+void sm_renew_age(sim *s, group *g, uint64_t age)
+{
+    unit *u = g->u;
+    launch *l = g->l;
+    int left = g->sms;
+    for (int ci = 0; ci < u->n_cls && left > 0; ci++) {
+        smclass *c = u->cls[ci];
+        bool here = false;
+        for (int i = 0; i < c->n_ents && !here; i++)
+            here = c->ents[i].g == g;
+        if (!here)
+            continue;
+        left -= c->n;
+        for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
+            if (e->l == l)
+                continue;
+            int64_t d_g = (int64_t)contention_starves(l->work, age, e->work, e->g->age) -
+                          (int64_t)contention_starves(l->work, g->age, e->work, e->g->age);
+            int64_t d_e = (int64_t)contention_starves(e->work, e->g->age, l->work, age) -
+                          (int64_t)contention_starves(e->work, e->g->age, l->work, g->age);
+            g->starve += d_g * c->n;
+            if (d_e) {
+                e->g->starve += d_e * c->n;
+                group_rate_dirty(s, e->g);
+            }
+        }
+    }
+    g->age = age;
 }

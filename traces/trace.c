@@ -84,6 +84,8 @@ int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, t
     else
         r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
     free(buf);
+    if (r == 0)
+        tl_trace_classify(t);
     return r;
 }
 
@@ -96,6 +98,8 @@ int tl_trace_load_kineto(tl_trace *t, const char *path, const tl_trace_options *
         return r;
     r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
     free(buf);
+    if (r == 0)
+        tl_trace_classify(t);
     return r;
 }
 
@@ -111,6 +115,8 @@ int tl_trace_load_nsys(tl_trace *t, const char *path, const tl_trace_options *op
     else
         r = tl_nsys_from_buffer(t, path, buf, len, opts, err);
     free(buf);
+    if (r == 0)
+        tl_trace_classify(t);
     return r;
 }
 
@@ -123,6 +129,8 @@ int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err)
         return r;
     r = tl_tally_from_buffer(t, path, buf, len, NULL, err);
     free(buf);
+    if (r == 0)
+        tl_trace_classify(t);
     return r;
 }
 

@@ -7,15 +7,38 @@
 
 #include "tally/device.h"
 
-/* Contention between co-resident blocks of different kernels on one SM:
- *   slowdown = min(max_slowdown, 1 + alpha * f)
- * where f is the fraction of the SM's thread slots (max_threads_per_sm) held
- * by blocks of OTHER launches, averaged over the SMs a block group occupies.
- * Re-evaluated whenever a group starts or ends on any of those SMs.
- * Defaults are provisional, to be fitted from backend runs. */
+/* Contention between co-resident blocks of different launches on one SM.
+ * Two models (sim/README.md, "Contention"; re-evaluated whenever a block
+ * group starts or ends on any SM of the group):
+ *
+ * TL_CONTENTION_THREADS: slowdown = min(max_slowdown, 1 + alpha * f), f the
+ *   fraction of the SM's thread slots held by blocks of OTHER launches,
+ *   averaged over the SMs a block group occupies.
+ *
+ * TL_CONTENTION_KINDS: by kernel kind (tl_op.work) and age, as measured on
+ *   the H100 with the backend's synthetic kernels: the warp schedulers favour
+ *   the oldest warps, so a block beside arithmetic-bound (compute) blocks of
+ *   another launch makes almost no progress ("starved": rate starved_rate)
+ *   when it is memory-bound, or compute-bound and younger; compute blocks
+ *   beside memory blocks run at full speed; memory blocks beside memory
+ *   blocks share the bandwidth:
+ *       slowdown = min(mem_max_slowdown, 1 + mem_alpha * fo^mem_p / fs^mem_q)
+ *   fo = the other launches' memory threads' share of the SM's thread
+ *   slots, fs = the group's own share. A group starved on any of its SMs is
+ *   starved (its blocks there hold the launch's completion). */
+typedef enum tl_contention_model {
+    TL_CONTENTION_THREADS = 0,
+    TL_CONTENTION_KINDS = 1,
+} tl_contention_model;
+
 typedef struct tl_contention_params {
-    double alpha;          /* slowdown per unit of foreign occupancy on the SM (>= 0) */
-    double max_slowdown;   /* cap on the slowdown factor (>= 1) */
+    double alpha;          /* THREADS: slowdown per unit of foreign occupancy (>= 0) */
+    double max_slowdown;   /* THREADS: cap on the slowdown factor (>= 1) */
+    int model;             /* tl_contention_model */
+    double starved_rate;   /* KINDS: progress rate of a starved group, (0, 1] */
+    double mem_alpha;      /* KINDS: memory beside memory (>= 0) */
+    double mem_p, mem_q;   /* KINDS: exponents of fo and fs (>= 0) */
+    double mem_max_slowdown; /* KINDS: cap, >= 1 (the measured range ends there) */
 } tl_contention_params;
 
 typedef struct tl_sim_params {

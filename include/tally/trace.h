@@ -48,6 +48,14 @@ typedef enum tl_copy_kind {
     TL_COPY_OTHER = 3,
 } tl_copy_kind;
 
+/* What bounds a kernel's blocks on an SM, by the rule of tl_work_for_name.
+ * The simulator's contention model (sim/contention.c) and the backend's
+ * synthetic kernels (an arithmetic loop or a streaming loop) both follow it. */
+typedef enum tl_work_kind {
+    TL_WORK_MEMORY = 0,    /* bandwidth-bound (elementwise, norms, reductions, copies) */
+    TL_WORK_COMPUTE = 1,   /* arithmetic-bound (GEMM, convolution, attention) */
+} tl_work_kind;
+
 /* One host-issued operation. Fields not used by a kind are 0. */
 typedef struct tl_op {
     uint8_t kind;          /* tl_op_kind */
@@ -69,6 +77,8 @@ typedef struct tl_op {
     uint32_t static_smem;  /* static shared memory per block, bytes */
     uint32_t dynamic_smem; /* dynamic shared memory per block, bytes */
     uint64_t bytes;        /* MEMCPY/MEMSET size */
+    uint8_t work;          /* KERNEL: tl_work_kind, from the name (tl_work_for_name);
+                              set by the loaders, copied with the op */
 } tl_op;
 
 typedef struct tl_iteration {
@@ -142,6 +152,15 @@ int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err);
 int tl_read_file(const char *path, char **out, size_t *len, tl_err *err);
 
 const char *tl_trace_op_name(const tl_trace *t, const tl_op *op);
+/* The kernel-kind rule: COMPUTE when the name says GEMM, convolution or
+ * attention (gemm, conv, mma, fmha, attention, xmma, cutlass, cublas, dgrad,
+ * wgrad, fprop, implicit, winograd, matmul; case-insensitive), except the
+ * bandwidth-bound helpers those libraries carry (split-K reduce, gemv,
+ * epilogue kernels, workspace init); MEMORY otherwise, NULL included. */
+tl_work_kind tl_work_for_name(const char *name);
+const char *tl_work_name(int work); /* "compute" / "memory" */
+/* Set op->work of every kernel from its name (the loaders call it). */
+void tl_trace_classify(tl_trace *t);
 const char *tl_split_method_name(tl_split_method m);
 uint64_t tl_op_blocks(const tl_op *op);  /* grid x*y*z */
 uint32_t tl_op_threads(const tl_op *op); /* block x*y*z */

@@ -1,0 +1,55 @@
+#!/bin/sh
+# run_device.sh: the hardware runs of this folder, on the device machine, from
+# the repository root, with tally-run built here first:
+#     make BUILD=build/dev TALLY_STATIC_DEPS=1 build/dev/tally-run
+# (carried to the device as build/dev). Usage:
+#     experiments/results/hw/run_device.sh OUTDIR STEP...
+# Steps:
+#   diag       mobilenet-b1 + resnet50-train under tally, tgs, pipeswitch and
+#              priority-streams, 5 s after 1 s, per-kernel records (-k):
+#              OUTDIR/diag.db
+#   eager-A    the eager headline spec, alone + the five policies that keep
+#              every job's kernels whole (priority-streams, time-slicing, mps,
+#              mps-priority, herald), 8 s after 2 s, 2 repetitions:
+#              OUTDIR/eager_A.db
+#   eager-B    the same spec under tally, tgs, pipeswitch: OUTDIR/eager_B.db
+#   be-alone   resnet50-train alone under the policies that hold best-effort
+#              work on the host (tally, tgs, pipeswitch) and under
+#              priority-streams, 5 s after 1 s: the cost of their host
+#              round trips with no other job (OUTDIR/be_alone.db)
+# The calibration cache is this folder's calib.sqlite (copied to OUTDIR and
+# used from there, so that new entries come back).
+set -u
+out=${1:?usage: run_device.sh OUTDIR STEP...}
+shift
+B=build/dev/tally-run
+spec=experiments/specs/tally_headline_eager.json
+cp experiments/results/hw/calib.sqlite "$out/calib.sqlite"
+export TALLY_CALIB_DB="$out/calib.sqlite"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+git log -1 --format='build: %h %s' 2>/dev/null || true
+for step in "$@"; do
+    echo "== $(date +%T) $step"
+    case $step in
+    diag)
+        h100=traces/bundled/h100
+        $B run -J "name=mobilenet-b1,trace=$h100/mobilenetv3_infer_b1.json.gz,role=inference,load=0.5,model_mb=50" \
+               -J "name=resnet50-train,trace=$h100/resnet50_train_b32_steps.json.gz,role=training,model_mb=100" \
+               -p tally -p tgs -p pipeswitch -p priority-streams -t 5 -w 1 -S 1 -k -q -d "$out/diag.db"
+        echo "rc=$?" ;;
+    eager-A)
+        $B run -s $spec -t 8 -w 2 -r 2 -p priority-streams -p time-slicing -p mps -p mps-priority \
+               -p herald -q -d "$out/eager_A.db"
+        echo "rc=$?" ;;
+    eager-B)
+        $B run -s $spec -t 8 -w 2 -r 2 -p tally -p tgs -p pipeswitch -q -d "$out/eager_B.db"
+        echo "rc=$?" ;;
+    be-alone)
+        h100=traces/bundled/h100
+        $B run -J "name=resnet50-train,trace=$h100/resnet50_train_b32_steps.json.gz,role=training,model_mb=100" \
+               -p tally -p tgs -p pipeswitch -p priority-streams -t 5 -w 1 -S 1 -q -d "$out/be_alone.db"
+        echo "rc=$?" ;;
+    *) echo "unknown step $step"; exit 64 ;;
+    esac
+done
+echo "== $(date +%T) done"
