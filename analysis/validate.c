@@ -76,7 +76,8 @@ static void strip_path(json_t *obj, const char *field)
     }
 }
 
-/* The config with what names the device dropped and paths cut to file names;
+/* The config with what names the device (and the simulator's parameters)
+ * dropped and paths cut to file names;
  * NULL if it is not a JSON object. */
 static char *canonical_config(const char *config)
 {
@@ -90,6 +91,7 @@ static char *canonical_config(const char *config)
     json_object_del(c, "kind");
     json_object_del(c, "gpu");
     json_object_del(c, "kernels");
+    json_object_del(c, "sim_params"); /* the simulator's knobs: the same run on hardware */
     size_t i;
     json_t *job;
     json_array_foreach(json_object_get(c, "jobs"), i, job) {

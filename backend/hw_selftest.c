@@ -11,9 +11,9 @@
 #include "cuda_device.h"
 
 /* A tiny trace holding the synthetic ops, so the device knows their names. */
-enum { K_LONG, K_SHORT, K_PTB, K_COMPUTE, K_MEMORY, K_N };
+enum { K_LONG, K_SHORT, K_PTB, K_COMPUTE, K_MEMORY, K_TINY, K_N };
 static char *names[] = {"", "selftest_gemm_long", "selftest_gemm_short", "selftest_elementwise_ptb",
-                        "selftest_conv_compute", "selftest_copy_memory"};
+                        "selftest_conv_compute", "selftest_copy_memory", "selftest_tiny_memory"};
 
 static void make_trace(tl_trace *t, tl_op *ops)
 {
@@ -25,6 +25,7 @@ static void make_trace(tl_trace *t, tl_op *ops)
         [K_PTB] = {132 * 8 * 50, 256, 10 * TL_NS_PER_MS},
         [K_COMPUTE] = {132 * 4, 256, 500 * TL_NS_PER_US},
         [K_MEMORY] = {132 * 16, 256, 200 * TL_NS_PER_US},
+        [K_TINY] = {132, 128, 5 * TL_NS_PER_US},
     };
     for (int i = 0; i < K_N; i++) {
         ops[i].kind = TL_OP_KERNEL;
@@ -76,6 +77,39 @@ static void launch_later(void *arg, tl_ns now)
     }
     l->d->issued[l->d->n] = now;
     tl_dev_launch(l->dev, l->s, &l->k, on_done, l->d, NULL);
+}
+
+/* A chain of launches, each from the completion callback of the one before. */
+typedef struct chain {
+    tl_device *dev;
+    tl_stream_id s;
+    tl_kernel_desc k;
+    int left;
+    tl_ns last_end;
+    tl_ns cb_lat[4096];
+    int n_lat;
+} chain;
+
+static void chain_next(void *arg, const tl_launch_result *r)
+{
+    chain *c = arg;
+    tl_ns now = tl_dev_now(c->dev);
+    if (c->n_lat < 4096) c->cb_lat[c->n_lat++] = now - r->end_ns;
+    c->last_end = r->end_ns;
+    if (--c->left > 0) tl_dev_launch(c->dev, c->s, &c->k, chain_next, c, NULL);
+}
+
+static int cmp_ns(const void *a, const void *b)
+{
+    tl_ns x = *(const tl_ns *)a, y = *(const tl_ns *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_ns(tl_ns *v, int n)
+{
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_ns);
+    return (double)v[n / 2];
 }
 
 static int check(FILE *out, const char *name, bool ok, int *fails)
@@ -210,6 +244,28 @@ int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err)
         }
     }
 done_part:
+    /* 5. host round trip: what a policy holding work back pays per task. N
+     * tiny kernels, each launched from the completion callback of the one
+     * before, against the same N queued back to back on one stream. */
+    {
+        enum { N = 2000 };
+        chain ch = {.dev = &dev, .s = s_lo, .k = {.op = &ops[K_TINY], .job = 0}, .left = N};
+        tl_ns t0 = tl_dev_now(&dev);
+        if ((r = tl_dev_launch(&dev, s_lo, &ch.k, chain_next, &ch, NULL)) < 0) goto out;
+        if ((r = tl_dev_run(&dev, -1, err)) < 0) goto out;
+        tl_ns chained = ch.last_end - t0;
+        done d = {0};
+        t0 = tl_dev_now(&dev);
+        for (int i = 0; i < N; i++)
+            if ((r = tl_dev_launch(&dev, s_lo, &ch.k, i == N - 1 ? on_done : NULL, &d, NULL)) < 0) goto out;
+        if ((r = tl_dev_run(&dev, -1, err)) < 0) goto out;
+        tl_ns queued = d.r[0].end_ns - t0;
+        double rt = (double)(chained - queued) / N;
+        fprintf(out, "selftest: host round trip: %d chained launches %lld ns, queued %lld ns: %.1f us per "
+                     "task (GPU end to callback %.1f us median)",
+                N, (long long)chained, (long long)queued, rt / 1e3, median_ns(ch.cb_lat, ch.n_lat) / 1e3);
+        check(out, "roundtrip", ch.left == 0 && rt > 0, &fails);
+    }
     r = fails ? 1 : 0;
     fprintf(out, "selftest: %s\n", fails ? "SOME CHECKS FAILED" : "ALL CHECKS PASSED");
 out:

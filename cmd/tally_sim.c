@@ -51,6 +51,14 @@ static void usage(FILE *f)
 "  -j, --jobs N             parallel worker processes (default: one per core)\n"
 "      --force              re-run runs already in the database\n"
 "      --stats              print engine statistics per run on stderr (JSON lines)\n"
+"      --sim-param KEY=VAL  set a simulator parameter (repeatable; also the spec's\n"
+"                           \"sim_params\" object): contention.model=threads|kinds,\n"
+"                           contention.alpha, contention.max_slowdown,\n"
+"                           contention.starved_rate, contention.mem_alpha, mem_p,\n"
+"                           mem_q, mem_max_slowdown, launch_latency_ns,\n"
+"                           completion_latency_ns, ptb_block_overhead_ns,\n"
+"                           slice_launch_ns, copy_engines, device_copy_gbps,\n"
+"                           coalesce_groups, coalesce_fraction (sim/README.md)\n"
 "  -q, --quiet              no progress on stderr\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 73 cannot write the\n"
@@ -58,7 +66,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_FORCE = 1000, OPT_STATS, OPT_LIST_POLICIES, OPT_LIST_GPUS, OPT_VERSION, OPT_SKIP,
-       OPT_ITER_KERNEL, OPT_SCALE_GRID, OPT_GRAPH };
+       OPT_ITER_KERNEL, OPT_SCALE_GRID, OPT_GRAPH, OPT_SIM_PARAM };
 
 static const struct option run_opts[] = {
     { "spec", required_argument, NULL, 's' },
@@ -75,6 +83,7 @@ static const struct option run_opts[] = {
     { "jobs", required_argument, NULL, 'j' },
     { "force", no_argument, NULL, OPT_FORCE },
     { "stats", no_argument, NULL, OPT_STATS },
+    { "sim-param", required_argument, NULL, OPT_SIM_PARAM },
     { "quiet", no_argument, NULL, 'q' },
     { "list-policies", no_argument, NULL, OPT_LIST_POLICIES },
     { "list-gpus", no_argument, NULL, OPT_LIST_GPUS },
@@ -255,11 +264,14 @@ static int cmd_merge(int argc, char **argv)
     return 0;
 }
 
+/* arg: the experiment, whose sim_params (spec or --sim-param) apply. */
 static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
 {
+    const tl_experiment *e = arg;
     tl_sim_params p;
     tl_sim_params_default(&p, gpu);
-    return tl_sim_open(dev, gpu, &p, err);
+    int r = tl_sim_params_apply(&p, e ? e->sim_params : NULL, err);
+    return r < 0 ? r : tl_sim_open(dev, gpu, &p, err);
 }
 
 static int parse_double(const char *opt, const char *s, double *out)
@@ -319,6 +331,13 @@ int main(int argc, char **argv)
         case 'q': so.quiet = true; break;
         case OPT_FORCE: so.force = true; break;
         case OPT_STATS: so.stats = true; break;
+        case OPT_SIM_PARAM:
+            if (ov.n_sim_params == 64) {
+                fprintf(stderr, "tally-sim: at most 64 --sim-param\n");
+                return EX_USAGE;
+            }
+            ov.sim_params[ov.n_sim_params++] = optarg;
+            break;
         case 'p':
         case 'J':
         case 'l':
@@ -372,6 +391,7 @@ int main(int argc, char **argv)
     tl_err err = { 0 };
     tl_experiment_init(&e);
     int r = tl_experiment_from_overrides(&e, &ov, &err);
+    so.device_arg = &e;
     if (r == 0)
         r = tl_sweep_run(&e, &so, stdout, &err);
     tl_experiment_close(&e);

@@ -44,6 +44,8 @@ static const char usage_text[] =
     "      --no-render          plot: write .dat and .gp only\n"
     "  -C, --combined-db FILE   keep the database of both kinds the plot is made from\n"
     "                           (tally-plot reads it; default: a temporary file)\n"
+    "      --sim-param KEY=VAL  a simulator parameter for the simulated runs (repeatable;\n"
+    "                           names: tally-sim --help)\n"
     "  -q, --quiet              no simulation progress, no list of files written\n"
     "  -h, --help               this help\n"
     "  -V, --version            version\n"
@@ -128,7 +130,7 @@ static char *command_line(int argc, char **argv)
     return s;
 }
 
-enum { OPT_NO_RENDER = 256 };
+enum { OPT_NO_RENDER = 256, OPT_SIM_PARAM };
 
 int main(int argc, char **argv)
 {
@@ -144,6 +146,7 @@ int main(int argc, char **argv)
         {"plot-dir", required_argument, NULL, 'P'},
         {"format", required_argument, NULL, 'f'},
         {"no-render", no_argument, NULL, OPT_NO_RENDER},
+        {"sim-param", required_argument, NULL, OPT_SIM_PARAM},
         {"combined-db", required_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -154,6 +157,8 @@ int main(int argc, char **argv)
     const char *markdown = NULL, *csv = NULL, *plot_dir = NULL, *combined = NULL;
     long long seed = -1, jobs = 0;
     bool quiet = false;
+    const char *sim_params[64];
+    int n_sim_params = 0;
     tl_plot_opts po = {.log = stdout};
     tl_err err = {0};
     int c;
@@ -182,6 +187,10 @@ int main(int argc, char **argv)
         case OPT_NO_RENDER: po.no_render = true; break;
         case 'C': combined = optarg; break;
         case 'q': quiet = true; break;
+        case OPT_SIM_PARAM:
+            if (n_sim_params == 64) return usage_error("%s", "at most 64 --sim-param");
+            sim_params[n_sim_params++] = optarg;
+            break;
         case 'h': fputs(usage_text, stdout); return EX_OK;
         case 'V': printf("tally-validate %s\n", TL_VERSION); return EX_OK;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
@@ -204,6 +213,8 @@ int main(int argc, char **argv)
         return usage_error("%s", "--seed needs --spec (it is the seed to simulate with)");
     if (!plot_dir && (po.formats || po.no_render))
         return usage_error("%s", "--format/--no-render apply to the plot: give --plot-dir DIR");
+    if (n_sim_params && !spec)
+        return usage_error("%s", "--sim-param applies to the runs simulated from --spec");
     if (quiet)
         po.log = NULL;
     po.out_dir = plot_dir;
@@ -221,6 +232,8 @@ int main(int argc, char **argv)
         tl_experiment_init(&e);
         if (r == 0)
             r = tl_validation_experiment(&e, spec, hw_db, experiment, seed, &err);
+        for (int i = 0; i < n_sim_params && r == 0; i++)
+            r = tl_experiment_set_sim_param(&e, sim_params[i], &err);
         if (r == 0) {
             long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
             int workers = jobs > 0 ? (int)jobs : ncpu > 0 ? (int)ncpu : 1;

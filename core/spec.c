@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tally/rng.h"
+#include "tally/sim.h"
 
 const char *tl_role_name(tl_role r)
 {
@@ -30,6 +31,7 @@ static void job_conf_free(tl_job_conf *j)
 void tl_experiment_close(tl_experiment *e)
 {
     free(e->name);
+    free(e->sim_params);
     free(e->path);
     for (int i = 0; i < e->n_policies; i++)
         json_decref(e->policies[i].params);
@@ -314,12 +316,100 @@ static int parse_policies(tl_experiment *e, const json_t *arr, const char *origi
     return 0;
 }
 
+/* "sim_params": {"KEY": number or string, ...} (include/tally/sim.h,
+ * tl_sim_params_set): kept as "KEY=VALUE;..." in key order, checked against
+ * this GPU's defaults now so that a bad name or value fails at load time. */
+static int parse_sim_params(tl_experiment *e, const json_t *o, const char *origin, tl_err *err)
+{
+    if (!o)
+        return 0;
+    if (!json_is_object(o))
+        return tl_errf(err, TL_ETYPE, "%s: 'sim_params' must be an object of parameter: value", origin);
+    const char **keys = tl_xcalloc(json_object_size(o) + 1, sizeof *keys);
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) keys[n++] = k;
+    for (size_t i = 1; i < n; i++) /* insertion sort: a handful of keys */
+        for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+            const char *t = keys[j];
+            keys[j] = keys[j - 1];
+            keys[j - 1] = t;
+        }
+    size_t cap = 64, len = 0;
+    char *list = tl_xmalloc(cap);
+    list[0] = 0;
+    tl_sim_params p;
+    tl_sim_params_default(&p, &e->gpu);
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        json_t *x = json_object_get(o, keys[i]);
+        char val[64];
+        if (json_is_string(x))
+            snprintf(val, sizeof val, "%s", json_string_value(x));
+        else if (json_is_number(x))
+            snprintf(val, sizeof val, "%.17g", json_number_value(x));
+        else {
+            r = tl_errf(err, TL_ETYPE, "%s: sim_params.%s must be a number or a string", origin, keys[i]);
+            break;
+        }
+        tl_err e2;
+        if ((r = tl_sim_params_set(&p, keys[i], val, &e2)) < 0) {
+            tl_errf(err, r, "%s: %s", origin, e2.msg);
+            break;
+        }
+        size_t need = len + strlen(keys[i]) + strlen(val) + 3;
+        if (need > cap) {
+            while (cap < need)
+                cap *= 2;
+            list = tl_xrealloc(list, cap);
+        }
+        len += (size_t)sprintf(list + len, "%s%s=%s", len ? ";" : "", keys[i], val);
+    }
+    tl_err e3;
+    if (r == 0 && (r = tl_sim_params_validate(&p, &e3)) < 0)
+        tl_errf(err, r, "%s: %s", origin, e3.msg);
+    free(keys);
+    if (r < 0 || n == 0) {
+        free(list);
+        return r;
+    }
+    free(e->sim_params);
+    e->sim_params = list;
+    return 0;
+}
+
+int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err *err)
+{
+    const char *eq = assignment ? strchr(assignment, '=') : NULL;
+    if (!eq || eq == assignment)
+        return tl_errf(err, TL_EINVAL, "--sim-param '%s': expected KEY=VALUE",
+                       assignment ? assignment : "");
+    json_t *o = json_object();
+    char *list = e->sim_params ? tl_xstrdup(e->sim_params) : NULL;
+    for (char *save = NULL, *t = list ? strtok_r(list, ";", &save) : NULL; t;
+         t = strtok_r(NULL, ";", &save)) {
+        char *q = strchr(t, '=');
+        if (q) {
+            *q = 0;
+            json_object_set_new(o, t, json_string(q + 1));
+        }
+    }
+    free(list);
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - assignment), assignment);
+    json_object_set_new(o, key, json_string(eq + 1));
+    int r = parse_sim_params(e, o, "--sim-param", err);
+    json_decref(o);
+    return r;
+}
+
 int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *origin,
                             const char *base_dir, tl_err *err)
 {
     static const char *const keys[] = { "name", "gpu", "duration_s", "warmup_s", "seed",
                                         "repetitions", "kernels", "policies", "policy", "jobs",
-                                        "job_sets", "loads", "description", NULL };
+                                        "job_sets", "loads", "description", "sim_params", NULL };
     if (!json_is_object(spec))
         return tl_errf(err, TL_EFORMAT, "%s: the spec must be a JSON object", origin);
     int r = check_keys(spec, keys, origin, "spec", err);
@@ -382,6 +472,8 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
             return tl_errf(err, TL_ETYPE, "%s: 'kernels' must be true or false", origin);
         e->record_kernels = json_is_true(k);
     }
+    if ((r = parse_sim_params(e, json_object_get(spec, "sim_params"), origin, err)) < 0)
+        return r;
     json_t *pol = json_object_get(spec, "policies");
     if (!pol)
         pol = json_object_get(spec, "policy");
@@ -528,6 +620,9 @@ static void finish_item(const tl_experiment *e, tl_run_item *it)
      * training job's alone run is shared by every load of a sweep. */
     if (it->load >= 0 && it->policy >= 0)
         json_object_set_new(it->config, "load", json_real(e->loads[it->load]));
+    /* only when set: runs keep their keys otherwise */
+    if (e->sim_params)
+        json_object_set_new(it->config, "sim_params", json_string(e->sim_params));
     char *canon = json_dumps(it->config, JSON_SORT_KEYS | JSON_COMPACT);
     hash_key(canon, it->key);
     free(canon);

@@ -30,8 +30,12 @@
  * THREADS on the H100 (alpha 2.165, no cap) is the least-squares fit over
  * the 55 co-runs that were not starved; on every other GPU THREADS with
  * alpha = 0.5, capped at 2.0, is still a guess (not measured there). */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "sim_internal.h"
@@ -73,6 +77,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
+    p->completion_latency_ns = 0;
     /* PTB loop overhead per logical block (atomic counter + flag check):
      * a guess, to be fitted. */
     p->ptb_block_overhead_ns = 200;
@@ -117,6 +122,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: contention.mem_max_slowdown must be >= 1");
     if (p->launch_latency_ns < 0)
         return tl_errf(err, TL_ERANGE, "sim params: launch_latency_ns must be >= 0");
+    if (p->completion_latency_ns < 0 || p->completion_latency_ns > 10 * TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: completion_latency_ns must be in [0, 10 ms]");
     if (p->ptb_block_overhead_ns < 0)
         return tl_errf(err, TL_ERANGE, "sim params: ptb_block_overhead_ns must be >= 0");
     if (p->slice_launch_ns < 0)
@@ -130,4 +137,99 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: coalesce_fraction must be in [0, 1]");
     return 0;
+}
+
+/* ---------- parameters by name (--sim-param, spec "sim_params") ---------- */
+
+typedef enum { P_DOUBLE, P_NS, P_INT, P_MODEL } ptype;
+typedef struct pdesc {
+    const char *name;
+    ptype type;
+    size_t off;
+} pdesc;
+
+#define PD(n, t, f) { n, t, offsetof(tl_sim_params, f) }
+static const pdesc pdescs[] = {
+    PD("contention.model", P_MODEL, contention.model),
+    PD("contention.alpha", P_DOUBLE, contention.alpha),
+    PD("contention.max_slowdown", P_DOUBLE, contention.max_slowdown),
+    PD("contention.starved_rate", P_DOUBLE, contention.starved_rate),
+    PD("contention.mem_alpha", P_DOUBLE, contention.mem_alpha),
+    PD("contention.mem_p", P_DOUBLE, contention.mem_p),
+    PD("contention.mem_q", P_DOUBLE, contention.mem_q),
+    PD("contention.mem_max_slowdown", P_DOUBLE, contention.mem_max_slowdown),
+    PD("launch_latency_ns", P_NS, launch_latency_ns),
+    PD("completion_latency_ns", P_NS, completion_latency_ns),
+    PD("ptb_block_overhead_ns", P_NS, ptb_block_overhead_ns),
+    PD("slice_launch_ns", P_NS, slice_launch_ns),
+    PD("copy_engines", P_INT, copy_engines),
+    PD("device_copy_gbps", P_DOUBLE, device_copy_gbps),
+    PD("coalesce_groups", P_INT, coalesce_groups),
+    PD("coalesce_fraction", P_DOUBLE, coalesce_fraction),
+};
+#define N_PDESC (sizeof pdescs / sizeof pdescs[0])
+
+const char *tl_sim_param_name(int i)
+{
+    return i >= 0 && (size_t)i < N_PDESC ? pdescs[i].name : NULL;
+}
+
+int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_err *err)
+{
+    const pdesc *d = NULL;
+    for (size_t i = 0; i < N_PDESC && !d; i++)
+        if (strcmp(pdescs[i].name, key) == 0)
+            d = &pdescs[i];
+    if (!d)
+        return tl_errf(err, TL_EINVAL, "sim params: unknown parameter '%s' (tally-sim --help lists them)",
+                       key);
+    char *at = (char *)p + d->off;
+    if (d->type == P_MODEL) {
+        if (strcmp(value, "threads") == 0)
+            *(int *)at = TL_CONTENTION_THREADS;
+        else if (strcmp(value, "kinds") == 0)
+            *(int *)at = TL_CONTENTION_KINDS;
+        else
+            return tl_errf(err, TL_EINVAL, "sim params: %s must be threads or kinds, not '%s'", key,
+                           value);
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || !isfinite(v))
+        return tl_errf(err, TL_EINVAL, "sim params: %s: '%s' is not a number", key, value);
+    if (d->type == P_DOUBLE) {
+        *(double *)at = v;
+    } else {
+        if (v != floor(v) || v < -1e15 || v > 1e15)
+            return tl_errf(err, TL_ERANGE, "sim params: %s: '%s' must be a whole number", key, value);
+        if (d->type == P_NS)
+            *(tl_ns *)at = (tl_ns)v;
+        else if (v < -1e9 || v > 1e9)
+            return tl_errf(err, TL_ERANGE, "sim params: %s: '%s' is out of range", key, value);
+        else
+            *(int *)at = (int)v;
+    }
+    return 0;
+}
+
+int tl_sim_params_apply(tl_sim_params *p, const char *list, tl_err *err)
+{
+    if (!list || !*list)
+        return 0;
+    char buf[2048];
+    if (strlen(list) >= sizeof buf)
+        return tl_errf(err, TL_ERANGE, "sim params: list longer than %zu characters", sizeof buf - 1);
+    strcpy(buf, list);
+    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return tl_errf(err, TL_EINVAL, "sim params: '%s' is not KEY=VALUE", tok);
+        *eq = 0;
+        int r = tl_sim_params_set(p, tok, eq + 1, err);
+        if (r < 0)
+            return r;
+    }
+    return tl_sim_params_validate(p, err);
 }

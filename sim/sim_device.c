@@ -440,6 +440,9 @@ static void sim_close(tl_device *d)
     while (tl_evq_pop(s->eng.q, &ev))
         if (ev.fn == timer_ev)
             free(ev.arg);
+        else
+            notify_free_event(ev.fn, ev.arg);
+    notify_free_all(s);
     free(s->jobs);
     tl_engine_close(&s->eng);
     free(s);

@@ -1013,6 +1013,48 @@ static void test_contention_kinds_age(void **st)
     close_h(x);
 }
 
+/* completion_latency_ns: the host hears of a completion that much later.
+ * K1 (1 ms) ends at 1 ms; its callback fires at 1.010 ms and launches K2
+ * (1 ms), which ends at 2.010 ms. The result still carries GPU times. */
+typedef struct relaunch {
+    h *x;
+    tl_stream_id s;
+    const tl_op *op;
+    tl_ns heard, end;
+    int left;
+} relaunch;
+
+static void relaunch_cb(void *arg, const tl_launch_result *r)
+{
+    relaunch *c = arg;
+    c->heard = tl_dev_now(&c->x->d);
+    c->end = r->end_ns;
+    if (--c->left > 0) {
+        tl_kernel_desc k = { .op = c->op, .job = 0, .tag = 2 };
+        assert_int_equal(tl_dev_launch(&c->x->d, c->s, &k, relaunch_cb, c, NULL), 0);
+    }
+}
+
+static void test_completion_latency(void **st)
+{
+    (void)st;
+    h *x = open_h(4, 0);
+    x->p.completion_latency_ns = 10 * US;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op k = mk(4, 128, 32, 0, 1 * MS);
+    relaunch rl = { x, stream(x, c, 0), &k, 0, 0, 2 };
+    tl_kernel_desc kd = { .op = &k, .job = 0, .tag = 1 };
+    assert_int_equal(tl_dev_launch(&x->d, rl.s, &kd, relaunch_cb, &rl, NULL), 0);
+    run(x);
+    assert_int_equal(rl.left, 0);
+    assert_int_equal(rec_of(x, 1)->end_ns, 1 * MS);
+    assert_int_equal(rec_of(x, 2)->start_ns, 1 * MS + 10 * US);
+    assert_int_equal(rl.end, 2 * MS + 10 * US);
+    assert_int_equal(rl.heard, 2 * MS + 20 * US);
+    close_h(x);
+}
+
 /* ---------- copies ---------- */
 
 static void test_copies(void **st)
@@ -1258,6 +1300,7 @@ int main(void)
         cmocka_unit_test(test_contention_cap),
         cmocka_unit_test(test_contention_kinds_h100_coruns),
         cmocka_unit_test(test_contention_kinds_age),
+        cmocka_unit_test(test_completion_latency),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),

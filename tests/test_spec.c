@@ -178,6 +178,48 @@ static void test_overrides(void **state)
     tl_experiment_close(&e);
 }
 
+/* "sim_params" (and --sim-param): kept in key order, checked at load time,
+ * part of the run key only when set. */
+static void test_sim_params(void **state)
+{
+    (void)state;
+    const char *base = "{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"" TRACE "\",\"role\":\"training\"}]";
+    char buf[512];
+    tl_experiment e;
+    tl_err err = { 0 };
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"launch_latency_ns\":2000,\"contention.model\":\"threads\"}}", base);
+    assert_int_equal(parse(buf, &e, &err), 0);
+    assert_string_equal(e.sim_params, "contention.model=threads;launch_latency_ns=2000");
+    tl_run_item *with, *without;
+    size_t n1, n2;
+    assert_int_equal(tl_experiment_expand(&e, &with, &n1, &err), 0);
+    assert_int_equal(tl_experiment_set_sim_param(&e, "completion_latency_ns=15000", &err), 0);
+    assert_string_equal(e.sim_params,
+                        "completion_latency_ns=15000;contention.model=threads;launch_latency_ns=2000");
+    assert_int_equal(tl_experiment_set_sim_param(&e, "launch_latency_ns", &err), TL_EINVAL);
+    tl_experiment_close(&e);
+    snprintf(buf, sizeof buf, "%s}", base);
+    assert_int_equal(parse(buf, &e, &err), 0);
+    assert_null(e.sim_params);
+    assert_int_equal(tl_experiment_expand(&e, &without, &n2, &err), 0);
+    assert_int_equal(n1, n2);
+    assert_true(strcmp(with[0].key, without[0].key) != 0);
+    assert_null(json_object_get(without[0].config, "sim_params"));
+    tl_run_items_free(with, n1);
+    tl_run_items_free(without, n2);
+    tl_experiment_close(&e);
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"no_such\":1}}", base);
+    expect_error(buf, TL_EINVAL, "no_such");
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"contention.model\":\"fast\"}}", base);
+    expect_error(buf, TL_EINVAL, "threads or kinds");
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"completion_latency_ns\":-5}}", base);
+    expect_error(buf, TL_ERANGE, "completion_latency_ns");
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"copy_engines\":1.5}}", base);
+    expect_error(buf, TL_ERANGE, "whole number");
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":[1]}", base);
+    expect_error(buf, TL_ETYPE, "sim_params");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_expand_grid),
         cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_sim_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

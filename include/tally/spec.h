@@ -72,6 +72,8 @@ typedef struct tl_experiment {
     int n_sets;
     double *loads;               /* NULL: jobs keep their own arrivals */
     int n_loads;
+    char *sim_params;            /* simulator parameters set by the spec or --sim-param,
+                                    "KEY=VALUE;..." in key order; NULL: the defaults */
 } tl_experiment;
 
 /* One run of the grid. policy < 0 means the 'alone' baseline of job alone_job. */
@@ -87,6 +89,9 @@ typedef struct tl_run_item {
 } tl_run_item;
 
 void tl_experiment_init(tl_experiment *e);
+/* Set one simulator parameter "KEY=VALUE" (tl_sim_params_set names) on top of
+ * the experiment's own; checked against the GPU's defaults. */
+int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err *err);
 void tl_experiment_close(tl_experiment *e);
 int tl_experiment_load(tl_experiment *e, const char *path, tl_err *err);
 /* base_dir resolves relative paths (may be NULL); origin names the source in errors. */

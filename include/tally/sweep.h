@@ -40,6 +40,8 @@ typedef struct tl_spec_overrides {
     long long seed;              /* < 0: unset */
     int repetitions;             /* 0: unset */
     bool kernels;
+    const char *sim_params[64];  /* "KEY=VALUE" (--sim-param) */
+    int n_sim_params;
 } tl_spec_overrides;
 
 void tl_spec_overrides_init(tl_spec_overrides *o);
