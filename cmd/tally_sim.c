@@ -56,7 +56,7 @@ static void usage(FILE *f)
 "                           contention.alpha, contention.max_slowdown,\n"
 "                           contention.starved_rate, contention.mem_alpha, mem_p,\n"
 "                           mem_q, mem_max_slowdown, launch_latency_ns,\n"
-"                           completion_latency_ns, ptb_block_overhead_ns,\n"
+"                           callback_launch_latency_ns, ptb_block_overhead_ns,\n"
 "                           slice_launch_ns, copy_engines, device_copy_gbps,\n"
 "                           coalesce_groups, coalesce_fraction (sim/README.md)\n"
 "  -q, --quiet              no progress on stderr\n"

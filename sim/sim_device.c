@@ -185,6 +185,7 @@ static int sim_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, t
     l->sms_last = sim_now(s);
     launch_kernel_prepare(s, l);
     l->ready_at = sim_now(s) + s->p.launch_latency_ns +
+                  (s->in_callback ? s->p.callback_launch_latency_ns : 0) +
                   (k->block_begin > 0 ? s->p.slice_launch_ns : 0);
     if (out)
         *out = l->id;
@@ -221,7 +222,8 @@ static int sim_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl
         double ns = ceil((double)op->bytes / gbps); /* GB/s = bytes/ns */
         l->copy_ns = ns > (double)SIM_MAX_DUR_NS ? SIM_MAX_DUR_NS : (tl_ns)ns;
     }
-    l->ready_at = sim_now(s) + s->p.launch_latency_ns;
+    l->ready_at = sim_now(s) + s->p.launch_latency_ns +
+                  (s->in_callback ? s->p.callback_launch_latency_ns : 0);
     if (out)
         *out = l->id;
     stream_append(s, s->streams[sid], l);
@@ -440,9 +442,6 @@ static void sim_close(tl_device *d)
     while (tl_evq_pop(s->eng.q, &ev))
         if (ev.fn == timer_ev)
             free(ev.arg);
-        else
-            notify_free_event(ev.fn, ev.arg);
-    notify_free_all(s);
     free(s->jobs);
     tl_engine_close(&s->eng);
     free(s);

@@ -247,7 +247,7 @@ struct sim {
     bool running;
     bool in_flush;
     struct timer_rec *tfree;
-    struct notify_rec *nfree; /* pooled delayed completion notifications */
+    bool in_callback;       /* inside a completion callback (callback_launch_latency_ns) */
 };
 
 static inline sim *sim_of(tl_device *d) { return (sim *)d->impl; }
@@ -336,10 +336,6 @@ static inline void acct_job_sms(sim *s, int job, int delta)
     j->last = now;
     j->sms_now += delta;
 }
-
-/* sim_stream.c: delayed completion notifications (completion_latency_ns) */
-void notify_free_all(sim *s);
-bool notify_free_event(tl_event_fn fn, void *arg); /* frees arg if fn is one of ours */
 
 /* sim_dispatch.c */
 void dispatch_unit(sim *s, unit *u);

@@ -210,59 +210,6 @@ static void complete_ev(void *ctx, void *arg, uint64_t u)
     launch_complete(ctx, arg);
 }
 
-/* The host learns of a completion completion_latency_ns after the GPU
- * finished it (an event query or callback thread on real hardware): the
- * callback fires then, with the result's GPU times. Records are pooled. */
-typedef struct notify_rec {
-    tl_launch_cb cb;
-    void *arg;
-    tl_launch_result r;
-    struct notify_rec *next;
-} notify_rec;
-
-static void notify_ev(void *ctx, void *arg, uint64_t u)
-{
-    (void)u;
-    sim *s = ctx;
-    notify_rec *n = arg;
-    tl_launch_cb cb = n->cb;
-    void *a = n->arg;
-    tl_launch_result r = n->r;
-    n->next = s->nfree;
-    s->nfree = n;
-    cb(a, &r);
-}
-
-static void notify_later(sim *s, tl_launch_cb cb, void *arg, const tl_launch_result *r)
-{
-    notify_rec *n = s->nfree;
-    if (n)
-        s->nfree = n->next;
-    else
-        n = tl_xmalloc(sizeof *n);
-    n->cb = cb;
-    n->arg = arg;
-    n->r = *r;
-    tl_engine_at(&s->eng, sim_now(s) + s->p.completion_latency_ns, notify_ev, s, n, 0);
-}
-
-void notify_free_all(sim *s)
-{
-    while (s->nfree) {
-        notify_rec *n = s->nfree;
-        s->nfree = n->next;
-        free(n);
-    }
-}
-
-bool notify_free_event(tl_event_fn fn, void *arg)
-{
-    if (fn != notify_ev)
-        return false;
-    free(arg);
-    return true;
-}
-
 void launch_complete_later(sim *s, launch *l)
 {
     l->done = true; /* not to be completed twice */
@@ -314,8 +261,11 @@ void launch_complete(sim *s, launch *l)
     void *arg = l->arg;
     launch_free(s, l);
     stream_advance(s, st);
-    if (cb && s->p.completion_latency_ns > 0)
-        notify_later(s, cb, arg, &r);
-    else if (cb)
+    if (cb) {
+        /* launches made from here pay callback_launch_latency_ns */
+        bool outer = s->in_callback;
+        s->in_callback = true;
         cb(arg, &r);
+        s->in_callback = outer;
+    }
 }

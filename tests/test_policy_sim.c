@@ -3,7 +3,8 @@
  * on real bundled traces (no failure, no hang, work done).
  *
  * Unless a test says otherwise the simulator runs without contention
- * (alpha = 0) and with its default launch latency (LAT below), so that kernel
+ * (model THREADS, alpha = 0), with its default launch latency (LAT below) and
+ * no host round trip for work released from callbacks, so that kernel
  * times are exact: a kernel of W waves of dur_ns runs dur_ns / W per wave.
  * H100: 132 SMs, 2048 threads and 64K registers per SM; a 1024-thread block of
  * 32 registers fits twice per SM, a 256-thread one 8 times. */
@@ -102,8 +103,11 @@ static void run_policy(const char *policy, const char *params_json, tl_job_spec 
     assert_int_equal(tl_gpu_lookup("H100", &gpu, &err), 0);
     tl_sim_params sp;
     tl_sim_params_default(&sp, &gpu);
-    if (!contention)
+    if (!contention) {
+        sp.contention.model = TL_CONTENTION_THREADS;
         sp.contention.alpha = 0;
+    }
+    sp.callback_launch_latency_ns = 0; /* released work starts at once: exact arithmetic */
     LAT = sp.launch_latency_ns;
     tl_device dev;
     assert_int_equal(tl_sim_open(&dev, &gpu, &sp, &err), 0);

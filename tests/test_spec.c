@@ -193,9 +193,9 @@ static void test_sim_params(void **state)
     tl_run_item *with, *without;
     size_t n1, n2;
     assert_int_equal(tl_experiment_expand(&e, &with, &n1, &err), 0);
-    assert_int_equal(tl_experiment_set_sim_param(&e, "completion_latency_ns=15000", &err), 0);
+    assert_int_equal(tl_experiment_set_sim_param(&e, "callback_launch_latency_ns=15000", &err), 0);
     assert_string_equal(e.sim_params,
-                        "completion_latency_ns=15000;contention.model=threads;launch_latency_ns=2000");
+                        "callback_launch_latency_ns=15000;contention.model=threads;launch_latency_ns=2000");
     assert_int_equal(tl_experiment_set_sim_param(&e, "launch_latency_ns", &err), TL_EINVAL);
     tl_experiment_close(&e);
     snprintf(buf, sizeof buf, "%s}", base);
@@ -212,8 +212,8 @@ static void test_sim_params(void **state)
     expect_error(buf, TL_EINVAL, "no_such");
     snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"contention.model\":\"fast\"}}", base);
     expect_error(buf, TL_EINVAL, "threads or kinds");
-    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"completion_latency_ns\":-5}}", base);
-    expect_error(buf, TL_ERANGE, "completion_latency_ns");
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"callback_launch_latency_ns\":-5}}", base);
+    expect_error(buf, TL_ERANGE, "callback_launch_latency_ns");
     snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"copy_engines\":1.5}}", base);
     expect_error(buf, TL_ERANGE, "whole number");
     snprintf(buf, sizeof buf, "%s,\"sim_params\":[1]}", base);

@@ -44,9 +44,11 @@ typedef struct tl_contention_params {
 typedef struct tl_sim_params {
     tl_contention_params contention;
     tl_ns launch_latency_ns;   /* API call to earliest GPU start of a launch or copy */
-    tl_ns completion_latency_ns; /* GPU end of a launch or copy to its completion
-                                  callback on the host (what a policy holding work
-                                  back pays per task, with launch_latency_ns) */
+    tl_ns callback_launch_latency_ns; /* added to launch_latency_ns for a launch or copy
+                                  made from a completion callback: work a policy held
+                                  back and releases when other work ends pays the host
+                                  round trip (completion seen, launch call, GPU start);
+                                  the traced host timeline already holds its own */
     tl_ns ptb_block_overhead_ns; /* extra time per logical block under PTB */
     tl_ns slice_launch_ns;     /* extra latency of a slice launch beyond the first
                                   (block_begin > 0) */
@@ -80,7 +82,7 @@ typedef struct tl_sim_stats {
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
 /* Set one parameter by name: "contention.model" (threads | kinds),
- * "contention.alpha", ..., "launch_latency_ns", "completion_latency_ns", ...
+ * "contention.alpha", ..., "launch_latency_ns", "callback_launch_latency_ns", ...
  * (tl_sim_param_name(i) lists them, NULL past the end). Does not validate. */
 int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_err *err);
 const char *tl_sim_param_name(int i);
