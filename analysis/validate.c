@@ -450,6 +450,16 @@ static void add_ranking(tl_validation *v, const char *experiment, const char *sc
     for (int i = 0; i < n; i++)
         r->same &= r->order_sim[i] == r->order_hw[i];
     r->tau = tl_kendall_tau_b(s, h, n);
+    double band = m == TL_VAL_RANK_SYS_THROUGHPUT ? TL_VAL_TIE_SYS : TL_VAL_TIE_P99;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            double dh = h[i] - h[j], ds = s[i] - s[j];
+            if (!(fabs(dh) > band))
+                continue; /* a tie on the hardware (or NaN) */
+            r->separated++;
+            if (!(ds * dh > 0))
+                r->discordant++;
+        }
 }
 
 /* Rankings per job set and load, then over the mean of every job set (policies

@@ -140,6 +140,7 @@ static void print_order(FILE *out, const tl_val_ranking *r, const int *order, co
 
 typedef struct summary {
     int p99_n, p99_ok, tput_n, tput_ok, rank_n[TL_VAL_RANK_COUNT], rank_same[TL_VAL_RANK_COUNT];
+    int rank_ties[TL_VAL_RANK_COUNT], pairs[TL_VAL_RANK_COUNT], discordant[TL_VAL_RANK_COUNT];
     double p99_abs_sum, tput_abs_sum;
 } summary;
 
@@ -170,6 +171,9 @@ static void summarize(const tl_validation *v, summary *s)
     for (size_t i = 0; i < v->n_ranks; i++) {
         s->rank_n[v->ranks[i].metric]++;
         s->rank_same[v->ranks[i].metric] += v->ranks[i].same;
+        s->rank_ties[v->ranks[i].metric] += v->ranks[i].discordant == 0;
+        s->pairs[v->ranks[i].metric] += v->ranks[i].separated;
+        s->discordant[v->ranks[i].metric] += v->ranks[i].discordant;
     }
 }
 
@@ -184,6 +188,11 @@ static void print_summary(FILE *out, const tl_validation *v, const char *bullet)
     fprintf(out, "%spolicies in the same order as on the hardware: p99 overhead %d of %d rankings, "
                  "system throughput %d of %d\n",
             bullet, s.rank_same[0], s.rank_n[0], s.rank_same[1], s.rank_n[1]);
+    fprintf(out, "%sthe same order up to the hardware's ties (p99 overhead within %.0f points, system "
+                 "throughput within %.2f): p99 overhead %d of %d rankings (%d of %d separated pairs "
+                 "discordant), system throughput %d of %d (%d of %d)\n",
+            bullet, 100 * TL_VAL_TIE_P99, TL_VAL_TIE_SYS, s.rank_ties[0], s.rank_n[0], s.discordant[0],
+            s.pairs[0], s.rank_ties[1], s.rank_n[1], s.discordant[1], s.pairs[1]);
 }
 
 /* ---------- text ---------- */
@@ -256,8 +265,10 @@ void tl_validation_print(const tl_validation *v, FILE *out)
         const tl_val_ranking *r = &v->ranks[i];
         char tau[32];
         fmt_num(tau, sizeof tau, r->tau, 1, 2);
-        fprintf(out, "\n%s, %s: %s\n  same order: %s (Kendall tau-b %s)\n  sim: ", r->experiment,
-                r->scope, rank_title(r->metric), r->same ? "yes" : "no", tau);
+        fprintf(out, "\n%s, %s: %s\n  same order: %s (Kendall tau-b %s); up to ties: %s (%d of %d "
+                     "separated pairs discordant)\n  sim: ", r->experiment, r->scope,
+                rank_title(r->metric), r->same ? "yes" : "no", tau, r->discordant ? "no" : "yes",
+                r->discordant, r->separated);
         print_order(out, r, r->order_sim, r->sim, ", ");
         fprintf(out, "\n  hw:  ");
         print_order(out, r, r->order_hw, r->hw, ", ");
@@ -325,7 +336,8 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
     }
     if (v->n_ranks) {
         fprintf(f, "\n## Rankings of the policies\n\n| experiment | scope | metric | same order | "
-                   "Kendall tau-b | simulated | hardware |\n|---|---|---|---|---:|---|---|\n");
+                   "Kendall tau-b | up to ties: discordant of separated pairs | simulated | hardware "
+                   "|\n|---|---|---|---|---:|---:|---|---|\n");
         for (size_t i = 0; i < v->n_ranks; i++) {
             const tl_val_ranking *r = &v->ranks[i];
             char tau[32];
@@ -334,7 +346,8 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
             md_cell(f, r->experiment);
             fputs(" | ", f);
             md_cell(f, r->scope);
-            fprintf(f, " | %s | %s | %s | ", rank_title(r->metric), r->same ? "yes" : "no", tau);
+            fprintf(f, " | %s | %s | %s | %d of %d | ", rank_title(r->metric), r->same ? "yes" : "no", tau,
+                    r->discordant, r->separated);
             print_order(f, r, r->order_sim, r->sim, " > ");
             fputs(" | ", f);
             print_order(f, r, r->order_hw, r->hw, " > ");
