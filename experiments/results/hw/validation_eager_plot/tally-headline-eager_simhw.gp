@@ -1,6 +1,6 @@
-# Made by tally-plot from the results database; the data is in tally-headline_simhw.dat.
-#   gnuplot tally-headline_simhw.gp                   -> tally-headline_simhw.png
-#   gnuplot -e 'fmt="svg"' tally-headline_simhw.gp    -> tally-headline_simhw.svg (also "pdf")
+# Made by tally-plot from the results database; the data is in tally-headline-eager_simhw.dat.
+#   gnuplot tally-headline-eager_simhw.gp                   -> tally-headline-eager_simhw.png
+#   gnuplot -e 'fmt="svg"' tally-headline-eager_simhw.gp    -> tally-headline-eager_simhw.svg (also "pdf")
 # (gnuplot 5.4 has no 'else if': hence the nested blocks)
 if (!exists("fmt")) fmt = "png"
 if (fmt eq "png") {
@@ -17,11 +17,11 @@ if (fmt eq "png") {
     print "unknown fmt " . fmt . " (png, svg or pdf)"
     exit status 2
 } } }
-set output "tally-headline_simhw." . fmt
+set output "tally-headline-eager_simhw." . fmt
 set encoding utf8
 
-# data: tally-headline_simhw.dat; columns: 1 x, 2 label, 3 sim, 4 hw, 5 error % of sim vs hw
-set multiplot layout 2,1 title "tally-headline: simulated vs hardware (1 run per policy; labels: sim error vs hw)"
+# data: tally-headline-eager_simhw.dat; columns: 1 x, 2 label, 3 sim, 4 hw, 5 error % of sim vs hw
+set multiplot layout 2,1 title "tally-headline-eager: simulated vs hardware (mean of 2 runs per policy; labels: sim error vs hw)"
 set style fill solid 0.85 border lc rgb "black"
 set grid ytics
 set key outside right top
@@ -34,14 +34,14 @@ set rmargin 18
 set title "p99 latency of the inference jobs"
 set ylabel "p99 latency (ms)"
 set xrange [-0.6:26.6]
-plot "tally-headline_simhw.dat" index 1 using ($1-0.2):3:(0.4):xticlabels(2) with boxes lc rgb "#1f77b4" title "simulated", \
+plot "tally-headline-eager_simhw.dat" index 1 using ($1-0.2):3:(0.4):xticlabels(2) with boxes lc rgb "#1f77b4" title "simulated", \
      "" index 1 using ($1+0.2):4:(0.4) with boxes lc rgb "#ff7f0e" title "hardware", \
      "" index 1 using 1:($3>$4?$3:$4):(sprintf("%+.1f%%", $5)) with labels offset char 0,0.8 notitle
 
 set title "throughput of every job"
 set ylabel "throughput (requests or iterations / s)"
 set xrange [-0.6:51.6]
-plot "tally-headline_simhw.dat" index 0 using ($1-0.2):3:(0.4):xticlabels(2) with boxes lc rgb "#1f77b4" title "simulated", \
+plot "tally-headline-eager_simhw.dat" index 0 using ($1-0.2):3:(0.4):xticlabels(2) with boxes lc rgb "#1f77b4" title "simulated", \
      "" index 0 using ($1+0.2):4:(0.4) with boxes lc rgb "#ff7f0e" title "hardware", \
      "" index 0 using 1:($3>$4?$3:$4):(sprintf("%+.1f%%", $5)) with labels offset char 0,0.8 notitle
 unset multiplot
