@@ -32,6 +32,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -849,6 +851,384 @@ static void test_lite_reconstruction(void **state)
     tt_store_free(&s);
 }
 
+/* --sync-records completion: waits known by their end only, placed by lite.c
+ * among calls known by their queued time or their GPU work. */
+static tt_rec *mk_completion(tt_store *s, int type, uint32_t stream, uint64_t end)
+{
+    tt_rec *r = mk(s, TT_R_SYNC, 0, 0, end);
+    r->sub = (uint8_t)type, r->stream = stream, r->flags = TT_RF_END_ONLY;
+    return r;
+}
+
+static void test_lite_completions(void **state)
+{
+    (void)state;
+    tt_store s;
+    tt_store_init(&s);
+    const uint64_t T = T0;
+    mk_kernel(&s, 10, 7, T + US(0), T + US(5), T + US(100), "a");
+    mk_kernel(&s, 12, 7, T + US(2), T + US(100), T + US(200), "b");
+    /* the host waited for the device from its last launch on */
+    size_t w1 = s.n;
+    mk_completion(&s, TT_SYNCT_CONTEXT, TT_NO_ID, T + US(210));
+    mk_kernel(&s, 20, 7, T + US(300), T + US(305), T + US(400), "c");
+    tt_rec *r = mk(&s, TT_R_MEMSET, 21, T + US(400), T + US(410)); /* no host time */
+    r->stream = 7, r->flags = TT_RF_ASYNC, r->bytes = 64;
+    /* a kernel on another stream still running when stream 7 is synchronized */
+    mk_kernel(&s, 23, 9, T + US(301), T + US(302), T + US(900), "other");
+    size_t w2 = s.n;
+    mk_completion(&s, TT_SYNCT_STREAM, 7, T + US(415));
+    mk_kernel(&s, 25, 7, T + US(1000), T + US(1005), T + US(1100), "d");
+    /* returned 100 us after the work it waited for: the host came late */
+    size_t w3 = s.n;
+    mk_completion(&s, TT_SYNCT_STREAM, 7, T + US(1200));
+    mk_kernel(&s, 27, 7, T + US(1300), T + US(1305), T + US(1400), "e");
+    mk_kernel(&s, 30, 7, T + US(2000), T + US(2001), T + US(2050), "f");
+    mk_kernel(&s, 31, 7, T + US(2100), T + US(2101), T + US(2150), "g");
+    /* between 30 and 31 by time, but no correlation id is free there */
+    mk_completion(&s, TT_SYNCT_CONTEXT, TT_NO_ID, T + US(2060));
+    size_t w5 = s.n; /* after everything: the next free id */
+    mk_completion(&s, TT_SYNCT_CONTEXT, TT_NO_ID, T + US(3000));
+
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 1, &st), 0);
+    assert_int_equal(st.waits_inferred, 4);
+    assert_int_equal(st.waits_unplaced, 1);
+    assert_int_equal(st.waits, 4);
+    /* placed after the call before them, with the first free id */
+    assert_int_equal(tt_store_at(&s, w1)->corr, 13);
+    /* after the other stream's launch (its call came first), though its
+     * kernel ran on past the synchronize of stream 7 */
+    assert_int_equal(tt_store_at(&s, w2)->corr, 24);
+    assert_int_equal(tt_store_at(&s, w3)->corr, 26);
+    assert_int_equal(tt_store_at(&s, w5)->corr, 32);
+    assert_string_equal(call_name_of(&s, 13), "cudaDeviceSynchronize");
+    assert_string_equal(call_name_of(&s, 24), "cudaStreamSynchronize");
+    /* the first wait starts where the launch before it ended (submitted) */
+    assert_int_equal(call_of(&s, 13)->start, T + US(3.5));
+    assert_int_equal(call_of(&s, 13)->end, T + US(210));
+    assert_int_equal(tt_store_at(&s, w1)->start, T + US(3.5)); /* the writer's join */
+    /* after the launch before it */
+    assert_int_equal(call_of(&s, 24)->start, call_of(&s, 23)->end);
+    /* the late one: just before its end */
+    assert_int_equal(call_of(&s, 26)->start, T + US(1199));
+    assert_int_equal(call_of(&s, 32)->end, T + US(3000));
+    /* every call starts after the previous one ended (one thread) */
+    uint32_t order[] = {10, 12, 13, 20, 21, 23, 24, 25, 26, 27, 30, 31, 32};
+    for (size_t i = 1; i < sizeof order / sizeof order[0]; i++)
+        if (call_of(&s, order[i])->start < call_of(&s, order[i - 1])->start)
+            fail_msg("call %u starts before call %u", order[i], order[i - 1]);
+
+    /* placed afresh when written again (after a cudaDeviceReset, at exit) */
+    size_t n = s.n;
+    tt_store_truncate(&s, n - st.calls);
+    assert_int_equal(tt_lite_reconstruct(&s, 1, &st), 0);
+    assert_int_equal(st.waits_inferred, 4);
+    assert_int_equal(tt_store_at(&s, w3)->corr, 26);
+    tt_store_free(&s);
+}
+
+/* ---- the lite variants on real captures ------------------------------------ */
+
+/* What the H100 captures are turned back into: the records CUPTI gave for
+ * them, as the tracer kept them, under one of the lite mode's variants. */
+enum {
+    V_RECORDED = 0,        /* as traced: queued launch times, exact waits */
+    V_COMPLETIONS = 1 << 0, /* --sync-records completion: stream/device waits
+                              known by their end only; event syncs, stream
+                              waits and event records not seen */
+    V_NO_QUEUED = 1 << 1,  /* --queued-times off: no launch host times */
+};
+
+static int kind_from(const char *name, const char *(*fn)(unsigned), int n)
+{
+    for (int k = 1; k <= n; k++)
+        if (!strcmp(fn((unsigned)k), name))
+            return k;
+    return 0;
+}
+
+static const char *copy_name_of(unsigned k) { return copy_kind_name(k); }
+static const char *mem_name_of(unsigned k) { return mem_kind_name(k); }
+
+/* A real wait of the capture: its correlation id and end. */
+typedef struct real_wait {
+    long long corr, end;
+} real_wait;
+
+/* Records from a lite trace (times shifted by T0: 0 means unknown). Waits
+ * the variant keeps as completions are listed in waits (*n_waits). */
+static void store_from_trace(json_t *root, tt_store *s, unsigned variant, real_wait *waits,
+                             int *n_waits)
+{
+    json_t *events = json_object_get(root, "events");
+    size_t n = json_array_size(events);
+    long long max_corr = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = json_object_get(json_array_get(events, i), "corr");
+        if (json_is_integer(c) && json_integer_value(c) > max_corr)
+            max_corr = json_integer_value(c);
+    }
+    json_t **api = calloc((size_t)max_corr + 1, sizeof *api);
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(events, i);
+        if (!strcmp(jstr(e, "type"), "api"))
+            api[jint(e, "corr")] = e;
+    }
+    *n_waits = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(events, i);
+        const char *type = jstr(e, "type");
+        long long corr = json_integer_value(json_object_get(e, "corr"));
+        uint64_t t0 = T0 + (uint64_t)jint(e, "start_ns"), t1 = T0 + (uint64_t)jint(e, "end_ns");
+        if (!strcmp(type, "kernel")) {
+            tt_rec *r = mk(s, TT_R_KERNEL, (uint32_t)corr, t0, t1);
+            r->stream = (uint32_t)jint(e, "stream");
+            json_t *g = json_object_get(e, "grid"), *b = json_object_get(e, "block");
+            for (int d = 0; d < 3; d++) {
+                r->grid[d] = (int32_t)json_integer_value(json_array_get(g, d));
+                r->block[d] = (int32_t)json_integer_value(json_array_get(b, d));
+            }
+            r->regs = (uint16_t)jint(e, "regs");
+            r->static_smem = (int32_t)jint(e, "static_smem");
+            r->dynamic_smem = (int32_t)jint(e, "dynamic_smem");
+            r->name = tt_intern(s, jstr(e, "name"));
+            json_t *a = api[corr];
+            if (a && !(variant & V_NO_QUEUED)) { /* the call was its queued..submitted */
+                r->queued = T0 + (uint64_t)jint(a, "start_ns");
+                r->submitted = T0 + (uint64_t)jint(a, "end_ns");
+            }
+        } else if (!strcmp(type, "memcpy") || !strcmp(type, "memset")) {
+            bool copy = !strcmp(type, "memcpy");
+            tt_rec *r = mk(s, copy ? TT_R_MEMCPY : TT_R_MEMSET, (uint32_t)corr, t0, t1);
+            r->stream = (uint32_t)jint(e, "stream");
+            r->bytes = (uint64_t)jint(e, "bytes");
+            json_t *a = api[corr];
+            if (a && strstr(jstr(a, "name"), "Async"))
+                r->flags = TT_RF_ASYNC;
+            if (copy) {
+                r->sub = (uint8_t)kind_from(jstr(e, "copy_kind"), copy_name_of, 10);
+                r->id = (uint32_t)kind_from(jstr(e, "src_kind"), mem_name_of, 7) |
+                        (uint32_t)kind_from(jstr(e, "dst_kind"), mem_name_of, 7) << 8;
+            }
+        } else if (!strcmp(type, "marker")) {
+            tt_rec *r = mk(s, TT_R_MARKER, 0, t0, t1);
+            r->name = tt_intern(s, jstr(e, "name"));
+            r->domain = tt_intern(s, jstr(e, "domain"));
+        } else if (!strcmp(type, "api")) {
+            const char *name = jstr(e, "name");
+            json_t *st = json_object_get(e, "stream"), *ev = json_object_get(e, "event");
+            int sync = !strcmp(name, "cudaDeviceSynchronize")   ? TT_SYNCT_CONTEXT
+                       : !strcmp(name, "cudaStreamSynchronize") ? TT_SYNCT_STREAM
+                       : !strcmp(name, "cudaEventSynchronize")  ? TT_SYNCT_EVENT
+                       : !strcmp(name, "cudaStreamWaitEvent")   ? TT_SYNCT_STREAM_WAIT
+                                                                : 0;
+            bool record = !strcmp(name, "cudaEventRecord");
+            bool seen = !(variant & V_COMPLETIONS) ||
+                        sync == TT_SYNCT_CONTEXT || sync == TT_SYNCT_STREAM;
+            if (!(sync || record) || !seen)
+                continue;
+            tt_rec *r = mk(s, record ? TT_R_EVENT : TT_R_SYNC, (uint32_t)corr, t0, t1);
+            r->sub = (uint8_t)sync;
+            if (json_is_integer(st))
+                r->stream = (uint32_t)json_integer_value(st);
+            if (json_is_integer(ev))
+                r->id = (uint32_t)json_integer_value(ev);
+            if (record)
+                r->start = r->end = 0; /* CUDA_EVENT records carry no host time */
+            if (sync && (variant & V_COMPLETIONS)) {
+                r->corr = 0, r->start = 0, r->flags = TT_RF_END_ONLY;
+                waits[*n_waits].corr = corr;
+                waits[(*n_waits)++].end = (long long)t1;
+            }
+        }
+    }
+    json_t *si = json_object_get(root, "stream_info");
+    for (size_t i = 0; i < json_array_size(si); i++) {
+        json_t *x = json_array_get(si, i);
+        tt_rec *r = mk(s, TT_R_STREAM, 0, 0, 0);
+        r->stream = (uint32_t)jint(x, "stream");
+        r->static_smem = (int32_t)jint(x, "priority");
+        r->id = (uint32_t)jint(x, "flags");
+    }
+    free(api);
+}
+
+/* Rebuild the host calls of a capture under a variant, write, load and
+ * replay it alone: the replay's error against the trace's own iteration
+ * time. With completions, each inferred wait must sit where the real one
+ * was (between the same two recorded calls) and end when it ended. */
+typedef struct variant_result {
+    double iter_err; /* replay / traced - 1 */
+    double host_ms;  /* host time per iteration (gaps and calls, not waits) */
+    double lead_us;  /* mean time from a launch's call to its kernel's GPU start */
+} variant_result;
+
+static variant_result replay_variant(const char *capture, const char *marker, unsigned variant)
+{
+    json_t *root = load_json(capture);
+    tt_store s;
+    tt_store_init(&s);
+    real_wait *waits = calloc(json_array_size(json_object_get(root, "events")) + 1, sizeof *waits);
+    int n_waits = 0;
+    store_from_trace(root, &s, variant, waits, &n_waits);
+    json_decref(root);
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    if (variant & V_NO_QUEUED)
+        assert_int_equal(st.launches_queued, 0);
+    else
+        assert_int_equal(st.launches_queued, st.launches);
+    if (variant & V_COMPLETIONS) {
+        assert_int_equal(st.waits_inferred, n_waits);
+        assert_int_equal(st.waits_unplaced, 0);
+        /* calls (the reconstructed ones) by correlation id */
+        uint32_t *placed = calloc((size_t)n_waits + 1, sizeof *placed); /* their ids */
+        size_t n_placed = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            const tt_rec *x = tt_store_at(&s, i);
+            if (x->type == TT_R_SYNC && (x->flags & TT_RF_END_ONLY) && x->corr)
+                placed[n_placed++] = x->corr;
+        }
+        qsort(placed, n_placed, sizeof *placed, cmp_corr);
+        size_t n_calls = 0;
+        long long(*calls)[2] = calloc(s.n + 1, sizeof *calls); /* corr, end or -end (wait) */
+        for (size_t i = 0; i < s.n; i++) {
+            const tt_rec *r = tt_store_at(&s, i);
+            if (r->type != TT_R_API)
+                continue;
+            bool inferred = bsearch(&r->corr, placed, n_placed, sizeof *placed, cmp_corr) != NULL;
+            calls[n_calls][0] = r->corr;
+            calls[n_calls++][1] = inferred ? -(long long)r->end : (long long)r->end;
+        }
+        qsort(calls, n_calls, sizeof *calls, cmp_pair);
+        for (int w = 0; w < n_waits; w++) {
+            /* the inferred wait with this end; the calls that are not
+             * inferred waits around it must be those around the real one */
+            size_t k = 0;
+            while (k < n_calls && calls[k][1] != -waits[w].end)
+                k++;
+            if (k == n_calls)
+                fail_msg("%s: no inferred wait ends at the real wait's end (corr %lld)", capture,
+                         waits[w].corr);
+            size_t a = k, b = k;
+            while (a > 0 && calls[a - 1][1] < 0)
+                a--;
+            while (b + 1 < n_calls && calls[b + 1][1] < 0)
+                b++;
+            long long lo = a ? calls[a - 1][0] : 0, hi = b + 1 < n_calls ? calls[b + 1][0] : LLONG_MAX;
+            if (!(lo < waits[w].corr && waits[w].corr < hi))
+                fail_msg("%s: the wait of corr %lld was placed between calls %lld and %lld", capture,
+                         waits[w].corr, lo, hi);
+        }
+        free(calls);
+        free(placed);
+    }
+    free(waits);
+
+    /* how far ahead of the GPU the host launched */
+    uint64_t *call_at = calloc(1u << 22, sizeof *call_at); /* by correlation id */
+    double lead = 0;
+    size_t n_lead = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        if (r->type == TT_R_API && r->corr < (1u << 22))
+            call_at[r->corr] = r->start;
+    }
+    for (size_t i = 0; i < s.n; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        if (r->type == TT_R_KERNEL && r->corr < (1u << 22) && call_at[r->corr])
+            lead += (double)(r->start - call_at[r->corr]), n_lead++;
+    }
+    free(call_at);
+
+    char path[300];
+    path_in_tmp(path, sizeof path, "variant.json");
+    tt_options o;
+    char msg[512];
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    if (variant & V_COMPLETIONS)
+        o.sync_records = TT_SYNCREC_COMPLETION;
+    o.queued_times = !(variant & V_NO_QUEUED);
+    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
+                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
+                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
+                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
+                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
+    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
+    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
+                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
+                       .end_reason = "exit", .lite = &st, .latency_timestamps = o.queued_times};
+    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
+        fail_msg("%s", msg);
+    tt_store_free(&s);
+    if (!(variant & V_COMPLETIONS) && m.lite->calls < 1000) { /* the lite checks (quadratic) */
+        json_t *w = load_json(path);
+        check_lite(w, !(variant & V_NO_QUEUED));
+        json_decref(w);
+    }
+
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_trace_options lo = {.marker_prefix = marker};
+    tl_err err;
+    if (tl_trace_load(&t, path, &lo, &err) < 0)
+        fail_msg("%s: tl_trace_load: %s", capture, err.msg);
+    tl_fidelity f;
+    if (tl_fidelity_check(&t, NULL, &f, &err) < 0)
+        fail_msg("%s: tl_fidelity_check: %s", capture, err.msg);
+    variant_result res = {.iter_err = f.iter_err, .lead_us = n_lead ? lead / n_lead / 1e3 : 0};
+    for (uint32_t i = 0; i < t.n_iters; i++) {
+        tl_iter_stats is;
+        tl_iteration_stats(&t.iters[i], &is);
+        res.host_ms += is.host_ns / 1e6 / t.n_iters;
+    }
+    tl_trace_close(&t);
+    unlink(path);
+    return res;
+}
+
+/* The H100 lite captures (activity-record waits, queued launch times)
+ * rebuilt as each lite variant would have rebuilt them, then replayed
+ * alone: within 3% of the traced iteration time as recorded, and with
+ * completions for the PyTorch jobs (one stream, no event waits: what that
+ * mode can see; the test program's cross-stream event waits are lost
+ * there, its figure is printed). Every inferred wait is checked to sit
+ * where the real one was. A solo replay hardly depends on where a wait
+ * starts, nor on launch times when the GPU is the bottleneck: the figures
+ * without queued times are printed, not judged. */
+static void test_lite_variants_on_captures(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *marker;
+        bool event_waits; /* waits that completions cannot see */
+    } caps[] = {
+        {CAPTURED "testprog_lite.json.gz", "step#", true},
+        {CAPTURED "resnet50_train_b32_lite.json.gz", NULL, false},
+        {CAPTURED "bert_infer_b1_lite.json.gz", NULL, false},
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        variant_result rec = replay_variant(caps[i].file, caps[i].marker, V_RECORDED);
+        variant_result cmp = replay_variant(caps[i].file, caps[i].marker, V_COMPLETIONS);
+        variant_result noq = replay_variant(caps[i].file, caps[i].marker, V_NO_QUEUED);
+        variant_result both =
+            replay_variant(caps[i].file, caps[i].marker, V_NO_QUEUED | V_COMPLETIONS);
+        print_message("%s: replay error / host ms per iteration / mean launch lead us:\n"
+                      "  recorded %+.2f%% / %.3f / %.1f; completions %+.2f%% / %.3f / %.1f;\n"
+                      "  no queued times %+.2f%% / %.3f / %.1f; both %+.2f%% / %.3f / %.1f\n",
+                      caps[i].file, 100 * rec.iter_err, rec.host_ms, rec.lead_us,
+                      100 * cmp.iter_err, cmp.host_ms, cmp.lead_us, 100 * noq.iter_err,
+                      noq.host_ms, noq.lead_us, 100 * both.iter_err, both.host_ms, both.lead_us);
+        assert_true(rec.iter_err > -0.03 && rec.iter_err < 0.03);
+        if (!caps[i].event_waits) {
+            assert_true(cmp.iter_err > -0.03 && cmp.iter_err < 0.03);
+            /* the waits hold the host as before: host time within 3% too */
+            assert_true(fabs(cmp.host_ms / rec.host_ms - 1) < 0.03);
+        }
+    }
+}
+
 /* The three modes and their options, as the library reads them. */
 static void test_host_timeline_options(void **state)
 {
@@ -863,10 +1243,36 @@ static void test_host_timeline_options(void **state)
     assert_int_equal(tt_parse_host_timeline("Lite", &mode), -1);
     assert_int_equal(tt_parse_sync_records("callback", &how), 0);
     assert_int_equal(how, TT_SYNCREC_CALLBACK);
+    assert_int_equal(tt_parse_sync_records("completion", &how), 0);
+    assert_int_equal(how, TT_SYNCREC_COMPLETION);
+    assert_int_equal(tt_parse_sync_records("activity", &how), 0);
+    assert_int_equal(how, TT_SYNCREC_ACTIVITY);
+    assert_string_equal(tt_sync_records_name(TT_SYNCREC_COMPLETION), "completion");
     assert_int_equal(tt_parse_sync_records("cb", &how), -1);
+    bool on = false;
+    assert_int_equal(tt_parse_on_off("on", &on), 0);
+    assert_true(on);
+    assert_int_equal(tt_parse_on_off("0", &on), 0);
+    assert_false(on);
+    assert_int_equal(tt_parse_on_off("yes", &on), -1);
 
     tt_options o;
     char msg[512];
+    /* the defaults: lite, waits from callbacks, queued launch times */
+    unsetenv("TALLY_TRACE_HOST_TIMELINE");
+    unsetenv("TALLY_TRACE_SYNC_RECORDS");
+    unsetenv("TALLY_TRACE_QUEUED_TIMES");
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.host_timeline, TT_HOST_LITE);
+    assert_int_equal(o.sync_records, TT_SYNCREC_CALLBACK);
+    assert_true(o.queued_times);
+    setenv("TALLY_TRACE_QUEUED_TIMES", "off", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_false(o.queued_times);
+    setenv("TALLY_TRACE_QUEUED_TIMES", "maybe", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_TRACE_QUEUED_TIMES"));
+    unsetenv("TALLY_TRACE_QUEUED_TIMES");
     setenv("TALLY_TRACE_HOST_TIMELINE", "full", 1);
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     assert_int_equal(o.activities, TT_ACT_DEFAULT); /* every call but queries */
@@ -878,11 +1284,17 @@ static void test_host_timeline_options(void **state)
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, "TALLY_TRACE_HOST_TIMELINE"));
     unsetenv("TALLY_TRACE_HOST_TIMELINE");
-    setenv("TALLY_TRACE_SYNC_RECORDS", "callback", 1);
+    setenv("TALLY_TRACE_SYNC_RECORDS", "activity", 1);
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     assert_int_equal(o.host_timeline, TT_HOST_LITE);
-    assert_int_equal(o.sync_records, TT_SYNCREC_CALLBACK);
+    assert_int_equal(o.sync_records, TT_SYNCREC_ACTIVITY);
     assert_true(o.activities & TT_ACT_SYNC);
+    setenv("TALLY_TRACE_SYNC_RECORDS", "completion", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.sync_records, TT_SYNCREC_COMPLETION);
+    setenv("TALLY_TRACE_SYNC_RECORDS", "polling", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_TRACE_SYNC_RECORDS"));
     unsetenv("TALLY_TRACE_SYNC_RECORDS");
 }
 
@@ -906,6 +1318,8 @@ static void test_usage(void **state)
     assert_non_null(strstr(text, "Usage: tally-trace"));
     assert_non_null(strstr(text, "--stop-after-iterations"));
     assert_non_null(strstr(text, "--host-timeline MODE"));
+    assert_non_null(strstr(text, "--sync-records HOW"));
+    assert_non_null(strstr(text, "--queued-times on|off"));
     free(text);
 
     char *version[] = {tool, "--version", NULL};
@@ -924,6 +1338,7 @@ static void test_usage(void **state)
         {tool, "--iteration-sync", "1", "--iteration-kernel", "k", NULL},
         {tool, "--host-timeline", "partial", "--", "/bin/true", NULL},
         {tool, "--sync-records", "polling", "--", "/bin/true", NULL},
+        {tool, "--queued-times", "maybe", "--", "/bin/true", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = run(cases[i], out, err);
@@ -1084,9 +1499,81 @@ static void test_gpu_every_field(void **state)
     (void)state;
     if (!gpu_ready())
         skip();
-    every_field(NULL, NULL, "lite");            /* the default */
-    every_field("lite", "callback", "lite");    /* waits from callbacks */
+    every_field(NULL, NULL, "lite");            /* the default: waits from callbacks */
+    every_field("lite", "activity", "lite");    /* waits from CUPTI activity records */
     every_field("full", NULL, "full");          /* every API call recorded */
+}
+
+/* --sync-records completion on the GPU: no API callback at all; stream and
+ * device synchronizes from CUPTI's synchronize domain, each placed where its
+ * real call was (between the launches around it), ending after the work it
+ * waited for; event synchronizes, stream waits and event records are not
+ * seen. Then --iteration-sync counted from those completions: the same
+ * window as test_gpu_window's. */
+static void test_gpu_completions(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    char json[300], man[300];
+    path_in_tmp(json, sizeof json, "completion.json");
+    path_in_tmp(man, sizeof man, "completion.manifest");
+    char *extra[] = {"--iteration-marker", "step#", "--sync-records", "completion", NULL};
+    char *mode[] = {"steps", "4", NULL};
+    int st = trace_prog(json, man, extra, mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    manifest m;
+    read_manifest(man, &m);
+    json_t *root = load_json(json);
+    json_t *ht = json_object_get(root, "host_timeline");
+    assert_true(has_prefix(jstr(ht, "waits_from"), "inferred"));
+    assert_int_equal(jint(ht, "waits_unplaced"), 0);
+    assert_int_equal(jint(ht, "launches_queued"), jint(ht, "launches"));
+    json_t *events = json_object_get(root, "events");
+    int ssync = 0, dsync = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        if (strcmp(jstr(e, "type"), "api") != 0)
+            continue;
+        const char *name = jstr(e, "name");
+        assert_null(strstr(name, "Event")); /* not seen in this mode */
+        long long corr = jint(e, "corr"), waited = -1;
+        if (!strcmp(name, "cudaStreamSynchronize"))
+            ssync++, waited = awaited_end(events, jint(e, "stream"), corr);
+        else if (!strcmp(name, "cudaDeviceSynchronize"))
+            dsync++, waited = awaited_end(events, -1, corr);
+        if (waited >= 0 && jint(e, "end_ns") + SKEW_NS < waited)
+            fail_msg("%s (corr %lld) ends at %lld, before the work it waited for (%lld)", name,
+                     corr, jint(e, "end_ns"), waited);
+        /* the launch after a wait was queued after it ended */
+        json_t *next = NULL;
+        for (size_t j = 0; j < json_array_size(events); j++) {
+            json_t *x = json_array_get(events, j);
+            if (!strcmp(jstr(x, "type"), "api") && jint(x, "corr") > corr &&
+                !strcmp(jstr(x, "name"), "cudaLaunchKernel") &&
+                (!next || jint(x, "corr") < jint(next, "corr")))
+                next = x;
+        }
+        if (waited >= 0 && next && jint(next, "start_ns") + SKEW_NS < jint(e, "end_ns"))
+            fail_msg("%s (corr %lld) ends after the next launch starts", name, corr);
+    }
+    assert_int_equal(ssync, m.stream_syncs);
+    assert_true(dsync >= m.device_syncs);
+    check_markers(root, 0, 3);
+    json_decref(root);
+    check_loads(json, "step#", 4, 4);
+
+    char *by_sync[] = {"--sync-records", "completion", "--iteration-sync", "device:1",
+                       "--start-after-iterations", "3", "--stop-after-iterations", "3", NULL};
+    char *seven[] = {"steps", "7", NULL};
+    st = trace_prog(json, man, by_sync, seven);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    root = load_json(json);
+    assert_string_equal(jstr(root, "end"), "stop-after-iterations");
+    check_markers(root, 2, 4);
+    assert_int_equal(count_type(root, "kernel"), 12);
+    assert_int_equal(count_iterations(root), 3);
+    json_decref(root);
 }
 
 /* Skip two iterations, keep three: exactly steps 2..4 are in the file. */
@@ -1245,9 +1732,12 @@ int main(void)
         cmocka_unit_test(test_committed_testprog_trace),
         cmocka_unit_test(test_committed_traces_load),
         cmocka_unit_test(test_lite_reconstruction),
+        cmocka_unit_test(test_lite_completions),
+        cmocka_unit_test(test_lite_variants_on_captures),
         cmocka_unit_test(test_host_timeline_options),
         cmocka_unit_test(test_committed_lite_trace),
         cmocka_unit_test(test_gpu_every_field),
+        cmocka_unit_test(test_gpu_completions),
         cmocka_unit_test(test_gpu_window),
         cmocka_unit_test(test_gpu_signals),
         cmocka_unit_test(test_gpu_reset_fork_gzip),

@@ -629,6 +629,14 @@ static bool lite_callbacks(void)
            (g.opts.activities & (TT_ACT_SYNC | TT_ACT_EVENT));
 }
 
+/* LITE with --sync-records completion: no API callbacks; stream and device
+ * synchronizes from the synchronize domain when they complete. */
+static bool lite_completions(void)
+{
+    return g.opts.host_timeline == TT_HOST_LITE && g.opts.sync_records == TT_SYNCREC_COMPLETION &&
+           (g.opts.activities & TT_ACT_SYNC);
+}
+
 static const CUpti_CallbackId lite_call_ids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
@@ -760,6 +768,40 @@ static void record_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
     pthread_mutex_unlock(&g.mu);
 }
 
+/* COMPLETION: a stream or device synchronize has completed (called on the
+ * synchronizing thread as it returns). A wait whose end only is known (lite.c
+ * places it); with --iteration-sync, an iteration boundary, known by time
+ * only (its correlation id is found among the calls when writing, as for
+ * NVTX boundaries). */
+static void completed_sync(CUpti_CallbackId cbid, const void *data)
+{
+    const CUpti_SynchronizeData *sd = data;
+    uint64_t t = now_cupti();
+    bool device = cbid == CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED;
+    if (!device && cbid != CUPTI_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED)
+        return;
+    uint32_t stream_id = TT_NO_ID, ctx_id = 0;
+    if (!device && (!sd || cuptiGetStreamIdEx(sd->context, sd->stream, 0, &stream_id) !=
+                               CUPTI_SUCCESS))
+        stream_id = TT_NO_ID;
+    if (sd && sd->context)
+        cuptiGetContextId(sd->context, &ctx_id);
+    pthread_mutex_lock(&g.mu);
+    tt_rec *r = g.stopping ? NULL : add(TT_R_SYNC);
+    if (r) {
+        r->sub = (uint8_t)(device ? TT_SYNCT_CONTEXT : TT_SYNCT_STREAM);
+        r->end = t;
+        r->context = ctx_id, r->stream = stream_id, r->id = TT_NO_ID;
+        r->flags = TT_RF_END_ONLY;
+    }
+    if (sync_method() && g.opts.iter_sync_kind != (device ? TT_SYNC_STREAM : TT_SYNC_DEVICE)) {
+        static uint64_t n_syncs; /* under g.mu */
+        if (++n_syncs % (uint64_t)g.opts.iter_sync == 0)
+            boundary_locked(t, 0);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
 static const CUpti_CallbackId runtime_syncs[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
@@ -827,6 +869,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
          * window is in it and the one ending it is not. */
         if (marker_matches(nvtx_message(cbid, nd->functionParams)))
             boundary(now_cupti() - 5000, 0);
+        return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_SYNCHRONIZE) {
+        completed_sync(cbid, data);
         return;
     }
     const CUpti_CallbackData *cd = data;
@@ -1339,7 +1385,7 @@ static int enable_activities(unsigned acts)
     };
     /* LITE: kernels' host launch times come from CUPTI's latency timestamps
      * (queued, submitted), collected only when asked for before enabling. */
-    if (g.opts.host_timeline == TT_HOST_LITE) {
+    if (g.opts.host_timeline == TT_HOST_LITE && g.opts.queued_times) {
         CUptiResult r = cuptiActivityEnableLatencyTimestamps(1);
         g.latency_ts = r == CUPTI_SUCCESS;
         if (!g.latency_ts) {
@@ -1352,7 +1398,8 @@ static int enable_activities(unsigned acts)
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         if (!(acts & map[i].bit))
             continue;
-        if (lite_callbacks() && (map[i].bit == TT_ACT_SYNC || map[i].bit == TT_ACT_EVENT))
+        if ((lite_callbacks() || lite_completions()) &&
+            (map[i].bit == TT_ACT_SYNC || map[i].bit == TT_ACT_EVENT))
             continue; /* from callbacks instead (setup_callbacks) */
         CUptiResult r = cuptiActivityEnable(map[i].kind);
         if (r != CUPTI_SUCCESS) {
@@ -1379,6 +1426,19 @@ static int setup_callbacks(void)
                         CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
     cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                         CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    /* COMPLETION: no runtime or driver API callback at all (whether CUPTI
+     * then intercepts every API call is what that mode is there to find
+     * out): synchronizes, iteration syncs included, are seen when they
+     * complete (synchronize domain); cudaDeviceReset is not seen. */
+    if (lite_completions()) {
+        cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE,
+                            CUPTI_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED);
+        cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE,
+                            CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED);
+        if (*g.opts.iter_marker)
+            cuptiEnableDomain(1, g.subscriber, CUPTI_CB_DOMAIN_NVTX);
+        return 0;
+    }
     cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                         CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
     /* Only what the chosen iteration method needs: each callback costs time

@@ -13,8 +13,18 @@
  *   put it later. It lasts `submitted - queued` (the rest of the call: handing
  *   the buffer to the GPU) when known and at most TT_LITE_MAX_CALL_NS, else
  *   TT_LITE_CALL_NS, and never past the start of the next call.
- * - Synchronize and stream-wait calls: host start and end from CUPTI's
- *   SYNCHRONIZATION records (or our callbacks, --sync-records callback): exact.
+ * - Synchronize and stream-wait calls: host start and end from our callbacks
+ *   on those calls (--sync-records callback, the default) or CUPTI's
+ *   SYNCHRONIZATION records (activity): exact. With --sync-records
+ *   completion, CUPTI's synchronize-domain callbacks give only the end of
+ *   each stream or device synchronize and no correlation id: the wait goes
+ *   before the first call that started (queued time, recorded start) after
+ *   its end, or whose GPU work (on its stream, for a stream synchronize)
+ *   started after it; it takes a correlation id left free there (every
+ *   call, queries included, takes one: the real call had one in that gap),
+ *   and starts where the previous call ended (the host went on to the
+ *   wait), or just before its end when it returned more than
+ *   TT_LITE_LATE_NS after the work it waited for (the host came late).
  * - Copies, memsets, event records and launches without a queued timestamp
  *   have no recorded host time. CUPTI hands out correlation ids as calls
  *   begin, so such a call goes where its id puts it, as late as it can:
@@ -47,6 +57,8 @@ typedef struct item {
     bool async;           /* K_MEMCPY, K_MEMSET: an *Async call */
     bool blocking;        /* the host waited for the copy */
     bool known_start, known_end, dropped;
+    bool completion;      /* K_WAIT from a completion: end known, start inferred */
+    uint32_t stream;      /* GPU items; stream synchronizes */
     uint64_t start, end;  /* host times, known or estimated */
     uint64_t gpu_start;   /* earliest GPU start of the call's records; 0 none */
     uint64_t gpu_end;     /* latest GPU end */
@@ -54,8 +66,16 @@ typedef struct item {
     size_t rec;           /* index of its first record: the last tie-break */
 } item;
 
+static bool is_completion(const tt_rec *r)
+{
+    return r->type == TT_R_SYNC && (r->flags & TT_RF_END_ONLY) && r->end &&
+           (r->sub == TT_SYNCT_STREAM || r->sub == TT_SYNCT_CONTEXT);
+}
+
 static int rank_of(const tt_rec *r)
 {
+    if (r->type == TT_R_SYNC && (r->flags & TT_RF_END_ONLY))
+        return -1; /* completions are placed by time (place_completions) */
     switch (r->type) {
     case TT_R_KERNEL: return r->graph ? K_GRAPH : K_LAUNCH;
     case TT_R_MEMCPY: return K_MEMCPY;
@@ -160,6 +180,7 @@ static long collect(const tt_store *s, item **out)
         it->kind = (uint8_t)kind;
         it->rec = i;
         it->call_ns = TT_LITE_CALL_NS;
+        it->stream = r->stream;
         if (is_gpu(kind)) {
             it->gpu_start = r->start;
             it->gpu_end = r->end;
@@ -210,6 +231,162 @@ static long collect(const tt_store *s, item **out)
     return (long)w;
 }
 
+/* Completions ordered by end. */
+typedef struct completion {
+    uint64_t end;
+    size_t rec;
+} completion;
+
+static int by_end(const void *a, const void *b)
+{
+    const completion *x = a, *y = b;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->rec < y->rec ? -1 : x->rec > y->rec;
+}
+
+/* Does item `it` come after a synchronize that completed at `end` (on
+ * `stream`, or the whole device)? Its call started after the return, or its
+ * GPU work (on that stream) started after it. */
+static bool after_sync(const item *it, uint64_t end, bool device, uint32_t stream)
+{
+    if (it->known_start && it->start >= end)
+        return true;
+    return is_gpu(it->kind) && it->gpu_start >= end && (device || it->stream == stream);
+}
+
+/* Scan positions, one per stream synchronized (and one for the device):
+ * completions come in order of their end, so each only moves forward. */
+typedef struct cursor {
+    bool device;
+    uint32_t stream;
+    size_t at;
+} cursor;
+
+/* Insert the completions of s among the items v[0..*n) (sorted by
+ * correlation id) as waits with a free correlation id before the first item
+ * that follows them; their start is set later. Returns 0, or -1 when out of
+ * memory. */
+static int place_completions(tt_store *s, item **pv, size_t *pn, tt_lite_stats *st)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++)
+        m += is_completion(tt_store_at(s, i));
+    if (!m)
+        return 0;
+    item *v = *pv;
+    size_t n = *pn;
+    completion *d = malloc(m * sizeof *d);
+    size_t *pos = malloc(m * sizeof *pos);
+    cursor *cur = malloc((m + 1) * sizeof *cur);
+    item *out = malloc((n + m) * sizeof *out);
+    if (!d || !pos || !cur || !out) {
+        free(d), free(pos), free(cur), free(out);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        tt_rec *r = tt_store_at(s, i);
+        if (!is_completion(r))
+            continue;
+        r->corr = 0, r->start = 0; /* placed afresh at every write */
+        d[k].end = r->end;
+        d[k++].rec = i;
+    }
+    qsort(d, m, sizeof *d, by_end);
+    size_t n_cur = 0;
+    for (size_t c = 0; c < m; c++) {
+        const tt_rec *r = tt_store_at(s, d[c].rec);
+        bool device = r->sub == TT_SYNCT_CONTEXT;
+        size_t j = 0;
+        while (j < n_cur && !(cur[j].device == device && (device || cur[j].stream == r->stream)))
+            j++;
+        if (j == n_cur)
+            cur[n_cur++] = (cursor){.device = device, .stream = r->stream, .at = 0};
+        while (cur[j].at < n && !after_sync(&v[cur[j].at], r->end, device, r->stream))
+            cur[j].at++;
+        pos[c] = cur[j].at;
+    }
+    /* One host thread: a wait that ended later was called later. A stream
+     * cursor sees other streams' work only by its call times, so it may run
+     * past what a later device synchronize knows: the earlier position wins. */
+    for (size_t c = m - 1; c-- > 0;)
+        if (pos[c] > pos[c + 1])
+            pos[c] = pos[c + 1];
+    /* merge: completions before the item at their position (ties: by end) */
+    size_t w = 0, c = 0;
+    for (size_t i = 0; i <= n; i++) {
+        size_t first = c;
+        while (c < m && pos[c] == i)
+            c++;
+        /* free ids between the previous item and this one: the first ones */
+        uint32_t lo = w ? out[w - 1].corr : 0;
+        uint32_t hi = i < n ? v[i].corr : (lo < UINT32_MAX - (uint32_t)m ? lo + (uint32_t)m + 1 : lo);
+        size_t room = hi > lo ? hi - lo - 1 : 0;
+        size_t fit = c - first < room ? c - first : room;
+        for (size_t q = first; q < c; q++) {
+            tt_rec *r = tt_store_at(s, d[q].rec);
+            size_t rank = q - first; /* 0 = earliest end */
+            if (rank >= fit) { /* no free id left here: the real call was elsewhere */
+                st->waits_unplaced++;
+                continue;
+            }
+            item *it = &out[w++];
+            memset(it, 0, sizeof *it);
+            it->corr = lo + 1 + (uint32_t)rank;
+            it->kind = K_WAIT;
+            it->sync_type = r->sub;
+            it->completion = it->known_end = true;
+            it->end = r->end;
+            it->stream = r->stream;
+            it->call_ns = TT_LITE_CALL_NS;
+            it->rec = d[q].rec;
+            r->corr = it->corr;
+        }
+        if (i < n)
+            out[w++] = v[i];
+    }
+    free(d), free(pos), free(cur);
+    free(v);
+    *pv = out;
+    *pn = w;
+    return 0;
+}
+
+/* Latest GPU end so far, overall and per stream (a few streams). */
+typedef struct ends {
+    uint64_t all;
+    uint32_t stream[64];
+    uint64_t end[64];
+    int n;
+} ends;
+
+static void ends_add(ends *e, uint32_t stream, uint64_t end)
+{
+    if (end > e->all)
+        e->all = end;
+    int i = 0;
+    while (i < e->n && e->stream[i] != stream)
+        i++;
+    if (i == e->n) {
+        if (e->n == 64)
+            return; /* too many streams: waits on the rest use the overall end */
+        e->stream[e->n] = stream, e->end[e->n++] = 0;
+    }
+    if (end > e->end[i])
+        e->end[i] = end;
+}
+
+static uint64_t ends_of(const ends *e, bool device, uint32_t stream)
+{
+    if (device)
+        return e->all;
+    for (int i = 0; i < e->n; i++)
+        if (e->stream[i] == stream)
+            return e->end[i];
+    return e->n == 64 ? e->all : 0;
+}
+
 int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -218,6 +395,10 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
     if (nl < 0)
         return -1;
     size_t n = (size_t)nl;
+    if (place_completions(s, &v, &n, st) < 0) {
+        free(v);
+        return -1;
+    }
 
     /* Known starts: queued launches (moved back to their GPU start if skew
      * put them after it), waits, event records seen by a callback. */
@@ -247,9 +428,10 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
     uint64_t bound = UINT64_MAX, known = UINT64_MAX; /* next call's start, next known one */
     for (size_t i = n; i-- > 0;) {
         item *it = &v[i];
-        if (it->known_start) {
-            latest[i] = hard[i] = it->start;
-            bound = known = it->start;
+        if (it->known_start || it->completion) { /* a completion started by its end */
+            uint64_t t = it->known_start ? it->start : it->end;
+            latest[i] = hard[i] = t;
+            bound = known = t;
             continue;
         }
         hard[i] = it->gpu_start && it->gpu_start < known ? it->gpu_start : known;
@@ -264,9 +446,20 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
     /* ... and not before the previous call ended (estimated), in
      * correlation (= call) order, unless their GPU start says otherwise. */
     uint64_t prev_end = 0;
+    ends done_by = {0};
     for (size_t i = 0; i < n; i++) {
         item *it = &v[i];
-        if (!it->known_start) {
+        if (it->completion) {
+            /* the host went on to the wait after its previous call, unless
+             * the wait returned long after what it waited for */
+            uint64_t awaited = ends_of(&done_by, it->sync_type == TT_SYNCT_CONTEXT, it->stream);
+            uint64_t t = prev_end ? prev_end : it->end;
+            if (awaited && it->end > awaited + TT_LITE_LATE_NS && it->end - TT_LITE_CALL_NS > t)
+                t = it->end - TT_LITE_CALL_NS;
+            it->start = t < it->end ? t : it->end;
+            tt_store_at(s, it->rec)->start = it->start;
+            st->waits_inferred++;
+        } else if (!it->known_start) {
             uint64_t t = latest[i];
             if (t == UINT64_MAX || t < prev_end)
                 t = prev_end < hard[i] ? prev_end : hard[i];
@@ -282,6 +475,8 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
                                       : it->start + it->call_ns;
         if (end > prev_end)
             prev_end = end;
+        if (is_gpu(it->kind) && it->gpu_end)
+            ends_add(&done_by, it->stream, it->gpu_end);
     }
     free(latest);
 

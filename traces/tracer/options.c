@@ -99,6 +99,11 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
     o->stop_seconds = -1;
     o->buffer_size = 8u << 20;
     o->activities = TT_ACT_DEFAULT;
+    /* Synchronize and event calls from callbacks on those calls: CUPTI's
+     * SYNCHRONIZATION activity made ResNet-50 training steps ~17% slower
+     * than the callbacks (experiments/results/tracer/README.md). */
+    o->sync_records = TT_SYNCREC_CALLBACK;
+    o->queued_times = true;
     o->max_records = 200u * 1000 * 1000; /* ~20 GB of records: a guard, not a plan */
 
     env_str("TALLY_TRACE_OUTPUT", o->output, sizeof o->output);
@@ -151,7 +156,13 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
     }
     const char *how = getenv("TALLY_TRACE_SYNC_RECORDS");
     if (how && *how && tt_parse_sync_records(how, &o->sync_records) < 0) {
-        snprintf(msg, msg_len, "TALLY_TRACE_SYNC_RECORDS='%s': expected activity or callback", how);
+        snprintf(msg, msg_len,
+                 "TALLY_TRACE_SYNC_RECORDS='%s': expected activity, callback or completion", how);
+        return -1;
+    }
+    const char *queued = getenv("TALLY_TRACE_QUEUED_TIMES");
+    if (queued && *queued && tt_parse_on_off(queued, &o->queued_times) < 0) {
+        snprintf(msg, msg_len, "TALLY_TRACE_QUEUED_TIMES='%s': expected on or off", queued);
         return -1;
     }
     /* Only FULL records API calls; NONE has no use for waits and event
@@ -184,12 +195,29 @@ const char *tt_host_timeline_name(int mode)
     return mode >= 0 && mode < 3 ? host_timeline_names[mode] : "?";
 }
 
+static const char *const sync_records_names[] = {"activity", "callback", "completion"};
+
 int tt_parse_sync_records(const char *s, int *how)
 {
-    if (strcmp(s, "activity") == 0)
-        *how = TT_SYNCREC_ACTIVITY;
-    else if (strcmp(s, "callback") == 0)
-        *how = TT_SYNCREC_CALLBACK;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, sync_records_names[i]) == 0) {
+            *how = i; /* TT_SYNCREC_ACTIVITY, _CALLBACK, _COMPLETION */
+            return 0;
+        }
+    return -1;
+}
+
+const char *tt_sync_records_name(int how)
+{
+    return how >= 0 && how < 3 ? sync_records_names[how] : "?";
+}
+
+int tt_parse_on_off(const char *s, bool *on)
+{
+    if (strcmp(s, "on") == 0 || strcmp(s, "1") == 0)
+        *on = true;
+    else if (strcmp(s, "off") == 0 || strcmp(s, "0") == 0)
+        *on = false;
     else
         return -1;
     return 0;

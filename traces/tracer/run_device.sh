@@ -1,45 +1,61 @@
 #!/usr/bin/env bash
-# run_device.sh: everything the tracer needs a GPU for, in one go (< 8 min on
-# an H100 with the defaults).
+# run_device.sh: everything the tracer needs a GPU for, in one go (< 5 min on
+# an H100 with the defaults and BERT_KERNEL set).
 #
 #   traces/tracer/run_device.sh [OUTDIR]     (from the repository root)
 #
 # 1. builds the tracer (make -f cuda.mk tracer; without make, the same
 #    commands by hand: needs only nvcc, CUPTI, cc);
 # 2. traces the test program in the default lite host-timeline mode (kept
-#    with its manifest, for traces/captured/) and in the full mode, a crash, a
-#    Python program that never touches CUDA, and (unless SKIP_OUTSIDE_SIGNALS)
-#    programs killed from outside (SIGTERM, SIGKILL), stop-after-seconds;
+#    with its manifest, for traces/captured/), with --sync-records activity
+#    and completion, in the full mode, a crash, a Python program that never
+#    touches CUDA, and (unless SKIP_OUTSIDE_SIGNALS) programs killed from
+#    outside (SIGTERM, SIGKILL), stop-after-seconds;
 #    runs tests/test_tracer.c when a prebuilt copy is given in TRACER_TEST_BIN
 #    (every field, lite and full, windows, signals, reset, fork, gzip);
 # 3. traces torchvision ResNet-50 training and transformers BERT inference,
-#    unchanged, in HOST_TIMELINE mode (default lite), compressed;
+#    unchanged, in HOST_TIMELINE mode (default lite), compressed; the BERT
+#    iteration kernel is BERT_KERNEL (or the first line of BERT_KERNEL_FILE,
+#    e.g. workloads/bert_iteration_kernel.txt: the one found on 2026-11-23),
+#    else found in a whole-run BERT trace (16 s more); with COMPLETION_CAPTURE=1 (default) ResNet-50 once more
+#    with --sync-records completion;
 # 4. measures the overhead on ResNet-50 training, STEPS steps, configurations
-#    interleaved, REPEATS times each (CONFIGS; all tracer runs use
-#    --iteration-sync device:1):
+#    interleaved (each repeat starts one configuration later in the list, so
+#    that none always follows the same one), REPEATS times each (CONFIGS; all
+#    tracer runs use --iteration-sync device:1; with PIN_CPUS, e.g. 4-11,
+#    every run, baseline included, is pinned to those CPUs with taskset):
 #      baseline        no tracer
-#      lite            tally-trace (default: --host-timeline lite)
-#      lite_callback   lite, synchronize/event calls from callbacks
-#                      (--sync-records callback) instead of CUPTI's
-#                      SYNCHRONIZATION and CUDA_EVENT activity kinds
-#      full            --host-timeline full (every API call recorded)
-#      gpu_only        --host-timeline none (kernels, copies, memsets)
-#      torch_profiler  the PyTorch profiler (CPU + CUDA activities)
+#      lite            tally-trace (default: --host-timeline lite, waits from
+#                      callbacks on the synchronize/event calls, queued times)
+#      lite_activity   lite, waits from CUPTI's SYNCHRONIZATION and CUDA_EVENT
+#                      activity kinds (--sync-records activity; the default
+#                      until 2026-11-23: +22% there)
+#      lite_noqueued   lite without kernel queued timestamps (--queued-times off)
+#      lite_completion lite with no runtime/driver API callback at all: waits
+#                      and iteration syncs from synchronize-domain completions
+#                      (--sync-records completion)
+#      lite_completion_noqueued  both
 #      lite_nosync     lite without sync/event records (queued times only)
+#      full            --host-timeline full (every API call recorded)
+#      gpu_only        --host-timeline none (kernels, copies, memsets; the
+#                      iteration sync and cudaDeviceReset callbacks stay)
+#      torch_profiler  the PyTorch profiler (CPU + CUDA activities)
 #    New runs stop being started DEADLINE_S seconds after the start (a run
-#    takes ~15 s), so that the whole call stays within its time;
+#    takes ~13 s), so that the whole call stays within its time;
 # 5. with TALLY_SIM (a prebuilt build/tally-sim; libraries from
-#    TRACER_TEST_LIBS), `tally-sim info` and `fidelity` on the lite traces and
-#    on the lite and full traces of the first overhead repeat.
+#    TRACER_TEST_LIBS), `tally-sim info` and `fidelity` on the captures and
+#    `info` on the lite traces of the first overhead repeat.
 #
 # OUTDIR (default $OUT) gets at most 8 files: log.txt, results.tar.gz (the
-# rest), overhead_summary.csv, the lite traces resnet50_train_b32.json.gz,
-# bert_infer_b1.json.gz, bert_infer_full.json.gz, testprog_lite.json.gz and
-# testprog_lite.manifest.
+# rest), overhead_summary.csv, the captures resnet50_train_b32.json.gz,
+# resnet50_train_b32_completion.json.gz, bert_infer_b1.json.gz,
+# testprog_lite.json.gz and testprog_lite.manifest (the whole-run BERT trace,
+# when made, goes into results.tar.gz).
 #
-# Variables: REPEATS (3), STEPS (60), CONFIGS (baseline lite lite_callback
-# full gpu_only torch_profiler), DEADLINE_S (390), HOST_TIMELINE (lite),
-# SKIP_OUTSIDE_SIGNALS, TRACER_TEST_BIN, TRACER_TEST_LIBS, TALLY_SIM, BUILD.
+# Variables: REPEATS (3), STEPS (60), CONFIGS (baseline gpu_only lite
+# lite_noqueued lite_completion), DEADLINE_S (250), HOST_TIMELINE (lite),
+# BERT_KERNEL, BERT_KERNEL_FILE, COMPLETION_CAPTURE (1), PIN_CPUS, SKIP_OUTSIDE_SIGNALS,
+# TRACER_TEST_BIN, TRACER_TEST_LIBS, TALLY_SIM, BUILD.
 set -u
 T_START=$(date +%s)
 OUTDIR=${1:-${OUT:-/tmp/tracer-out}}
@@ -51,9 +67,9 @@ T=$B/tally-trace
 P=$B/tracer_testprog
 WL=traces/tracer/workloads
 REPEATS=${REPEATS:-3}
-CONFIGS=${CONFIGS:-baseline lite lite_callback full gpu_only torch_profiler}
+CONFIGS=${CONFIGS:-baseline gpu_only lite lite_noqueued lite_completion}
 STEPS=${STEPS:-60}
-DEADLINE_S=${DEADLINE_S:-390}
+DEADLINE_S=${DEADLINE_S:-250}
 HOST_TIMELINE=${HOST_TIMELINE:-lite}
 export PYTHONUNBUFFERED=1
 elapsed() { echo $(($(date +%s) - T_START)); }
@@ -70,6 +86,8 @@ for p in sys.argv[1:]:
     h = t.get("host_timeline", {})
     keep = {k: v for k, v in h.items() if not isinstance(v, str) or k == "mode"}
     print(p.rsplit("/", 1)[-1], "end=%s truncated=%s" % (t["end"], t["truncated"]),
+          "sync_records=%s queued_times=%s" % (t["options"].get("sync_records"),
+                                               t["options"].get("queued_times")),
           "counts", t["counts"], "host_timeline", keep)
 EOF
 }
@@ -77,7 +95,8 @@ EOF
 say environment
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 nvcc --version | tail -1
-python3 -c 'import torch, torchvision, transformers; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__)'
+python3 -c 'from importlib.metadata import version as v; print("torch", v("torch"), "torchvision", v("torchvision"), "transformers", v("transformers"))'
+nproc; [ -n "${PIN_CPUS:-}" ] && echo "overhead runs pinned to CPUs $PIN_CPUS"
 ls /usr/local/cuda/lib64/libcupti.so* 2>&1 | head -2
 
 say build
@@ -102,9 +121,12 @@ $T --gzip -o "$OUTDIR/testprog_lite.json" --iteration-marker 'step#' -- $P steps
 say "test program, full host timeline: 6 iterations"
 $T --gzip --host-timeline full -o "$W/tp/testprog_full.json" --iteration-marker 'step#' -- \
     $P steps 6 > "$W/tp/testprog_full.manifest"; echo "rc=$?"
-say "test program, lite with --sync-records callback: 6 iterations"
-$T --gzip --sync-records callback -o "$W/tp/testprog_lite_cb.json" --iteration-marker 'step#' -- \
-    $P steps 6 > "$W/tp/testprog_lite_cb.manifest"; echo "rc=$?"
+say "test program, lite with --sync-records activity: 6 iterations"
+$T --gzip --sync-records activity -o "$W/tp/testprog_lite_activity.json" --iteration-marker 'step#' -- \
+    $P steps 6 > "$W/tp/testprog_lite_activity.manifest"; echo "rc=$?"
+say "test program, lite with --sync-records completion: 6 iterations"
+$T --gzip --sync-records completion -o "$W/tp/testprog_completion.json" --iteration-marker 'step#' -- \
+    $P steps 6 > "$W/tp/testprog_completion.manifest"; echo "rc=$?"
 say "test program: crash (SIGSEGV) after 2 iterations"
 $T --gzip -o "$W/tp/testprog_crash.json" -- $P crash > "$W/tp/testprog_crash.manifest"; echo "rc=$?"
 if [ -z "${SKIP_OUTSIDE_SIGNALS:-}" ]; then
@@ -124,13 +146,14 @@ ls -la "$W/tp"
 summary "$OUTDIR/testprog_lite.json.gz" "$W"/tp/*.json*
 # The lite and the full trace of the same program side by side: launch
 # host times (lite: queued) against the recorded cudaLaunchKernel calls.
-python3 - "$OUTDIR/testprog_lite.json.gz" "$W/tp/testprog_full.json.gz" <<'EOF'
+python3 - "$OUTDIR/testprog_lite.json.gz" "$W/tp/testprog_full.json.gz" "$W/tp/testprog_completion.json.gz" <<'EOF'
 import gzip, json, sys
 for p in sys.argv[1:]:
     t = json.load(gzip.open(p, "rt"))
     ev = t["events"]
     api = {e["corr"]: e for e in ev if e["type"] == "api"}
-    print("==", p.rsplit("/", 1)[-1], "mode", t.get("host_timeline", {}).get("mode"))
+    print("==", p.rsplit("/", 1)[-1], "mode", t.get("host_timeline", {}).get("mode"),
+          t["options"].get("sync_records"))
     print("gpu:", t.get("gpu", {}).get("name"), "streams:", t["stream_info"])
     names = {}
     for e in ev:
@@ -163,10 +186,17 @@ if [ -n "${TRACER_TEST_BIN:-}" ] && [ -x "$TRACER_TEST_BIN" ]; then
 fi
 
 HT="--host-timeline $HOST_TIMELINE"
-say "BERT inference, whole run (40 requests), $HT"
 mkdir -p "$W/torch"
-$T $HT --gzip -o "$OUTDIR/bert_infer_full.json" -- python3 $WL/bert_infer.py --requests 40; echo "rc=$?"
-K=$(python3 $WL/pick_iteration_kernel.py "$OUTDIR/bert_infer_full.json.gz" 40)
+if [ -z "${BERT_KERNEL:-}" ] && [ -n "${BERT_KERNEL_FILE:-}" ] && [ -s "$BERT_KERNEL_FILE" ]; then
+    BERT_KERNEL=$(head -1 "$BERT_KERNEL_FILE")
+fi
+if [ -n "${BERT_KERNEL:-}" ]; then
+    K=$BERT_KERNEL
+else
+    say "BERT inference, whole run (40 requests), $HT"
+    $T $HT --gzip -o "$W/torch/bert_infer_full.json" -- python3 $WL/bert_infer.py --requests 40; echo "rc=$?"
+    K=$(python3 $WL/pick_iteration_kernel.py "$W/torch/bert_infer_full.json.gz" 40)
+fi
 echo "iteration kernel: $K"
 say "BERT inference, requests 5..24 by --iteration-kernel, $HT"
 $T $HT --gzip -o "$OUTDIR/bert_infer_b1.json" --iteration-kernel "$K" --start-after-iterations 5 \
@@ -177,16 +207,26 @@ say "ResNet-50 training, 20 steps after 10 (iteration = device synchronize), $HT
 $T $HT --gzip -o "$OUTDIR/resnet50_train_b32.json" --iteration-sync device:1 \
     --start-after-iterations 10 --stop-after-iterations 20 -- \
     python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
-summary "$OUTDIR"/bert_infer_full.json.gz "$OUTDIR"/bert_infer_b1.json.gz \
-    "$OUTDIR"/resnet50_train_b32.json.gz
+if [ "${COMPLETION_CAPTURE:-1}" = 1 ]; then
+say "ResNet-50 training, the same with --sync-records completion"
+$T $HT --sync-records completion --gzip -o "$OUTDIR/resnet50_train_b32_completion.json" \
+    --iteration-sync device:1 --start-after-iterations 10 --stop-after-iterations 20 -- \
+    python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
+fi
+summary "$OUTDIR"/*.json.gz "$W"/torch/*.json.gz
 
 say "overhead: ResNet-50 training, $STEPS steps, $REPEATS repeats, interleaved: $CONFIGS (new runs until +$DEADLINE_S s)"
 mkdir -p "$W/ovh"
-RUN="python3 $WL/resnet50_train.py --steps $STEPS"
+PIN=""
+[ -n "${PIN_CPUS:-}" ] && PIN="taskset -c $PIN_CPUS"
+RUN="$PIN python3 $WL/resnet50_train.py --steps $STEPS"
 TS="--iteration-sync device:1"
+T="$PIN $T"
+read -r -a CL <<< "$CONFIGS"
 stopped=""
 for r in $(seq 1 "$REPEATS"); do
-    for c in $CONFIGS; do
+    for i in $(seq 0 $((${#CL[@]} - 1))); do
+        c=${CL[$(((i + r - 1) % ${#CL[@]}))]}
         if [ "$(elapsed)" -ge "$DEADLINE_S" ]; then
             stopped="repeat $r, before $c"; break 2
         fi
@@ -196,6 +236,11 @@ for r in $(seq 1 "$REPEATS"); do
         baseline) $RUN --json "$j" ;;
         lite) $T -q -o "$tr" $TS -- $RUN --json "$j" ;;
         lite_callback) $T -q -o "$tr" $TS --sync-records callback -- $RUN --json "$j" ;;
+        lite_activity) $T -q -o "$tr" $TS --sync-records activity -- $RUN --json "$j" ;;
+        lite_noqueued) $T -q -o "$tr" $TS --queued-times off -- $RUN --json "$j" ;;
+        lite_completion) $T -q -o "$tr" $TS --sync-records completion -- $RUN --json "$j" ;;
+        lite_completion_noqueued) $T -q -o "$tr" $TS --sync-records completion --queued-times off \
+            -- $RUN --json "$j" ;;
         lite_nosync) $T -q -o "$tr" $TS --activities kernel,memcpy,memset,nvtx,stream -- $RUN --json "$j" ;;
         full) $T -q -o "$tr" $TS --host-timeline full -- $RUN --json "$j" ;;
         gpu_only) $T -q -o "$tr" $TS --host-timeline none -- $RUN --json "$j" ;;
@@ -213,27 +258,28 @@ python3 $WL/summarize_overhead.py "$W/ovh" 10
 cp "$W/ovh/overhead_summary.csv" "$OUTDIR/" 2>/dev/null
 
 if [ -n "${TALLY_SIM:-}" ] && [ -x "$TALLY_SIM" ]; then
-    say "tally-sim: the lite traces as the simulator reads them"
+    say "tally-sim: the captures as the simulator reads them"
     export LD_LIBRARY_PATH=${TRACER_TEST_LIBS:-}
     for f in "$OUTDIR"/*.json.gz; do
         timeout 60 "$TALLY_SIM" info "$f" 2>&1 | head -8
     done
     say "tally-sim: first overhead repeat, steps 11.. (step time measured: ovh_*_1.json)"
-    for c in lite full; do
-        [ -f "$W/ovh/trace_${c}_1.json" ] || continue
+    for c in $CONFIGS; do
+        [ -f "$W/ovh/trace_${c}_1.json" ] && [ "$c" != gpu_only ] || continue
         echo "-- $c"; timeout 60 "$TALLY_SIM" info --skip 11 "$W/ovh/trace_${c}_1.json" 2>&1 | sed -n '5,7p'
     done
-    python3 - "$W/ovh" <<'EOF'
+    python3 - "$W/ovh" "$CONFIGS" <<'EOF'
 import json, os, statistics, sys
-for c in ["baseline", "lite", "full"]:
+for c in sys.argv[2].split():
     p = os.path.join(sys.argv[1], "ovh_%s_1.json" % c)
     if os.path.exists(p):
         s = json.load(open(p))["step_s"][10:]
-        print("measured %-8s median step %.3f ms" % (c, 1e3 * statistics.median(s)))
+        print("measured %-16s median step %.3f ms" % (c, 1e3 * statistics.median(s)))
 EOF
     say "tally-sim fidelity (replay alone vs traced iteration time)"
-    timeout 120 "$TALLY_SIM" fidelity "$OUTDIR"/resnet50_train_b32.json.gz "$OUTDIR"/bert_infer_b1.json.gz \
-        "$OUTDIR"/bert_infer_full.json.gz "$OUTDIR"/testprog_lite.json.gz 2>&1 | tee "$W/fidelity.csv"
+    timeout 120 "$TALLY_SIM" fidelity $(ls "$OUTDIR"/resnet50_train_b32*.json.gz \
+        "$OUTDIR"/bert_infer_b1.json.gz "$W"/torch/bert_infer_full.json.gz "$OUTDIR"/testprog_lite.json.gz \
+        "$W"/tp/testprog_completion.json.gz 2>/dev/null) 2>&1 | tee "$W/fidelity.csv"
 fi
 
 say pack

@@ -53,9 +53,19 @@ static const char usage_text[] =
     "                                 none: GPU records only, no host calls.\n"
     "                                 An --activities set that holds runtime or\n"
     "                                 driver (all, default, -NAME) implies full\n"
-    "      --sync-records HOW         lite: synchronize/event calls from CUPTI activity\n"
-    "                                 records (activity, default) or from callbacks on\n"
-    "                                 those runtime calls (callback)\n"
+    "      --sync-records HOW         lite: where synchronize/event calls come from:\n"
+    "                                 callback (default): callbacks on those runtime\n"
+    "                                 calls only; activity: CUPTI's synchronization\n"
+    "                                 and CUDA-event records (exact too, but ~17%\n"
+    "                                 slower on PyTorch); completion: no API callback\n"
+    "                                 at all, only CUPTI's 'synchronize completed'\n"
+    "                                 callbacks: stream/device syncs with their end\n"
+    "                                 exact and start inferred; event syncs, stream\n"
+    "                                 waits and event records are not seen, nor is\n"
+    "                                 cudaDeviceReset (the trace is written at exit)\n"
+    "      --queued-times on|off      lite: launch host times from CUPTI's kernel\n"
+    "                                 queued timestamps (on, default) or placed\n"
+    "                                 between their neighbours (off)\n"
     "      --activities LIST          comma list of kernel,memcpy,memset,runtime,\n"
     "                                 driver,sync,nvtx,event,stream,queries; default\n"
     "                                 (all but queries) or all; '-NAME' removes one\n"
@@ -98,6 +108,7 @@ enum {
     OPT_GZIP,
     OPT_HOST_TIMELINE,
     OPT_SYNC_RECORDS,
+    OPT_QUEUED_TIMES,
 };
 
 static const struct option long_opts[] = {
@@ -114,6 +125,7 @@ static const struct option long_opts[] = {
     {"gzip", no_argument, NULL, OPT_GZIP},
     {"host-timeline", required_argument, NULL, OPT_HOST_TIMELINE},
     {"sync-records", required_argument, NULL, OPT_SYNC_RECORDS},
+    {"queued-times", required_argument, NULL, OPT_QUEUED_TIMES},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -260,7 +272,8 @@ int main(int argc, char **argv)
     double start_s = -1, stop_s = -1;
     const char *activities = NULL, *marker = NULL, *kernel = NULL;
     int gzip = 0, quiet = 0, methods = 0, c;
-    int host_timeline = -1, sync_records = TT_SYNCREC_ACTIVITY;
+    int host_timeline = -1, sync_records = TT_SYNCREC_CALLBACK;
+    bool queued_times = true;
     unsigned activity_bits = TT_ACT_DEFAULT;
 
     while ((c = getopt_long(argc, argv, "+o:qhV", long_opts, NULL)) != -1) {
@@ -309,7 +322,12 @@ int main(int argc, char **argv)
             break;
         case OPT_SYNC_RECORDS:
             if (tt_parse_sync_records(optarg, &sync_records) < 0)
-                return usage_error("--sync-records: '%s' is not activity or callback", optarg);
+                return usage_error("--sync-records: '%s' is not callback, activity or completion",
+                                   optarg);
+            break;
+        case OPT_QUEUED_TIMES:
+            if (tt_parse_on_off(optarg, &queued_times) < 0)
+                return usage_error("--queued-times: '%s' is not on or off", optarg);
             break;
         case OPT_MARKER:
             if (!*optarg)
@@ -414,7 +432,8 @@ int main(int argc, char **argv)
     set_env("TALLY_TRACE_ITERATION_KERNEL", kernel ? kernel : "");
     set_env("TALLY_TRACE_ITERATION_SYNC", iter_sync ? iter_sync : "0");
     set_env("TALLY_TRACE_HOST_TIMELINE", tt_host_timeline_name(host_timeline));
-    set_env("TALLY_TRACE_SYNC_RECORDS", sync_records == TT_SYNCREC_CALLBACK ? "callback" : "activity");
+    set_env("TALLY_TRACE_SYNC_RECORDS", tt_sync_records_name(sync_records));
+    set_env("TALLY_TRACE_QUEUED_TIMES", queued_times ? "on" : "off");
     set_env_ll("TALLY_TRACE_GZIP", gzip);
     set_env_ll("TALLY_TRACE_QUIET", quiet);
     struct timespec ts;

@@ -33,8 +33,13 @@
  * synchronization records. NONE writes no host calls at all. */
 enum { TT_HOST_LITE = 0, TT_HOST_FULL = 1, TT_HOST_NONE = 2 };
 /* Where LITE gets synchronize / event-record calls: CUPTI's SYNCHRONIZATION
- * and CUDA_EVENT activity kinds, or callbacks on those runtime calls only. */
-enum { TT_SYNCREC_ACTIVITY = 0, TT_SYNCREC_CALLBACK = 1 };
+ * and CUDA_EVENT activity kinds (ACTIVITY: they made PyTorch ~17% slower on
+ * the H100), callbacks on those runtime calls only (CALLBACK, the default),
+ * or COMPLETION: no runtime or driver API callback at all, only CUPTI's
+ * synchronize-domain callbacks (a stream or device synchronize completed):
+ * a wait's end is exact, its start and its place among the calls are
+ * inferred; event synchronizes, stream waits and event records are not seen. */
+enum { TT_SYNCREC_ACTIVITY = 0, TT_SYNCREC_CALLBACK = 1, TT_SYNCREC_COMPLETION = 2 };
 
 /* Activity groups the user can turn on or off with --activities. */
 enum {
@@ -67,6 +72,8 @@ typedef struct tt_options {
     int iter_sync_kind;          /* TT_SYNC_ANY, TT_SYNC_DEVICE or TT_SYNC_STREAM */
     int host_timeline;           /* TT_HOST_* */
     int sync_records;            /* TT_SYNCREC_* (LITE) */
+    bool queued_times;           /* LITE: ask CUPTI for kernels' queued/submitted
+                                    timestamps (launch host times); default on */
     bool gzip;
     bool quiet;
     int64_t t0_unix_ns;          /* when tally-trace started (seconds count from here) */
@@ -82,11 +89,14 @@ enum { TT_SYNC_ANY = 0, TT_SYNC_DEVICE = 1, TT_SYNC_STREAM = 2 };
  * Returns 0, or -1 if malformed. */
 int tt_parse_iter_sync(const char *s, int64_t *n, int *kind);
 
-/* "lite", "full", "none" -> TT_HOST_*; "activity", "callback" -> TT_SYNCREC_*.
- * Return 0, or -1 for another word. */
+/* "lite", "full", "none" -> TT_HOST_*; "activity", "callback", "completion"
+ * -> TT_SYNCREC_*; "on", "off" (or 1, 0) -> bool. Return 0, or -1 for
+ * another word. */
 int tt_parse_host_timeline(const char *s, int *mode);
 int tt_parse_sync_records(const char *s, int *how);
+int tt_parse_on_off(const char *s, bool *on);
 const char *tt_host_timeline_name(int mode);
+const char *tt_sync_records_name(int how);
 
 /* Fill o from TALLY_TRACE_* environment variables (defaults where unset).
  * Returns 0, or -1 with a message in msg for a malformed value. */
@@ -142,6 +152,9 @@ enum {
     TT_RF_ASYNC = 1 << 0,     /* MEMCPY/MEMSET: issued by an *Async call */
     TT_RF_ESTIMATED = 1 << 1, /* API: reconstructed by lite.c, times estimated */
     TT_RF_HOST_TIME = 1 << 2, /* EVENT: start/end are the host call's (callback) */
+    TT_RF_END_ONLY = 1 << 3,  /* SYNC: a synchronize-domain completion: end known
+                                 (start 0), no correlation id until lite.c gives
+                                 it one */
 };
 
 /* CUPTI's enum values the writer and lite.c need (inject.c checks that they
@@ -193,18 +206,29 @@ typedef struct tt_lite_stats {
                                    queued timestamp) */
     uint64_t blocking_copies;   /* copies the host waited for */
     uint64_t waits;             /* synchronize / stream-wait calls (host times known) */
+    uint64_t waits_inferred;    /* ... of them from completions: end known, start
+                                   and place among the calls inferred */
+    uint64_t waits_unplaced;    /* completions left out: no free correlation id
+                                   where they belong */
 } tt_lite_stats;
 
 /* Default duration given to a reconstructed call whose end is not known. */
 #define TT_LITE_CALL_NS 1000
 /* A launch's call lasts submitted - queued when that is at most this. */
 #define TT_LITE_MAX_CALL_NS 50000
+/* A completed synchronize that returned more than this after the work it
+ * waited for ended: the host came late and waited for nothing (returns took
+ * 3-31 us on the H100). */
+#define TT_LITE_LATE_NS 50000
 
 /* Append to s one TT_R_API record (flags TT_RF_ESTIMATED, thread tid) per
  * host call that the GPU, synchronization and event records of s imply,
  * ordered by correlation id (CUPTI hands them out as calls begin). Records
- * that already have an API record of their correlation id get none. Returns
- * 0, or -1 when out of memory (s then holds what was added so far). */
+ * that already have an API record of their correlation id get none.
+ * Completions (TT_RF_END_ONLY) are placed by time and given a free
+ * correlation id (and their start) in s, so that the writer joins them to
+ * their call. Returns 0, or -1 when out of memory (s then holds what was
+ * added so far). */
 int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st);
 
 /* ---- device properties (from the driver, at context creation) ---- */

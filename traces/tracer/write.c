@@ -277,9 +277,9 @@ static void put_options(sink *o, const tt_options *op)
     put_str(o, op->iter_kernel);
     putf(o, ",\"iteration_sync\":%" PRId64 ",\"iteration_sync_kind\":\"%s\",\"gzip\":%s",
          op->iter_sync, sync_kinds[op->iter_sync_kind], op->gzip ? "true" : "false");
-    putf(o, ",\"host_timeline\":\"%s\",\"sync_records\":\"%s\"}",
-         tt_host_timeline_name(op->host_timeline),
-         op->sync_records == TT_SYNCREC_CALLBACK ? "callback" : "activity");
+    putf(o, ",\"host_timeline\":\"%s\",\"sync_records\":\"%s\",\"queued_times\":%s}",
+         tt_host_timeline_name(op->host_timeline), tt_sync_records_name(op->sync_records),
+         op->queued_times ? "true" : "false");
 }
 
 static const char *iteration_method(const tt_options *op)
@@ -311,14 +311,35 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
     }
     const tt_lite_stats *l = m->lite;
     /* (putf formats at most 511 bytes: the long texts go through puts_) */
-    puts_(o, ",\"thread\":\"one host thread per process: every call has tid = pid\","
-             "\"launch_start\":\"CUPTI queued timestamp of the kernel (host enqueue), at most "
-             "its GPU start\",");
+    puts_(o, ",\"thread\":\"one host thread per process: every call has tid = pid\",");
+    if (m->latency_timestamps)
+        puts_(o, "\"launch_start\":\"CUPTI queued timestamp of the kernel (host enqueue), at "
+                 "most its GPU start\",");
+    else
+        puts_(o, "\"launch_start\":\"no queued timestamps: placed like other calls, in "
+                 "correlation order as late as they can, at most their GPU start\",");
     putf(o, "\"launch_duration_ns\":\"submitted - queued when <= %d, else %d\",",
          TT_LITE_MAX_CALL_NS, TT_LITE_CALL_NS);
-    putf(o, "\"waits_from\":\"%s\",",
-         m->opts->sync_records == TT_SYNCREC_CALLBACK ? "callbacks on the runtime calls"
-                                                      : "CUPTI synchronization records");
+    switch (m->opts->sync_records) {
+    case TT_SYNCREC_CALLBACK:
+        puts_(o, "\"waits_from\":\"callbacks on the synchronize, stream-wait and event-record "
+                 "runtime calls: exact host start and end\",");
+        break;
+    case TT_SYNCREC_COMPLETION:
+        /* Said plainly: these waits are partly inferred. */
+        putf(o, "\"waits_from\":\"inferred: CUPTI synchronize-domain callbacks (a stream or "
+                "device synchronize completed) give each wait's end; its start is the previous "
+                "call's end, or its end when it returned more than %d ns after the work it "
+                "waited for; its place among the calls is inferred from the times\",",
+             TT_LITE_LATE_NS);
+        puts_(o, "\"waits_not_seen\":\"event synchronizes, stream waits on events, event "
+                 "records\",");
+        break;
+    default:
+        puts_(o, "\"waits_from\":\"CUPTI synchronization records: exact host start and "
+                 "end\",");
+        break;
+    }
     puts_(o, "\"other_calls\":\"copies, memsets, event records: placed in correlation order "
              "as late as they can, ending where the next call starts, not after their own GPU "
              "start nor before the previous call's estimated end; blocking copies end with the "
@@ -329,9 +350,10 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
         putf(o,
              ",\"calls\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"launches_queued\":%" PRIu64
              ",\"launches_clamped\":%" PRIu64 ",\"interpolated\":%" PRIu64
-             ",\"blocking_copies\":%" PRIu64 ",\"waits\":%" PRIu64,
+             ",\"blocking_copies\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"waits_inferred\":%" PRIu64
+             ",\"waits_unplaced\":%" PRIu64,
              l->calls, l->launches, l->launches_queued, l->launches_clamped, l->interpolated,
-             l->blocking_copies, l->waits);
+             l->blocking_copies, l->waits, l->waits_inferred, l->waits_unplaced);
     puts_(o, "}");
 }
 
