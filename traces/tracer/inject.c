@@ -1215,8 +1215,11 @@ static void at_exit(void)
     if (done)
         return;
     /* The program is done calling CUDA: what follows is ours (the context
-     * synchronize that completes the GPU records) and must not be recorded. */
+     * synchronize that completes the GPU records) and must not be recorded,
+     * nor seen as a wait or an iteration by the synchronize domain. */
     disable_kinds(api_kinds, sizeof api_kinds / sizeof api_kinds[0]);
+    if (lite_completions())
+        cuptiEnableDomain(0, g.subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE);
     sync_contexts();
     cuptiActivityFlushAll(0);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

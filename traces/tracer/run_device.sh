@@ -218,7 +218,13 @@ summary "$OUTDIR"/*.json.gz "$W"/torch/*.json.gz
 say "overhead: ResNet-50 training, $STEPS steps, $REPEATS repeats, interleaved: $CONFIGS (new runs until +$DEADLINE_S s)"
 mkdir -p "$W/ovh"
 PIN=""
-[ -n "${PIN_CPUS:-}" ] && PIN="taskset -c $PIN_CPUS"
+if [ -n "${PIN_CPUS:-}" ]; then
+    if command -v taskset >/dev/null && taskset -c "$PIN_CPUS" true; then
+        PIN="taskset -c $PIN_CPUS"
+    else
+        echo "PIN_CPUS=$PIN_CPUS: taskset missing or refused: runs are not pinned"
+    fi
+fi
 RUN="$PIN python3 $WL/resnet50_train.py --steps $STEPS"
 TS="--iteration-sync device:1"
 T="$PIN $T"
