@@ -213,7 +213,7 @@ $T $HT --sync-records completion --gzip -o "$OUTDIR/resnet50_train_b32_completio
     --iteration-sync device:1 --start-after-iterations 10 --stop-after-iterations 20 -- \
     python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
 fi
-summary "$OUTDIR"/*.json.gz "$W"/torch/*.json.gz
+summary $(ls "$OUTDIR"/*.json.gz "$W"/torch/*.json.gz 2>/dev/null)
 
 say "overhead: ResNet-50 training, $STEPS steps, $REPEATS repeats, interleaved: $CONFIGS (new runs until +$DEADLINE_S s)"
 mkdir -p "$W/ovh"
