@@ -356,6 +356,13 @@ void sm_presence_all(sim *s, unit *u, int sign)
  * around. Kind-only relations and thread counts stay as they are. */
 void sm_renew_age(sim *s, group *g, uint64_t age)
 {
+    /* Age only decides compute beside compute: a memory group, or one with
+     * no other launch on its SMs, just takes the new age (the common case,
+     * and the scan below is not free). */
+    if (g->l->work != TL_WORK_COMPUTE || g->foreign == 0) {
+        g->age = age;
+        return;
+    }
     unit *u = g->u;
     launch *l = g->l;
     int left = g->sms;

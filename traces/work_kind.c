@@ -3,6 +3,7 @@
  * simulator's contention model and the backend's synthetic kernels read the
  * same answer, so that the two worlds stay comparable. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -52,11 +53,21 @@ const char *tl_work_name(int work)
 
 void tl_trace_classify(tl_trace *t)
 {
+    /* once per distinct name: traces repeat a few hundred names many times */
+    uint8_t *by_name = NULL;
+    if (t->n_strings) {
+        by_name = tl_xmalloc(t->n_strings);
+        for (uint32_t i = 0; i < t->n_strings; i++)
+            by_name[i] = (uint8_t)tl_work_for_name(t->strings[i]);
+    }
     for (uint32_t i = 0; i < t->n_iters; i++)
         for (uint32_t k = 0; k < t->iters[i].n_ops; k++) {
             tl_op *op = &t->iters[i].ops[k];
-            op->work = op->kind == TL_OP_KERNEL
-                           ? (uint8_t)tl_work_for_name(tl_trace_op_name(t, op))
-                           : (uint8_t)TL_WORK_MEMORY;
+            uint8_t w = TL_WORK_MEMORY;
+            if (op->kind == TL_OP_KERNEL)
+                w = op->name < t->n_strings ? by_name[op->name]
+                                            : (uint8_t)tl_work_for_name(NULL);
+            op->work = w;
         }
+    free(by_name);
 }
