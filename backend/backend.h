@@ -197,7 +197,24 @@ typedef struct tl_contention_point {
     double slowdown;
     bool older;                  /* launched first, the other right after */
     bool serialized;
+    double solo_ns, corun_ns, other_corun_ns; /* 0 when the CSV lacks them */
 } tl_contention_point;
+
+/* The simulator's KINDS model (sim/contention.c) fitted to the same points:
+ * starved_rate = the median, over the serialized points that carry solo,
+ * co-run and the other's co-run times, of the work done beside the other per
+ * unit of its co-run time, (solo - (corun - other_corun)) / other_corun;
+ * memory beside memory: slowdown = 1 + mem_alpha f^mem_p / f_self^mem_q by
+ * least squares (mem_p in [0.5, 3], mem_q in [0, 2], both by 0.1, mem_alpha
+ * in closed form for each; ties keep the first). */
+typedef struct tl_contention_kinds_result {
+    double starved_rate;
+    int n_starved;
+    double mem_alpha, mem_p, mem_q, rmse;
+    int n_mem;
+} tl_contention_kinds_result;
+int tl_contention_fit_kinds(const tl_contention_point *p, int n, tl_contention_kinds_result *out,
+                            tl_err *err);
 
 typedef struct tl_contention_result {
     double alpha, max_slowdown;

@@ -125,9 +125,12 @@ static int split(char *line, char **fields, int max)
     return n;
 }
 
-enum { C_VK, C_FS, C_OK, C_FO, C_SD, C_CO, C_OS, C_ORDER, C_N };
+enum { C_VK, C_FS, C_OK, C_FO, C_SD, C_CO, C_OS, C_ORDER, C_SOLO, C_OCO, C_N };
 static const char *const col_names[C_N] = {"victim_kind", "f_self", "other_kind", "f_other",
-                                           "slowdown", "corun_ns", "other_solo_ns", "victim_order"};
+                                           "slowdown", "corun_ns", "other_solo_ns", "victim_order",
+                                           "solo_ns", "other_corun_ns"};
+/* columns that may be missing (older files) */
+static bool optional_col(int c) { return c == C_ORDER || c == C_SOLO || c == C_OCO; }
 
 static bool num_field(const char *s, double *out)
 {
@@ -158,7 +161,7 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
                 for (int i = 0; i < nf; i++)
                     if (!strcmp(fl[i], col_names[c]))
                         col[c] = i;
-                if (col[c] < 0 && c != C_ORDER) {
+                if (col[c] < 0 && !optional_col(c)) {
                     r = tl_errf(err, TL_EFORMAT, "%s:%d: header: no column '%s'", path, lineno,
                                 col_names[c]);
                     break;
@@ -173,7 +176,7 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
         double v[C_N] = {0};
         bool ok = nf == ncols && kind_from(fl[col[C_VK]]) >= 0 && kind_from(fl[col[C_OK]]) >= 0;
         for (int c = 0; ok && c < C_N; c++)
-            if (c != C_VK && c != C_OK && c != C_ORDER)
+            if (c != C_VK && c != C_OK && c != C_ORDER && col[c] >= 0)
                 ok = num_field(fl[col[c]], &v[c]);
         const char *order = ok && col[C_ORDER] >= 0 ? fl[col[C_ORDER]] : "second";
         ok = ok && (!strcmp(order, "first") || !strcmp(order, "second"));
@@ -196,7 +199,7 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
         bool older = !strcmp(order, "first");
         (*out)[(*n)++] = (tl_contention_point){
             kind_from(fl[col[C_VK]]), kind_from(fl[col[C_OK]]), v[C_FS], v[C_FO], v[C_SD], older,
-            tl_contention_serialized(v[C_CO], v[C_OS])};
+            tl_contention_serialized(v[C_CO], v[C_OS]), v[C_SOLO], v[C_CO], v[C_OCO]};
     }
     fclose(f);
     if (r == 0 && *n == 0)
@@ -207,6 +210,72 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
         *n = 0;
     }
     return r;
+}
+
+/* ---------- the KINDS model ---------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int tl_contention_fit_kinds(const tl_contention_point *p, int n, tl_contention_kinds_result *out,
+                            tl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    double *rates = tl_xcalloc((size_t)n + 1, sizeof *rates);
+    int nr = 0, nm = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i].serialized && p[i].solo_ns > 0 && p[i].other_corun_ns > 0 && p[i].corun_ns > 0) {
+            double r = (p[i].solo_ns - (p[i].corun_ns - p[i].other_corun_ns)) / p[i].other_corun_ns;
+            rates[nr++] = r < 1e-4 ? 1e-4 : r > 1 ? 1 : r;
+        }
+        nm += p[i].kind == TL_KIND_MEMORY && p[i].other_kind == TL_KIND_MEMORY && p[i].f > 0 &&
+              p[i].f_self > 0;
+    }
+    if (nr == 0 || nm < 3) {
+        free(rates);
+        return tl_errf(err, TL_EMISSING,
+                       "contention fit (kinds): %d starved point(s) with solo_ns/other_corun_ns and "
+                       "%d memory-memory point(s); at least 1 and 3 needed", nr, nm);
+    }
+    qsort(rates, (size_t)nr, sizeof *rates, cmp_double);
+    out->starved_rate = nr % 2 ? rates[nr / 2] : (rates[nr / 2 - 1] + rates[nr / 2]) / 2;
+    out->n_starved = nr;
+    free(rates);
+    double best = INFINITY;
+    for (int pi = 5; pi <= 30; pi++)
+        for (int qi = 0; qi <= 20; qi++) {
+            double pe = pi / 10.0, qe = qi / 10.0, sxy = 0, sxx = 0;
+            for (int i = 0; i < n; i++) {
+                if (p[i].kind != TL_KIND_MEMORY || p[i].other_kind != TL_KIND_MEMORY ||
+                    !(p[i].f > 0 && p[i].f_self > 0))
+                    continue;
+                double x = pow(p[i].f, pe) / pow(p[i].f_self, qe);
+                sxy += x * (p[i].slowdown - 1);
+                sxx += x * x;
+            }
+            double a = sxx > 0 ? sxy / sxx : 0, sse = 0;
+            if (a < 0)
+                a = 0;
+            for (int i = 0; i < n; i++) {
+                if (p[i].kind != TL_KIND_MEMORY || p[i].other_kind != TL_KIND_MEMORY ||
+                    !(p[i].f > 0 && p[i].f_self > 0))
+                    continue;
+                double d = 1 + a * pow(p[i].f, pe) / pow(p[i].f_self, qe) - p[i].slowdown;
+                sse += d * d;
+            }
+            if (sse < best - 1e-12) {
+                best = sse;
+                out->mem_alpha = a;
+                out->mem_p = pe;
+                out->mem_q = qe;
+            }
+        }
+    out->n_mem = nm;
+    out->rmse = sqrt(best / nm);
+    return 0;
 }
 
 /* ---------- report ---------- */
@@ -250,7 +319,7 @@ int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_conten
     }
     fprintf(f, "contention: %d points, %d serialized (left out of the fit: made no progress beside "
                "the other kernel)\n", n, ser);
-    print_fit(f, "(the default: not serialized)", fit);
+    print_fit(f, "THREADS (not serialized)", fit);
     fit_subset(f, "all points", p, n, sub, -1, -1, -1, true);
     for (int older = 0; older < 2; older++)
         for (int vk = 0; vk < 2; vk++)
@@ -261,6 +330,15 @@ int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_conten
                 fit_subset(f, what, p, n, sub, vk, ok, older, false);
             }
     free(sub);
+    tl_contention_kinds_result kr;
+    tl_err ke = {0};
+    if (tl_contention_fit_kinds(p, n, &kr, &ke) == 0)
+        fprintf(f, "contention fit KINDS (the simulator's H100 model): starved_rate %.4f (median of "
+                   "%d starved co-runs); memory beside memory: mem_alpha %.3f mem_p %.1f mem_q %.1f "
+                   "rmse %.3f (n %d)\n",
+                kr.starved_rate, kr.n_starved, kr.mem_alpha, kr.mem_p, kr.mem_q, kr.rmse, kr.n_mem);
+    else
+        fprintf(f, "contention fit KINDS: %s\n", ke.msg);
     fprintf(f, "%-8s %6s %-8s %6s %-6s %9s %9s %7s\n", "kind", "f_self", "other", "f", "order",
             "measured", "fitted", "error");
     for (int i = 0; i < n; i++) {

@@ -6,6 +6,7 @@
  * one with a GPU its selftest must pass (otherwise that test is skipped and
  * says why). */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -641,6 +642,40 @@ static void test_contention_fit_recovers_parameters(void **state)
     assert_non_null(strstr(err.msg, "point 3"));
 }
 
+/* The KINDS fit recovers known parameters: memory-memory points made from
+ * 1 + 2 f^1.5 / fs^0.5 on a grid of shares, and starved points whose victim
+ * (2 ms alone) did 0.01, 0.02 and 0.04 of the other's 20 ms co-run of work
+ * beside it: median 0.02. Fewer than 3 memory points is an error. */
+static void test_contention_fit_kinds(void **state)
+{
+    (void)state;
+    tl_contention_point p[16];
+    int n = 0;
+    double fs[] = {0.125, 0.25, 0.5}, fo[] = {0.125, 0.25, 0.5};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            p[n++] = (tl_contention_point){TL_KIND_MEMORY, TL_KIND_MEMORY, fs[i], fo[j],
+                                           1 + 2 * pow(fo[j], 1.5) / pow(fs[i], 0.5)};
+    double done[] = {0.01, 0.02, 0.04};
+    for (int i = 0; i < 3; i++) {
+        double solo = 2e6, other = 20e6, corun = other + solo - done[i] * other;
+        p[n++] = (tl_contention_point){TL_KIND_COMPUTE, TL_KIND_COMPUTE, 0.125, 0.125, corun / solo,
+                                       false, true, solo, corun, other};
+    }
+    tl_contention_kinds_result r;
+    tl_err err = {0};
+    assert_int_equal(tl_contention_fit_kinds(p, n, &r, &err), 0);
+    assert_float_equal(r.mem_p, 1.5, 1e-9);
+    assert_float_equal(r.mem_q, 0.5, 1e-9);
+    assert_float_equal(r.mem_alpha, 2.0, 1e-9);
+    assert_true(r.rmse < 1e-9);
+    assert_int_equal(r.n_mem, 9);
+    assert_int_equal(r.n_starved, 3);
+    assert_float_equal(r.starved_rate, 0.02, 1e-9);
+    assert_int_equal(tl_contention_fit_kinds(p + 7, n - 7, &r, &err), TL_EMISSING);
+    assert_non_null(strstr(err.msg, "memory-memory"));
+}
+
 static void test_contention_csv(void **state)
 {
     (void)state;
@@ -727,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_procs_signal_cleanup),
         cmocka_unit_test(test_watchdog_rule),
         cmocka_unit_test(test_contention_fit_recovers_parameters),
+        cmocka_unit_test(test_contention_fit_kinds),
         cmocka_unit_test(test_contention_csv),
         cmocka_unit_test(test_watchdog_ends_hung_run),
         cmocka_unit_test(test_tally_run_refuses_without_gpu),
