@@ -8,6 +8,8 @@
 #   diag       mobilenet-b1 + resnet50-train under tally, tgs, pipeswitch and
 #              priority-streams, 5 s after 1 s, per-kernel records (-k):
 #              OUTDIR/diag.db
+#   diag-gaps  the diag runs (tally, pipeswitch, priority-streams only) into a
+#              scratch database, summarised by gaps.py: OUTDIR/diag_gaps.csv
 #   eager-A    the eager headline spec, alone + the five policies that keep
 #              every job's kernels whole (priority-streams, time-slicing, mps,
 #              mps-priority, herald), 8 s after 2 s, 2 repetitions:
@@ -37,6 +39,15 @@ for step in "$@"; do
                -J "name=resnet50-train,trace=$h100/resnet50_train_b32_steps.json.gz,role=training,model_mb=100" \
                -p tally -p tgs -p pipeswitch -p priority-streams -t 5 -w 1 -S 1 -k -q -d "$out/diag.db"
         echo "rc=$?" ;;
+    diag-gaps)
+        h100=traces/bundled/h100
+        rm -f /tmp/diag_gaps.db
+        $B run -J "name=mobilenet-b1,trace=$h100/mobilenetv3_infer_b1.json.gz,role=inference,load=0.5,model_mb=50" \
+               -J "name=resnet50-train,trace=$h100/resnet50_train_b32_steps.json.gz,role=training,model_mb=100" \
+               -p tally -p pipeswitch -p priority-streams -t 5 -w 1 -S 1 -k -q -d /tmp/diag_gaps.db
+        echo "rc=$?"
+        python3 experiments/results/hw/gaps.py /tmp/diag_gaps.db > "$out/diag_gaps.csv"
+        cat "$out/diag_gaps.csv" ;;
     eager-A)
         $B run -s $spec -t 8 -w 2 -r 2 -p priority-streams -p time-slicing -p mps -p mps-priority \
                -p herald -q -d "$out/eager_A.db"
