@@ -464,7 +464,11 @@ static group *group_new(sim *s, launch *l, unit *u)
     else
         g = tl_xmalloc(sizeof *g);
     /* every field, without a memset (hot path) */
-    g->uid = ++s->next_group_uid;
+    /* mixed once here: class hashes and masks use it as it is */
+    uint64_t x = ++s->next_group_uid * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    g->uid = x ^ (x >> 29);
     g->l = l;
     g->u = u;
     g->prev = NULL;

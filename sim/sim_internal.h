@@ -94,7 +94,7 @@ struct launch {
 };
 
 struct group {
-    uint64_t uid;           /* creation order: hashing, determinism */
+    uint64_t uid;           /* creation order, mixed: class hashes */
     launch *l;
     unit *u;
     group *prev, *next;     /* the unit's live groups */

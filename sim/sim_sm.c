@@ -11,13 +11,12 @@
 
 #include "sim_internal.h"
 
-static uint64_t ent_hash(const group *g, int bps)
+/* An entry's share of its class's hash: order-independent (summed), and
+ * different for the same group with another number of blocks per SM (the
+ * uid is mixed at creation; odd multipliers keep it apart). */
+static inline uint64_t ent_hash(const group *g, int bps)
 {
-    uint64_t x = g->uid * 0x9E3779B97F4A7C15ull + (uint64_t)bps;
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    return x;
+    return g->uid * (2 * (uint64_t)bps + 1);
 }
 
 smclass *sm_class_new(int pool, int n)
@@ -143,32 +142,35 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
             c = t;
         }
         bool l_here = false, j_here = false, c_here = false;
-        int64_t my_thr = (int64_t)m * bps * thr;
-        int64_t foreign = 0, foreign_mem = 0, starve = 0;
-        for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
-            if (e->l == l) {
-                l_here = true;
-            } else {
-                /* every resident is older than g, which is being placed */
-                int64_t e_thr = (int64_t)m * e->bps * e->thr;
-                foreign += e_thr;
-                e->g->foreign += my_thr;
-                if (e->work == TL_WORK_MEMORY)
-                    foreign_mem += e_thr;
-                if (work == TL_WORK_MEMORY)
-                    e->g->foreign_mem += my_thr;
-                if (contention_starves(work, g->age, e->work, e->g->age))
-                    starve += m;
-                if (contention_starves(e->work, e->g->age, work, g->age))
-                    e->g->starve += m;
-                group_rate_dirty(s, e->g);
+        if (c->n_ents) {
+            int64_t my_thr = (int64_t)m * bps * thr;
+            int64_t foreign = 0, foreign_mem = 0, starve = 0;
+            for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
+                if (e->l == l) {
+                    l_here = true;
+                } else {
+                    /* every resident is older than g, which is being placed */
+                    group *eg = e->g;
+                    int64_t e_thr = (int64_t)m * e->bps * e->thr;
+                    foreign += e_thr;
+                    eg->foreign += my_thr;
+                    if (e->work == TL_WORK_MEMORY)
+                        foreign_mem += e_thr;
+                    if (work == TL_WORK_MEMORY)
+                        eg->foreign_mem += my_thr;
+                    if (contention_starves(work, g->age, e->work, eg->age))
+                        starve += m;
+                    if (contention_starves(e->work, eg->age, work, g->age))
+                        eg->starve += m;
+                    group_rate_dirty(s, eg);
+                }
+                j_here |= e->job == job;
+                c_here |= e->ctx == ctx;
             }
-            j_here |= e->job == job;
-            c_here |= e->ctx == ctx;
+            g->foreign += foreign;
+            g->foreign_mem += foreign_mem;
+            g->starve += starve;
         }
-        g->foreign += foreign;
-        g->foreign_mem += foreign_mem;
-        g->starve += starve;
         if (c->n_ents == c->cap_ents) {
             c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
             c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
@@ -198,7 +200,7 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
 
 static bool class_equal(const smclass *a, const smclass *b)
 {
-    if (a->pool != b->pool || a->hash != b->hash || a->n_ents != b->n_ents)
+    if (a->pool != b->pool || a->n_ents != b->n_ents)
         return false;
     for (int i = 0; i < a->n_ents; i++) {
         bool found = false;
@@ -210,31 +212,52 @@ static bool class_equal(const smclass *a, const smclass *b)
     return true;
 }
 
-/* Merge classes that became identical; keeps the lower index (stable order).
- * Classes are pairwise distinct before a removal, so only pairs with a
- * class that lost an entry can have become equal: other pairs are skipped
- * (the same merges, in the same order, as comparing every pair). */
+/* Merge classes that became identical into the one of lowest index, keeping
+ * the order of the others. Classes are pairwise distinct before a removal,
+ * so a set of identical classes holds at most one that did not lose an
+ * entry: looking from each touched class for its equals gives the same
+ * merges as comparing every pair. */
 static void merge_classes(sim *s, unit *u)
 {
-    for (int i = 0; i < u->n_cls; i++) {
-        smclass *a = u->cls[i];
-        for (int j = i + 1; j < u->n_cls; j++) {
-            smclass *b = u->cls[j];
-            if (!a->touched && !b->touched)
-                continue;
-            if (class_equal(a, b)) {
-                a->n += b->n;
-                a->touched |= b->touched;
+    int n = u->n_cls;
+    smclass **cls = u->cls;
+    bool merged = false;
+    for (int i = 0; i < n; i++) {
+        smclass *t = cls[i];
+        if (!t || !t->touched)
+            continue;
+        t->touched = false;
+        /* A lower equal cannot be touched (it would have taken t already):
+         * it keeps the SMs. Otherwise t keeps them. */
+        smclass *k = t;
+        for (int j = 0; j < i; j++) {
+            if (cls[j] && cls[j]->hash == t->hash && class_equal(cls[j], t)) {
+                k = cls[j];
+                k->n += t->n;
+                sm_class_release(s, t);
+                cls[i] = NULL;
+                merged = true;
+                break;
+            }
+        }
+        for (int j = i + 1; j < n; j++) {
+            smclass *b = cls[j];
+            if (b && b->hash == k->hash && class_equal(k, b)) {
+                k->n += b->n;
+                b->touched = false;
                 sm_class_release(s, b);
-                for (int k = j + 1; k < u->n_cls; k++)
-                    u->cls[k - 1] = u->cls[k];
-                u->n_cls--;
-                j--;
+                cls[j] = NULL;
+                merged = true;
             }
         }
     }
-    for (int i = 0; i < u->n_cls; i++)
-        u->cls[i]->touched = false;
+    if (merged) {
+        int w = 0;
+        for (int i = 0; i < n; i++)
+            if (cls[i])
+                cls[w++] = cls[i];
+        u->n_cls = w;
+    }
 }
 
 /* g is the unit's only live group: every class of its pool holds g alone,
@@ -282,9 +305,10 @@ void sm_remove(sim *s, group *g)
     }
     launch *l = g->l;
     sctx *ctx = l->st->c;
-    int job = l->job;
-    bool running = unit_running(s, u);
+    int job = l->job, work = l->work;
     int thr = l->cost.threads, regs = l->cost.regs, smem = l->cost.smem;
+    uint64_t h = g->uid;
+    int sub_l = 0, sub_j = 0, sub_c = 0;
     /* the classes holding g add up to g->sms SMs: stop once they are found */
     int left = g->sms;
     for (int ci = 0; ci < u->n_cls && left > 0; ci++) {
@@ -294,41 +318,48 @@ void sm_remove(sim *s, group *g)
             e++;
         if (e == end)
             continue;
-        int bps = e->bps;
+        int bps = e->bps, n = c->n;
         *e = *--end;
         c->n_ents--;
         c->thr -= bps * thr;
         c->regs -= bps * regs;
         c->smem -= bps * smem;
         c->blocks -= bps;
-        c->hash -= ent_hash(g, bps);
+        c->hash -= h * (2 * (uint64_t)bps + 1); /* ent_hash */
         c->touched = true;
-        left -= c->n;
-        int64_t my_thr = (int64_t)c->n * bps * thr;
+        left -= n;
+        int64_t my_thr = (int64_t)n * bps * thr;
         bool l_here = false, j_here = false, c_here = false;
         for (e = c->ents; e < end; e++) {
             if (e->l == l) {
                 l_here = true;
             } else {
-                e->g->foreign -= my_thr;
-                if (l->work == TL_WORK_MEMORY)
-                    e->g->foreign_mem -= my_thr;
-                if (contention_starves(e->work, e->g->age, l->work, g->age))
-                    e->g->starve -= c->n;
-                group_rate_dirty(s, e->g);
+                group *eg = e->g;
+                eg->foreign -= my_thr;
+                if (work == TL_WORK_MEMORY)
+                    eg->foreign_mem -= my_thr;
+                if (contention_starves(e->work, eg->age, work, g->age))
+                    eg->starve -= n;
+                group_rate_dirty(s, eg);
             }
             j_here |= e->job == job;
             c_here |= e->ctx == ctx;
         }
-        if (running) {
-            if (!l_here)
-                acct_launch_sms(s, l, -c->n);
-            if (!j_here)
-                acct_job_sms(s, job, -c->n);
-        }
+        if (!l_here)
+            sub_l += n;
+        if (!j_here)
+            sub_j += n;
         if (!c_here)
-            ctx->sms_now -= c->n;
+            sub_c += n;
     }
+    /* SM counts change at one instant: one accounting step (the same integrals) */
+    if (unit_running(s, u)) {
+        if (sub_l)
+            acct_launch_sms(s, l, -sub_l);
+        if (sub_j)
+            acct_job_sms(s, job, -sub_j);
+    }
+    ctx->sms_now -= sub_c;
     merge_classes(s, u);
 }
 
