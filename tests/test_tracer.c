@@ -848,6 +848,7 @@ static void test_lite_reconstruction(void **state)
                   f.traced_iter_ns / 1e3, f.replay_iter_ns / 1e3, 100 * f.iter_err);
     assert_true(f.iter_err > -0.03 && f.iter_err < 0.03);
     tl_trace_close(&t);
+    tt_lite_restore(&s, &st);
     tt_store_free(&s);
 }
 
@@ -884,24 +885,42 @@ static void test_lite_completions(void **state)
     mk_completion(&s, TT_SYNCT_STREAM, 7, T + US(1200));
     mk_kernel(&s, 27, 7, T + US(1300), T + US(1305), T + US(1400), "e");
     mk_kernel(&s, 30, 7, T + US(2000), T + US(2001), T + US(2050), "f");
+    size_t g31 = s.n;
     mk_kernel(&s, 31, 7, T + US(2100), T + US(2101), T + US(2150), "g");
-    /* between 30 and 31 by time, but no correlation id is free there */
+    /* between 30 and 31 by time, with no correlation id free there: what
+     * CUPTI gives when it traces no synchronize call (it numbered only the
+     * calls that made GPU work; the H100 run of test_gpu_completions). The
+     * ids from 31 on move up by two. */
+    size_t w4a = s.n;
+    mk_completion(&s, TT_SYNCT_STREAM, 7, T + US(2055));
+    size_t w4b = s.n;
     mk_completion(&s, TT_SYNCT_CONTEXT, TT_NO_ID, T + US(2060));
-    size_t w5 = s.n; /* after everything: the next free id */
+    size_t w5 = s.n; /* after everything: the next id */
     mk_completion(&s, TT_SYNCT_CONTEXT, TT_NO_ID, T + US(3000));
 
     tt_lite_stats st;
     assert_int_equal(tt_lite_reconstruct(&s, 1, &st), 0);
-    assert_int_equal(st.waits_inferred, 4);
-    assert_int_equal(st.waits_unplaced, 1);
-    assert_int_equal(st.waits, 4);
+    assert_int_equal(st.waits_inferred, 6);
+    assert_int_equal(st.waits_unplaced, 0);
+    assert_int_equal(st.waits, 6);
+    assert_int_equal(st.corr_moved, 1);
+    assert_int_equal(tt_lite_corr(&st, 30), 30);
+    assert_int_equal(tt_lite_corr(&st, 31), 33);
+    assert_int_equal(tt_store_at(&s, w4a)->corr, 31);
+    assert_int_equal(tt_store_at(&s, w4b)->corr, 32);
+    assert_string_equal(call_name_of(&s, 31), "cudaStreamSynchronize");
+    assert_string_equal(call_name_of(&s, 32), "cudaDeviceSynchronize");
+    assert_int_equal(tt_store_at(&s, g31)->corr, 33); /* the kernel follows its call */
+    assert_string_equal(call_name_of(&s, 33), "cudaLaunchKernel");
+    assert_int_equal(call_of(&s, 33)->start, T + US(2100));
+    assert_int_equal(call_of(&s, 32)->end, T + US(2060));
     /* placed after the call before them, with the first free id */
     assert_int_equal(tt_store_at(&s, w1)->corr, 13);
     /* after the other stream's launch (its call came first), though its
      * kernel ran on past the synchronize of stream 7 */
     assert_int_equal(tt_store_at(&s, w2)->corr, 24);
     assert_int_equal(tt_store_at(&s, w3)->corr, 26);
-    assert_int_equal(tt_store_at(&s, w5)->corr, 32);
+    assert_int_equal(tt_store_at(&s, w5)->corr, 34);
     assert_string_equal(call_name_of(&s, 13), "cudaDeviceSynchronize");
     assert_string_equal(call_name_of(&s, 24), "cudaStreamSynchronize");
     /* the first wait starts where the launch before it ended (submitted) */
@@ -912,19 +931,27 @@ static void test_lite_completions(void **state)
     assert_int_equal(call_of(&s, 24)->start, call_of(&s, 23)->end);
     /* the late one: just before its end */
     assert_int_equal(call_of(&s, 26)->start, T + US(1199));
-    assert_int_equal(call_of(&s, 32)->end, T + US(3000));
+    assert_int_equal(call_of(&s, 34)->end, T + US(3000));
     /* every call starts after the previous one ended (one thread) */
-    uint32_t order[] = {10, 12, 13, 20, 21, 23, 24, 25, 26, 27, 30, 31, 32};
+    uint32_t order[] = {10, 12, 13, 20, 21, 23, 24, 25, 26, 27, 30, 31, 32, 33, 34};
     for (size_t i = 1; i < sizeof order / sizeof order[0]; i++)
         if (call_of(&s, order[i])->start < call_of(&s, order[i - 1])->start)
             fail_msg("call %u starts before call %u", order[i], order[i - 1]);
 
-    /* placed afresh when written again (after a cudaDeviceReset, at exit) */
+    /* after the write: CUPTI's ids back; placed afresh when written again
+     * (after a cudaDeviceReset, at exit) */
     size_t n = s.n;
+    tt_lite_restore(&s, &st);
     tt_store_truncate(&s, n - st.calls);
+    assert_int_equal(tt_store_at(&s, g31)->corr, 31);
+    assert_int_equal(tt_store_at(&s, w4a)->corr, 0);
+    assert_int_equal(tt_lite_corr(&st, 31), 31);
     assert_int_equal(tt_lite_reconstruct(&s, 1, &st), 0);
-    assert_int_equal(st.waits_inferred, 4);
+    assert_int_equal(st.waits_inferred, 6);
     assert_int_equal(tt_store_at(&s, w3)->corr, 26);
+    assert_int_equal(tt_store_at(&s, w4b)->corr, 32);
+    assert_int_equal(tt_store_at(&s, g31)->corr, 33);
+    tt_lite_restore(&s, &st);
     tt_store_free(&s);
 }
 
@@ -951,24 +978,59 @@ static int kind_from(const char *name, const char *(*fn)(unsigned), int n)
 static const char *copy_name_of(unsigned k) { return copy_kind_name(k); }
 static const char *mem_name_of(unsigned k) { return mem_kind_name(k); }
 
-/* A real wait of the capture: its correlation id and end. */
+/* A real wait of the capture: its correlation id and end; with
+ * completions, the ids (as renumbered, below) of the calls around it. */
 typedef struct real_wait {
     long long corr, end;
+    uint32_t prev, next; /* 0: none */
 } real_wait;
 
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Call c's id when only the calls with GPU work (ids gpu[0..n), sorted) were
+ * numbered, consecutively from the first; gpu NULL: c itself. */
+static uint32_t dense_id(const long long *gpu, size_t n, long long c)
+{
+    const long long *p = gpu && c > 0 ? bsearch(&c, gpu, n, sizeof *gpu, cmp_ll) : NULL;
+    return p ? (uint32_t)(gpu[0] + (p - gpu)) : (uint32_t)c;
+}
+
 /* Records from a lite trace (times shifted by T0: 0 means unknown). Waits
- * the variant keeps as completions are listed in waits (*n_waits). */
+ * the variant keeps as completions are listed in waits (*n_waits). With
+ * completions, CUPTI traces no API call, and numbers only the calls that
+ * make GPU work: the calls' ids are renumbered so, consecutive from the
+ * first (the captures were made with the synchronize calls traced, which
+ * took ids of their own). */
 static void store_from_trace(json_t *root, tt_store *s, unsigned variant, real_wait *waits,
                              int *n_waits)
 {
     json_t *events = json_object_get(root, "events");
     size_t n = json_array_size(events);
     long long max_corr = 0;
+    long long *gpu = calloc(n + 1, sizeof *gpu); /* ids of the calls with GPU work */
+    size_t n_gpu = 0;
     for (size_t i = 0; i < n; i++) {
-        json_t *c = json_object_get(json_array_get(events, i), "corr");
+        json_t *e = json_array_get(events, i), *c = json_object_get(e, "corr");
         if (json_is_integer(c) && json_integer_value(c) > max_corr)
             max_corr = json_integer_value(c);
+        const char *type = jstr(e, "type");
+        if (json_is_integer(c) && json_integer_value(c) > 0 &&
+            (!strcmp(type, "kernel") || !strcmp(type, "memcpy") || !strcmp(type, "memset")))
+            gpu[n_gpu++] = json_integer_value(c);
     }
+    qsort(gpu, n_gpu, sizeof *gpu, cmp_ll);
+    size_t u = 0;
+    for (size_t i = 0; i < n_gpu; i++)
+        if (!u || gpu[u - 1] != gpu[i])
+            gpu[u++] = gpu[i];
+    n_gpu = u;
+    bool dense = (variant & V_COMPLETIONS) && n_gpu;
+    /* renumbered: the k-th call with GPU work gets gpu[0] + k */
+#define DENSE(c) dense_id(dense ? gpu : NULL, n_gpu, c)
     json_t **api = calloc((size_t)max_corr + 1, sizeof *api);
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(events, i);
@@ -982,7 +1044,7 @@ static void store_from_trace(json_t *root, tt_store *s, unsigned variant, real_w
         long long corr = json_integer_value(json_object_get(e, "corr"));
         uint64_t t0 = T0 + (uint64_t)jint(e, "start_ns"), t1 = T0 + (uint64_t)jint(e, "end_ns");
         if (!strcmp(type, "kernel")) {
-            tt_rec *r = mk(s, TT_R_KERNEL, (uint32_t)corr, t0, t1);
+            tt_rec *r = mk(s, TT_R_KERNEL, DENSE(corr), t0, t1);
             r->stream = (uint32_t)jint(e, "stream");
             json_t *g = json_object_get(e, "grid"), *b = json_object_get(e, "block");
             for (int d = 0; d < 3; d++) {
@@ -1000,7 +1062,7 @@ static void store_from_trace(json_t *root, tt_store *s, unsigned variant, real_w
             }
         } else if (!strcmp(type, "memcpy") || !strcmp(type, "memset")) {
             bool copy = !strcmp(type, "memcpy");
-            tt_rec *r = mk(s, copy ? TT_R_MEMCPY : TT_R_MEMSET, (uint32_t)corr, t0, t1);
+            tt_rec *r = mk(s, copy ? TT_R_MEMCPY : TT_R_MEMSET, DENSE(corr), t0, t1);
             r->stream = (uint32_t)jint(e, "stream");
             r->bytes = (uint64_t)jint(e, "bytes");
             json_t *a = api[corr];
@@ -1038,11 +1100,19 @@ static void store_from_trace(json_t *root, tt_store *s, unsigned variant, real_w
                 r->start = r->end = 0; /* CUDA_EVENT records carry no host time */
             if (sync && (variant & V_COMPLETIONS)) {
                 r->corr = 0, r->start = 0, r->flags = TT_RF_END_ONLY;
-                waits[*n_waits].corr = corr;
-                waits[(*n_waits)++].end = (long long)t1;
+                real_wait *w = &waits[(*n_waits)++];
+                w->corr = corr;
+                w->end = (long long)t1;
+                size_t k = 0; /* the first call with GPU work after it */
+                while (k < n_gpu && gpu[k] < corr) /* (few waits: a scan will do) */
+                    k++;
+                w->prev = k ? (uint32_t)(gpu[0] + (long long)k - 1) : 0;
+                w->next = k < n_gpu ? (uint32_t)(gpu[0] + (long long)k) : 0;
             }
         }
     }
+#undef DENSE
+    free(gpu);
     json_t *si = json_object_get(root, "stream_info");
     for (size_t i = 0; i < json_array_size(si); i++) {
         json_t *x = json_array_get(si, i);
@@ -1082,6 +1152,12 @@ static variant_result replay_variant(const char *capture, const char *marker, un
     if (variant & V_COMPLETIONS) {
         assert_int_equal(st.waits_inferred, n_waits);
         assert_int_equal(st.waits_unplaced, 0);
+        /* a wait between two calls had no id free: room was made */
+        bool inside = false;
+        for (int w = 0; w < n_waits; w++)
+            inside = inside || (waits[w].prev && waits[w].next);
+        if (inside)
+            assert_true(st.corr_moved > 0);
         /* calls (the reconstructed ones) by correlation id */
         uint32_t *placed = calloc((size_t)n_waits + 1, sizeof *placed); /* their ids */
         size_t n_placed = 0;
@@ -1116,10 +1192,13 @@ static variant_result replay_variant(const char *capture, const char *marker, un
                 a--;
             while (b + 1 < n_calls && calls[b + 1][1] < 0)
                 b++;
-            long long lo = a ? calls[a - 1][0] : 0, hi = b + 1 < n_calls ? calls[b + 1][0] : LLONG_MAX;
-            if (!(lo < waits[w].corr && waits[w].corr < hi))
-                fail_msg("%s: the wait of corr %lld was placed between calls %lld and %lld", capture,
-                         waits[w].corr, lo, hi);
+            /* the calls around it, as moved to make room for the waits */
+            long long lo = a ? calls[a - 1][0] : 0, hi = b + 1 < n_calls ? calls[b + 1][0] : 0;
+            long long want_lo = waits[w].prev ? tt_lite_corr(&st, waits[w].prev) : 0;
+            long long want_hi = waits[w].next ? tt_lite_corr(&st, waits[w].next) : 0;
+            if (lo != want_lo || hi != want_hi)
+                fail_msg("%s: the wait of corr %lld was placed between calls %lld and %lld, "
+                         "not %lld and %lld", capture, waits[w].corr, lo, hi, want_lo, want_hi);
         }
         free(calls);
         free(placed);
@@ -1161,6 +1240,7 @@ static variant_result replay_variant(const char *capture, const char *marker, un
                        .end_reason = "exit", .lite = &st, .latency_timestamps = o.queued_times};
     if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
         fail_msg("%s", msg);
+    tt_lite_restore(&s, &st);
     tt_store_free(&s);
     if (!(variant & V_COMPLETIONS) && m.lite->calls < 1000) { /* the lite checks (quadratic) */
         json_t *w = load_json(path);
@@ -1207,6 +1287,13 @@ static void test_lite_variants_on_captures(void **state)
         {CAPTURED "testprog_lite.json.gz", "step#", true},
         {CAPTURED "resnet50_train_b32_lite.json.gz", NULL, false},
         {CAPTURED "bert_infer_b1_lite.json.gz", NULL, false},
+        /* the default's (waits from callbacks; the run of 2026-11-23). Its
+         * ResNet-50 capture is not here: replayed alone it is -3.27%, the
+         * simulator dispatching a stream's back-to-back kernels with no gap
+         * where the H100 left ~2.3 us under CUPTI's latency timestamps
+         * (experiments/results/tracer/README.md) */
+        {CAPTURED "testprog_callback.json.gz", "step#", true},
+        {CAPTURED "bert_infer_b1_callback.json.gz", NULL, false},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
         variant_result rec = replay_variant(caps[i].file, caps[i].marker, V_RECORDED);
@@ -1227,6 +1314,151 @@ static void test_lite_variants_on_captures(void **state)
             assert_true(fabs(cmp.host_ms / rec.host_ms - 1) < 0.03);
         }
     }
+}
+
+/* A real --sync-records completion capture (the H100 run of 2026-11-23,
+ * made before waits could move ids: 29 of its 30 device synchronizes were
+ * left out, for want of a free correlation id). Its GPU records carry
+ * CUPTI's ids as that mode gets them, consecutive; the synchronizes' ends
+ * survive as the iteration boundaries (--iteration-sync device:1 counts
+ * completions; a boundary is the completion's own time) and as the one
+ * wait placed. Rebuilt from those: every wait placed, before the first
+ * launch of the next step, with room made among the real ids; one sync per
+ * iteration; the host time per step no longer holds the waits. */
+static void test_completion_capture_rebuilt(void **state)
+{
+    (void)state;
+    const char *cap = CAPTURED "resnet50_train_b32_completion.json.gz";
+    json_t *root = load_json(cap);
+    json_t *ht = json_object_get(root, "host_timeline");
+    assert_int_equal(jint(ht, "waits_unplaced"), 29); /* as captured */
+    tt_store s;
+    tt_store_init(&s);
+    size_t n_ev = json_array_size(json_object_get(root, "events"));
+    real_wait *waits = calloc(n_ev + 1, sizeof *waits);
+    int n_waits = 0;
+    store_from_trace(root, &s, V_COMPLETIONS, waits, &n_waits);
+    assert_int_equal(n_waits, 1); /* the placed one: the stop boundary's */
+    /* the boundaries: a completion each, but the first (the wait that
+     * ended the step before the window, whose calls are not in the file) */
+    size_t n_rec = s.n;
+    uint64_t first = UINT64_MAX;
+    for (size_t i = 0; i < n_rec; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        if (r->type == TT_R_MARKER && has_prefix(s.strings[r->name], "iteration#") &&
+            r->start < first)
+            first = r->start;
+    }
+    int n_marks = 0;
+    for (size_t i = 0; i < n_rec; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        if (r->type == TT_R_MARKER && has_prefix(s.strings[r->name], "iteration#") &&
+            r->start > first) {
+            uint64_t end = r->start;
+            mk_completion(&s, TT_SYNCT_CONTEXT, TT_NO_ID, end);
+            n_marks++;
+        }
+    }
+    assert_int_equal(n_marks, 19);
+    json_decref(root);
+
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    assert_int_equal(st.waits_inferred, 20);
+    assert_int_equal(st.waits_unplaced, 0);
+    assert_true(st.corr_moved > 0);
+    /* each wait: after every call that started before its end, before
+     * every call that started after it (by id), the other waits aside */
+    uint32_t *wait_ids = calloc(s.n + 1, sizeof *wait_ids);
+    size_t n_wait_ids = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        if (r->type == TT_R_SYNC && (r->flags & TT_RF_END_ONLY)) {
+            assert_true(r->corr != 0);
+            wait_ids[n_wait_ids++] = r->corr;
+        }
+    }
+    qsort(wait_ids, n_wait_ids, sizeof *wait_ids, cmp_corr);
+    size_t n_calls = 0;
+    long long(*calls)[2] = calloc(s.n + 1, sizeof *calls); /* corr, start */
+    for (size_t i = 0; i < s.n; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        if (r->type == TT_R_API &&
+            !bsearch(&r->corr, wait_ids, n_wait_ids, sizeof *wait_ids, cmp_corr))
+            calls[n_calls][0] = r->corr, calls[n_calls++][1] = (long long)r->start;
+    }
+    for (size_t i = 0; i < s.n; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        if (!(r->type == TT_R_SYNC && (r->flags & TT_RF_END_ONLY)))
+            continue;
+        assert_non_null(call_of(&s, r->corr));
+        for (size_t j = 0; j < n_calls; j++) {
+            bool before = calls[j][0] < r->corr;
+            if (before && calls[j][1] >= (long long)r->end)
+                fail_msg("call %lld starts after the wait (corr %u) ended", calls[j][0], r->corr);
+            if (!before && calls[j][1] < (long long)r->end)
+                fail_msg("call %lld, after the wait (corr %u), started before it ended",
+                         calls[j][0], r->corr);
+        }
+    }
+    free(wait_ids);
+    free(calls);
+    free(waits);
+
+    char path[300];
+    path_in_tmp(path, sizeof path, "completion_rebuilt.json");
+    tt_options o;
+    char msg[512];
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    o.sync_records = TT_SYNCREC_COMPLETION;
+    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
+                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
+                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
+                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
+                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
+    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
+    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
+                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
+                       .end_reason = "exit", .lite = &st, .latency_timestamps = true};
+    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
+        fail_msg("%s", msg);
+    tt_lite_restore(&s, &st);
+    tt_store_free(&s);
+
+    tl_trace_options lo = {.marker_prefix = "iteration#"};
+    tl_err err;
+    double host_ms[2] = {0, 0}, traced_ms = 0, busy_ms = 0;
+    for (int f = 0; f < 2; f++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        if (tl_trace_load(&t, f ? path : cap, &lo, &err) < 0)
+            fail_msg("tl_trace_load: %s", err.msg);
+        assert_int_equal(t.n_iters, 20);
+        for (uint32_t i = 0; i < t.n_iters; i++) {
+            tl_iter_stats is;
+            tl_iteration_stats(&t.iters[i], &is);
+            assert_int_equal(is.kernels, 725);
+            if (f) /* the wait that ends the step */
+                assert_int_equal(is.syncs, 1);
+            host_ms[f] += is.host_ns / 1e6 / t.n_iters;
+            if (f)
+                traced_ms += is.traced_ns / 1e6 / t.n_iters,
+                    busy_ms += is.gpu_busy_ns / 1e6 / t.n_iters;
+        }
+        if (f) {
+            tl_fidelity fid;
+            if (tl_fidelity_check(&t, NULL, &fid, &err) < 0)
+                fail_msg("tl_fidelity_check: %s", err.msg);
+            print_message("%s rebuilt: host %.3f ms per step (as captured %.3f), traced %.3f, "
+                          "GPU busy %.3f; replay %+.2f%%; %llu calls moved\n",
+                          cap, host_ms[1], host_ms[0], traced_ms, busy_ms, 100 * fid.iter_err,
+                          (unsigned long long)st.corr_moved);
+        }
+        tl_trace_close(&t);
+    }
+    unlink(path);
+    /* the waits (the GPU's last ~2 ms of each step) are no longer host time */
+    assert_true(host_ms[1] < host_ms[0] - 1.0);
 }
 
 /* The three modes and their options, as the library reads them. */
@@ -1389,25 +1621,29 @@ static void test_committed_testprog_trace(void **state)
     json_decref(root);
 }
 
-/* A lite capture of the test program, when one is committed (made by
- * traces/tracer/run_device.sh as testprog_lite.json.gz + .manifest). */
+/* The lite captures of the test program (traces/tracer/run_device.sh's
+ * testprog_lite.json.gz + .manifest, renamed), checked field by field. */
 static void test_committed_lite_trace(void **state)
 {
     (void)state;
-    if (!exists(CAPTURED "testprog_lite.json.gz") || !exists(CAPTURED "testprog_lite.manifest")) {
-        print_message("SKIP: no " CAPTURED "testprog_lite.json.gz committed yet\n");
-        skip();
+    /* waits from SYNCHRONIZATION records (build ad47eeb), from callbacks
+     * (the default since 2cf8579) */
+    static const char *caps[][2] = {
+        {CAPTURED "testprog_lite.json.gz", CAPTURED "testprog_lite.manifest"},
+        {CAPTURED "testprog_callback.json.gz", CAPTURED "testprog_callback.manifest"},
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        manifest m;
+        read_manifest(caps[i][1], &m);
+        assert_int_equal(m.n, 4 * STEPS);
+        json_t *root = load_json(caps[i][0]);
+        assert_false(json_is_true(json_object_get(root, "truncated")));
+        check_against_manifest(root, &m);
+        assert_true(check_lite(root, true) >= 4 * STEPS);
+        check_markers(root, 0, STEPS - 1);
+        json_decref(root);
+        check_loads(caps[i][0], "step#", STEPS, 4);
     }
-    manifest m;
-    read_manifest(CAPTURED "testprog_lite.manifest", &m);
-    assert_int_equal(m.n, 4 * STEPS);
-    json_t *root = load_json(CAPTURED "testprog_lite.json.gz");
-    assert_false(json_is_true(json_object_get(root, "truncated")));
-    check_against_manifest(root, &m);
-    assert_true(check_lite(root, true) >= 4 * STEPS);
-    check_markers(root, 0, STEPS - 1);
-    json_decref(root);
-    check_loads(CAPTURED "testprog_lite.json.gz", "step#", STEPS, 4);
 }
 
 /* What the simulator gets: iterations and kernels of the committed captures. */
@@ -1419,9 +1655,11 @@ static void test_committed_traces_load(void **state)
     /* full and lite host timelines of the same job: 20 training steps were
      * recorded (--stop-after-iterations 20), the same kernels each */
     const char *resnet[] = {CAPTURED "resnet50_train_b32.json.gz",
-                            CAPTURED "resnet50_train_b32_lite.json.gz"};
+                            CAPTURED "resnet50_train_b32_lite.json.gz",
+                            CAPTURED "resnet50_train_b32_callback.json.gz",
+                            CAPTURED "resnet50_train_b32_completion.json.gz"};
     uint32_t k_first = 0;
-    for (size_t f = 0; f < 2; f++) {
+    for (size_t f = 0; f < sizeof resnet / sizeof resnet[0]; f++) {
         tl_trace t;
         tl_trace_init(&t);
         tl_err err;
@@ -1744,6 +1982,7 @@ int main(void)
         cmocka_unit_test(test_lite_reconstruction),
         cmocka_unit_test(test_lite_completions),
         cmocka_unit_test(test_lite_variants_on_captures),
+        cmocka_unit_test(test_completion_capture_rebuilt),
         cmocka_unit_test(test_host_timeline_options),
         cmocka_unit_test(test_committed_lite_trace),
         cmocka_unit_test(test_gpu_every_field),

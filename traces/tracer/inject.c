@@ -937,15 +937,16 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void resolve_boundary_times(void)
+/* start_corr, stop_corr: g's, as the lite reconstruction moved them. */
+static void resolve_boundary_times(uint32_t start_corr, uint32_t stop_corr)
 {
     size_t n = 0;
     for (size_t i = 0; i < g.store.n; i++) {
         const tt_rec *r = tt_store_at(&g.store, i);
         n += r->type == TT_R_ITER && r->start == 0;
     }
-    bool need_start = g.start_corr && !g.start_ts;
-    bool need_stop = g.stop_corr != UINT32_MAX && g.stop_ts == UINT64_MAX;
+    bool need_start = start_corr && !g.start_ts;
+    bool need_stop = stop_corr != UINT32_MAX && g.stop_ts == UINT64_MAX;
     if (!n && !need_start && !need_stop)
         return;
     uint32_t *corrs = malloc((n + 2) * sizeof *corrs);
@@ -965,9 +966,9 @@ static void resolve_boundary_times(void)
         const tt_rec *r = tt_store_at(&g.store, i);
         if (r->type != TT_R_API)
             continue;
-        if (need_start && r->corr == g.start_corr)
+        if (need_start && r->corr == start_corr)
             g.start_ts = r->start, need_start = false;
-        if (need_stop && r->corr == g.stop_corr)
+        if (need_stop && r->corr == stop_corr)
             g.stop_ts = r->start, need_stop = false;
         uint32_t *hit = k ? bsearch(&r->corr, corrs, k, sizeof *corrs, cmp_u32) : NULL;
         if (hit)
@@ -1003,7 +1004,10 @@ static int write_now(const char *end_reason, bool truncated, const char *why)
         snprintf(g.trunc_reason, sizeof g.trunc_reason,
                  "out of memory while rebuilding the host calls");
     }
-    resolve_boundary_times();
+    /* the window's ids as the reconstruction moved them (completions) */
+    uint32_t start_corr = tt_lite_corr(&lite, g.start_corr);
+    uint32_t stop_corr = g.stop_corr != UINT32_MAX ? tt_lite_corr(&lite, g.stop_corr) : UINT32_MAX;
+    resolve_boundary_times(start_corr, stop_corr);
     tt_trace_meta m = {0};
     m.pid = g.pid;
     m.opts = &g.opts;
@@ -1018,12 +1022,12 @@ static int write_now(const char *end_reason, bool truncated, const char *why)
         m.window_start_corr = UINT32_MAX;
     } else {
         m.window_start_ts = g.start_ts;
-        m.window_start_corr = g.start_corr           ? g.start_corr
+        m.window_start_corr = start_corr             ? start_corr
                               : g.start_ts           ? first_corr_from(g.start_ts)
                                                      : 0;
     }
     m.window_stop_ts = g.stop_ts;
-    m.window_stop_corr = g.stop_corr != UINT32_MAX ? g.stop_corr
+    m.window_stop_corr = stop_corr != UINT32_MAX   ? stop_corr
                          : g.stop_ts != UINT64_MAX ? corr_after_last_before(g.stop_ts)
                                                    : UINT32_MAX;
     if (g.truncated) { /* a limit hit while recording wins */
@@ -1042,6 +1046,7 @@ static int write_now(const char *end_reason, bool truncated, const char *why)
     char msg[9000];
     int rc = tt_write_trace(&g.store, &m, g.path, msg, sizeof msg);
     say("%s%s", rc < 0 ? "cannot write the trace: " : "wrote ", msg);
+    tt_lite_restore(&g.store, &lite); /* CUPTI's ids again, for a later write */
     tt_store_truncate(&g.store, n_recorded);
     return rc;
 }

@@ -20,11 +20,14 @@
  *   each stream or device synchronize and no correlation id: the wait goes
  *   before the first call that started (queued time, recorded start) after
  *   its end, or whose GPU work (on its stream, for a stream synchronize)
- *   started after it; it takes a correlation id left free there (every
- *   call, queries included, takes one: the real call had one in that gap),
- *   and starts where the previous call ended (the host went on to the
- *   wait), or just before its end when it returned more than
- *   TT_LITE_LATE_NS after the work it waited for (the host came late).
+ *   started after it; it takes the correlation id after the previous
+ *   call's. CUPTI numbers only the calls it traces (GPU work, callbacks,
+ *   API activity), so in this mode that id is the next call's: the ids
+ *   from there on are moved up to make room (tt_lite_restore puts them
+ *   back after the write). It starts where the previous call ended (the
+ *   host went on to the wait), or just before its end when it returned
+ *   more than TT_LITE_LATE_NS after the work it waited for (the host came
+ *   late).
  * - Copies, memsets, event records and launches without a queued timestamp
  *   have no recorded host time. CUPTI hands out correlation ids as calls
  *   begin, so such a call goes where its id puts it, as late as it can:
@@ -313,21 +316,52 @@ static int place_completions(tt_store *s, item **pv, size_t *pn, tt_lite_stats *
     for (size_t c = m - 1; c-- > 0;)
         if (pos[c] > pos[c + 1])
             pos[c] = pos[c + 1];
+    /* Ids. A wait takes ids right after the call before it. CUPTI numbers
+     * only the calls it traces: with callbacks on the synchronizes (or an
+     * API activity kind) the real call left its id free there; with
+     * completions only, the calls around it have consecutive ids. Where
+     * fewer are free than waits go there, the ids from the next call on are
+     * moved up by the difference (the room a wait needs depends only on the
+     * CUPTI ids of the two calls around it, not on earlier moves). */
+    uint32_t *room_at = malloc((n + 1) * sizeof *room_at), *room_by = malloc((n + 1) * sizeof *room_by);
+    if (!room_at || !room_by) {
+        free(d), free(pos), free(cur), free(out), free(room_at), free(room_by);
+        return -1;
+    }
+    size_t n_moves = 0;
+    uint64_t shift = 0;
+    for (size_t i = 0, c = 0; i < n; i++) {
+        size_t need = 0;
+        while (c < m && pos[c] == i)
+            c++, need++;
+        uint64_t room = v[i].corr - (i ? (uint64_t)v[i - 1].corr : 0) - 1;
+        if (need > room) {
+            shift += need - room;
+            room_at[n_moves] = v[i].corr;
+            room_by[n_moves++] = (uint32_t)(shift <= UINT32_MAX ? shift : UINT32_MAX);
+        }
+    }
+    if (n && (uint64_t)v[n - 1].corr + shift >= UINT32_MAX) /* (UINT32_MAX: "open" window) */
+        n_moves = 0, shift = 0; /* no room above: waits without a free id stay out */
+    st->n_moves = n_moves;
+    st->move_at = room_at;
+    st->move_by = room_by;
+
     /* merge: completions before the item at their position (ties: by end) */
     size_t w = 0, c = 0;
     for (size_t i = 0; i <= n; i++) {
         size_t first = c;
         while (c < m && pos[c] == i)
             c++;
-        /* free ids between the previous item and this one: the first ones */
-        uint32_t lo = w ? out[w - 1].corr : 0;
-        uint32_t hi = i < n ? v[i].corr : (lo < UINT32_MAX - (uint32_t)m ? lo + (uint32_t)m + 1 : lo);
+        uint32_t lo = w ? out[w - 1].corr : 0; /* the previous call, as moved */
+        uint32_t hi = i < n ? tt_lite_corr(st, v[i].corr) : UINT32_MAX;
         size_t room = hi > lo ? hi - lo - 1 : 0;
-        size_t fit = c - first < room ? c - first : room;
+        if (i == n) /* after the last call: up to UINT32_MAX - 1 */
+            room = lo < UINT32_MAX - 1 ? UINT32_MAX - 1 - lo : 0;
         for (size_t q = first; q < c; q++) {
             tt_rec *r = tt_store_at(s, d[q].rec);
             size_t rank = q - first; /* 0 = earliest end */
-            if (rank >= fit) { /* no free id left here: the real call was elsewhere */
+            if (rank >= room) { /* no id can be made free here */
                 st->waits_unplaced++;
                 continue;
             }
@@ -343,14 +377,65 @@ static int place_completions(tt_store *s, item **pv, size_t *pn, tt_lite_stats *
             it->rec = d[q].rec;
             r->corr = it->corr;
         }
-        if (i < n)
-            out[w++] = v[i];
+        if (i < n) {
+            out[w] = v[i];
+            out[w].corr = hi;
+            st->corr_moved += hi != v[i].corr;
+            w++;
+        }
     }
+    /* every other record follows its call (GPU records, boundaries known
+     * by their launch) */
+    if (st->n_moves)
+        for (size_t i = 0; i < s->n; i++) {
+            tt_rec *r = tt_store_at(s, i);
+            if (r->corr && !is_completion(r))
+                r->corr = tt_lite_corr(st, r->corr);
+        }
     free(d), free(pos), free(cur);
     free(v);
     *pv = out;
     *pn = w;
     return 0;
+}
+
+/* The last move at or below id (by the CUPTI id, or by the moved one). */
+static size_t move_of(const tt_lite_stats *st, uint32_t id, bool moved)
+{
+    size_t lo = 0, hi = st->n_moves; /* moves [0, lo) apply */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t at = st->move_at[mid] + (moved ? (uint64_t)st->move_by[mid] : 0);
+        if (at <= id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint32_t tt_lite_corr(const tt_lite_stats *st, uint32_t corr)
+{
+    size_t k = corr ? move_of(st, corr, false) : 0;
+    return k ? corr + st->move_by[k - 1] : corr;
+}
+
+void tt_lite_restore(tt_store *s, tt_lite_stats *st)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        tt_rec *r = tt_store_at(s, i);
+        if (is_completion(r)) {
+            r->corr = 0, r->start = 0;
+        } else if (r->corr && st->n_moves) {
+            size_t k = move_of(st, r->corr, true);
+            if (k)
+                r->corr -= st->move_by[k - 1];
+        }
+    }
+    free(st->move_at);
+    free(st->move_by);
+    st->move_at = st->move_by = NULL;
+    st->n_moves = 0;
 }
 
 /* Latest GPU end so far, overall and per stream (a few streams). */

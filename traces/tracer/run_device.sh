@@ -42,6 +42,8 @@
 #      torch_profiler  the PyTorch profiler (CPU + CUDA activities)
 #    New runs stop being started DEADLINE_S seconds after the start (a run
 #    takes ~13 s), so that the whole call stays within its time;
+#    The log gets the GPU's gap between back-to-back ops in each traced
+#    run of the first repeat (latency timestamps on or off);
 # 5. with TALLY_SIM (a prebuilt build/tally-sim; libraries from
 #    TRACER_TEST_LIBS), `tally-sim info` and `fidelity` on the captures and
 #    `info` on the lite traces of the first overhead repeat.
@@ -260,6 +262,22 @@ done
 [ -n "$stopped" ] && echo "DEADLINE: no new runs after +$DEADLINE_S s ($stopped)"
 ls -la "$W/ovh"
 summary "$W"/ovh/trace_*_1.json
+# The GPU's gap between back-to-back ops (< 10 us apart): 1.1 us in the
+# full-mode capture, 2.0-2.4 us in every capture with CUPTI's latency
+# timestamps on (2026-11-23): the suspected cost of the queued times.
+python3 - "$W"/ovh/trace_*_1.json <<'EOF'
+import json, statistics, sys
+for p in sys.argv[1:]:
+    try:
+        ev = json.load(open(p))["events"]
+    except Exception as e:
+        print(p, "unreadable:", e); continue
+    ops = sorted((e["start_ns"], e["end_ns"]) for e in ev if e.get("type") in ("kernel", "memcpy", "memset"))
+    g = sorted(b[0] - a[1] for a, b in zip(ops, ops[1:]) if 0 <= b[0] - a[1] < 10000)
+    if g:
+        print("back-to-back gaps %-28s n %6d median %5.0f ns p10 %5d p90 %5d" % (
+            p.rsplit("/", 1)[-1], len(g), statistics.median(g), g[len(g) // 10], g[9 * len(g) // 10]))
+EOF
 python3 $WL/summarize_overhead.py "$W/ovh" 10
 cp "$W/ovh/overhead_summary.csv" "$OUTDIR/" 2>/dev/null
 

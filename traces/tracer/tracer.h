@@ -208,8 +208,16 @@ typedef struct tt_lite_stats {
     uint64_t waits;             /* synchronize / stream-wait calls (host times known) */
     uint64_t waits_inferred;    /* ... of them from completions: end known, start
                                    and place among the calls inferred */
-    uint64_t waits_unplaced;    /* completions left out: no free correlation id
-                                   where they belong */
+    uint64_t waits_unplaced;    /* completions left out: no correlation id could
+                                   be made free where they belong (only when the
+                                   ids would pass UINT32_MAX) */
+    uint64_t corr_moved;        /* calls whose correlation id was moved up to
+                                   make room for inferred waits */
+    /* The moves (owned; tt_lite_corr reads them, tt_lite_restore undoes and
+     * frees them): from correlation id move_at[k] on (ascending), ids are
+     * raised by move_by[k]. */
+    size_t n_moves;
+    uint32_t *move_at, *move_by;
 } tt_lite_stats;
 
 /* Default duration given to a reconstructed call whose end is not known. */
@@ -225,11 +233,26 @@ typedef struct tt_lite_stats {
  * host call that the GPU, synchronization and event records of s imply,
  * ordered by correlation id (CUPTI hands them out as calls begin). Records
  * that already have an API record of their correlation id get none.
- * Completions (TT_RF_END_ONLY) are placed by time and given a free
- * correlation id (and their start) in s, so that the writer joins them to
- * their call. Returns 0, or -1 when out of memory (s then holds what was
- * added so far). */
+ * Completions (TT_RF_END_ONLY) are placed by time and given a correlation id
+ * between the calls around them (and their start) in s, so that the writer
+ * joins them to their call. CUPTI gives ids only to the calls it traces
+ * (those that make GPU work, and those with a callback or an API activity
+ * kind on): with completions only, the calls around a synchronize have
+ * consecutive ids. Then the ids of s's records from there on are moved up
+ * to make room (st->corr_moved, st->move_*); call tt_lite_restore after
+ * writing. Returns 0, or -1 when out of memory (s then holds what was added
+ * so far; tt_lite_restore is still due). */
 int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st);
+
+/* A correlation id as CUPTI gave it -> as tt_lite_reconstruct left it in the
+ * store (0 stays 0; the same id without moves). */
+uint32_t tt_lite_corr(const tt_lite_stats *st, uint32_t corr);
+
+/* After writing: give s's records their CUPTI correlation ids back
+ * (completions lose the ones they were given) and free the moves; the API
+ * records the reconstruction added are then to be dropped
+ * (tt_store_truncate). Safe on a zeroed st. */
+void tt_lite_restore(tt_store *s, tt_lite_stats *st);
 
 /* ---- device properties (from the driver, at context creation) ---- */
 

@@ -334,6 +334,11 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
              TT_LITE_LATE_NS);
         puts_(o, "\"waits_not_seen\":\"event synchronizes, stream waits on events, event "
                  "records\",");
+        /* CUPTI numbered only the calls that made GPU work: ids were made
+         * free for the waits (corr_moved says how many calls moved). */
+        puts_(o, "\"corr\":\"CUPTI's correlation ids, except that a call after an inferred "
+                 "wait with no id free before it has its id and those of all later calls "
+                 "raised to make room\",");
         break;
     default:
         puts_(o, "\"waits_from\":\"CUPTI synchronization records: exact host start and "
@@ -351,9 +356,9 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
              ",\"calls\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"launches_queued\":%" PRIu64
              ",\"launches_clamped\":%" PRIu64 ",\"interpolated\":%" PRIu64
              ",\"blocking_copies\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"waits_inferred\":%" PRIu64
-             ",\"waits_unplaced\":%" PRIu64,
+             ",\"waits_unplaced\":%" PRIu64 ",\"corr_moved\":%" PRIu64,
              l->calls, l->launches, l->launches_queued, l->launches_clamped, l->interpolated,
-             l->blocking_copies, l->waits, l->waits_inferred, l->waits_unplaced);
+             l->blocking_copies, l->waits, l->waits_inferred, l->waits_unplaced, l->corr_moved);
     puts_(o, "}");
 }
 
