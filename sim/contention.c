@@ -48,8 +48,30 @@ double contention_slowdown(const tl_contention_params *p, double f)
     return sd > p->max_slowdown ? p->max_slowdown : sd;
 }
 
+/* pow(x, e) remembered by x (e is fixed per table): the same value, bit for
+ * bit, without the call when x comes again (shares of SMs repeat). x > 0,
+ * so the zeroed table's key (+0.0) never matches. */
+static double pow_memo(contention_pow_ent *t, double x, double e)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    contention_pow_ent *m = &t[(b * 0x9E3779B97F4A7C15ull) >> (64 - CONTENTION_MEMO_BITS)];
+    if (m->key == b)
+        return m->val;
+    double y = pow(x, e);
+    m->key = b;
+    m->val = y;
+    return y;
+}
+
 double contention_kinds_slowdown(const tl_contention_params *p, bool starved, int work, double fo,
                                  double fs)
+{
+    return contention_kinds_slowdown_memo(p, NULL, starved, work, fo, fs);
+}
+
+double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_memo *m,
+                                      bool starved, int work, double fo, double fs)
 {
     if (starved)
         return 1.0 / p->starved_rate;
@@ -57,7 +79,9 @@ double contention_kinds_slowdown(const tl_contention_params *p, bool starved, in
         return 1.0;
     if (fs < 1.0 / 64)
         fs = 1.0 / 64; /* one warp's share of a 2048-thread SM at least */
-    double sd = 1.0 + p->mem_alpha * pow(fo, p->mem_p) / pow(fs, p->mem_q);
+    double po = m ? pow_memo(m->fo, fo, p->mem_p) : pow(fo, p->mem_p);
+    double ps = m ? pow_memo(m->fs, fs, p->mem_q) : pow(fs, p->mem_q);
+    double sd = 1.0 + p->mem_alpha * po / ps;
     return sd > p->mem_max_slowdown ? p->mem_max_slowdown : sd;
 }
 

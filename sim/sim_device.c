@@ -443,6 +443,7 @@ static void sim_close(tl_device *d)
         if (ev.fn == timer_ev)
             free(ev.arg);
     free(s->jobs);
+    free(s->cmemo);
     tl_engine_close(&s->eng);
     free(s);
     d->impl = NULL;

@@ -95,15 +95,17 @@ void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
 
 /* ---------- groups ---------- */
 
-static double group_slowdown(const sim *s, const group *g)
+static double group_slowdown(sim *s, const group *g)
 {
     if (g->foreign <= 0 || g->sms <= 0)
         return 1.0;
     double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
         double fs = (double)g->blocks * (double)g->l->cost.threads / slots;
-        return contention_kinds_slowdown(&s->p.contention, g->starve > 0, g->l->work,
-                                         (double)g->foreign_mem / slots, fs);
+        if (!s->cmemo)
+            s->cmemo = tl_xcalloc(1, sizeof *s->cmemo);
+        return contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, g->starve > 0,
+                                              g->l->work, (double)g->foreign_mem / slots, fs);
     }
     return contention_slowdown(&s->p.contention, (double)g->foreign / slots);
 }

@@ -202,6 +202,18 @@ typedef struct shape_ent {
     tl_block_cost cost;
 } shape_ent;
 
+/* contention.c: */
+#define CONTENTION_MEMO_BITS 10
+typedef struct contention_pow_ent {
+    uint64_t key;           /* bits of x */
+    double val;             /* pow(x, e) */
+} contention_pow_ent;
+/* pow() results of model KINDS' memory-memory formula, per simulated device
+ * (parameters are fixed per device); allocated at first use. */
+typedef struct contention_memo {
+    contention_pow_ent fo[1 << CONTENTION_MEMO_BITS], fs[1 << CONTENTION_MEMO_BITS];
+} contention_memo;
+
 struct sim {
     tl_device *dev;
     shape_ent shapes[SHAPE_CACHE];
@@ -248,6 +260,7 @@ struct sim {
     bool in_flush;
     struct timer_rec *tfree;
     bool in_callback;       /* inside a completion callback (callback_launch_latency_ns) */
+    contention_memo *cmemo;
 };
 
 static inline sim *sim_of(tl_device *d) { return (sim *)d->impl; }
@@ -385,6 +398,9 @@ double contention_slowdown(const tl_contention_params *p, double foreign_frac);
  * slots) with its own share fs. */
 double contention_kinds_slowdown(const tl_contention_params *p, bool starved, int work, double fo,
                                  double fs);
+/* The same, with pow() results remembered in m (the same values). */
+double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_memo *m,
+                                      bool starved, int work, double fo, double fs);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */
 static inline bool contention_starves(int wa, uint64_t age_a, int wb, uint64_t age_b)
