@@ -383,7 +383,7 @@ int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err
 {
     const char *eq = assignment ? strchr(assignment, '=') : NULL;
     if (!eq || eq == assignment)
-        return tl_errf(err, TL_EINVAL, "--sim-param '%s': expected KEY=VALUE",
+        return tl_errf(err, TL_EUNKNOWN, "--sim-param '%s': expected KEY=VALUE",
                        assignment ? assignment : "");
     json_t *o = json_object();
     char *list = e->sim_params ? tl_xstrdup(e->sim_params) : NULL;

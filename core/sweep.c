@@ -743,7 +743,7 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     for (int i = 0; i < o->n_sim_params && r == 0; i++) {
         const char *eq = strchr(o->sim_params[i], '=');
         if (!eq || eq == o->sim_params[i]) {
-            r = tl_errf(err, TL_EINVAL, "--sim-param '%s': expected KEY=VALUE", o->sim_params[i]);
+            r = tl_errf(err, TL_EUNKNOWN, "--sim-param '%s': expected KEY=VALUE", o->sim_params[i]);
             break;
         }
         json_t *sp = json_object_get(root, "sim_params");

@@ -210,7 +210,7 @@ int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_e
         if (strcmp(pdescs[i].name, key) == 0)
             d = &pdescs[i];
     if (!d)
-        return tl_errf(err, TL_EINVAL, "sim params: unknown parameter '%s' (tally-sim --help lists them)",
+        return tl_errf(err, TL_EUNKNOWN, "sim params: unknown parameter '%s' (tally-sim --help lists them)",
                        key);
     char *at = (char *)p + d->off;
     if (d->type == P_MODEL) {
@@ -219,7 +219,7 @@ int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_e
         else if (strcmp(value, "kinds") == 0)
             *(int *)at = TL_CONTENTION_KINDS;
         else
-            return tl_errf(err, TL_EINVAL, "sim params: %s must be threads or kinds, not '%s'", key,
+            return tl_errf(err, TL_ERANGE, "sim params: %s must be threads or kinds, not '%s'", key,
                            value);
         return 0;
     }
@@ -227,7 +227,7 @@ int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_e
     errno = 0;
     double v = strtod(value, &end);
     if (errno || end == value || *end || !isfinite(v))
-        return tl_errf(err, TL_EINVAL, "sim params: %s: '%s' is not a number", key, value);
+        return tl_errf(err, TL_ETYPE, "sim params: %s: '%s' is not a number", key, value);
     if (d->type == P_DOUBLE) {
         *(double *)at = v;
     } else {
@@ -254,7 +254,7 @@ int tl_sim_params_apply(tl_sim_params *p, const char *list, tl_err *err)
     for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq)
-            return tl_errf(err, TL_EINVAL, "sim params: '%s' is not KEY=VALUE", tok);
+            return tl_errf(err, TL_EUNKNOWN, "sim params: '%s' is not KEY=VALUE", tok);
         *eq = 0;
         int r = tl_sim_params_set(p, tok, eq + 1, err);
         if (r < 0)

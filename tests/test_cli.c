@@ -117,6 +117,12 @@ static void test_bad_input(void **state)
     expect_fail(EX_CANTCREAT, "/nonexistent-dir/r.db", NULL,
                 "--policy mps --duration 0.1 --db /nonexistent-dir/r.db" JOBS);
     expect_fail(EX_USAGE, "--duration", NULL, "--policy mps --duration ten" JOBS);
+    expect_fail(EX_USAGE, "unknown parameter 'no.such'", NULL,
+                "--policy mps --db %s/a.db --sim-param no.such=1" JOBS, tmp);
+    expect_fail(EX_DATAERR, "threads or kinds", NULL,
+                "--policy mps --db %s/a.db --sim-param contention.model=fast" JOBS, tmp);
+    expect_fail(EX_DATAERR, "callback_launch_latency_ns", NULL,
+                "--policy mps --db %s/a.db --sim-param callback_launch_latency_ns=-1" JOBS, tmp);
     expect_fail(0, "load", NULL,
                 "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=2", tmp);
 }

@@ -196,7 +196,7 @@ static void test_sim_params(void **state)
     assert_int_equal(tl_experiment_set_sim_param(&e, "callback_launch_latency_ns=15000", &err), 0);
     assert_string_equal(e.sim_params,
                         "callback_launch_latency_ns=15000;contention.model=threads;launch_latency_ns=2000");
-    assert_int_equal(tl_experiment_set_sim_param(&e, "launch_latency_ns", &err), TL_EINVAL);
+    assert_int_equal(tl_experiment_set_sim_param(&e, "launch_latency_ns", &err), TL_EUNKNOWN);
     tl_experiment_close(&e);
     snprintf(buf, sizeof buf, "%s}", base);
     assert_int_equal(parse(buf, &e, &err), 0);
@@ -209,9 +209,9 @@ static void test_sim_params(void **state)
     tl_run_items_free(without, n2);
     tl_experiment_close(&e);
     snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"no_such\":1}}", base);
-    expect_error(buf, TL_EINVAL, "no_such");
+    expect_error(buf, TL_EUNKNOWN, "no_such");
     snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"contention.model\":\"fast\"}}", base);
-    expect_error(buf, TL_EINVAL, "threads or kinds");
+    expect_error(buf, TL_ERANGE, "threads or kinds");
     snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"callback_launch_latency_ns\":-5}}", base);
     expect_error(buf, TL_ERANGE, "callback_launch_latency_ns");
     snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"copy_engines\":1.5}}", base);
