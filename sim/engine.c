@@ -71,7 +71,7 @@ void tl_engine_run(tl_engine *e, tl_ns until)
     tl_evq *q = e->q;
     e->stop = false;
     while (!e->stop) {
-        const tl_event *top = tl_evq_peek(q);
+        const tl_evq_ent *top = tl_evq_top(q);
         if (e->flush_pending && (!top || top->time > e->now)) {
             do_flush(e);
             continue;

@@ -54,6 +54,13 @@ void tl_evq_to_heap(tl_evq *q)
 void tl_evq_to_sorted(tl_evq *q)
 {
     q->is_heap = false;
-    for (uint32_t i = 1; i < q->len; i++) /* few entries: insertion sort */
-        tl_evq_rise(q, i, q->ent[i]);
+    for (uint32_t i = 1; i < q->len; i++) { /* few entries: insertion sort, latest first */
+        tl_evq_ent e = q->ent[i];
+        uint32_t j = i;
+        while (j > 0 && tl_evq_less(&q->ent[j - 1], &e)) {
+            tl_evq_put(q, j, q->ent[j - 1]);
+            j--;
+        }
+        tl_evq_put(q, j, e);
+    }
 }

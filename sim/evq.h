@@ -1,12 +1,11 @@
 /* The engine's event queue, behind a small API so that it can be swapped
  * (calendar queue, ladder queue) without touching the engine.
  *
- * Events are ordered by (time, seq), packed into one 128-bit key so that a
- * comparison is one branch-free compare. Keys live inline in an entry array
- * (comparisons touch few cache lines); payloads live in a slot pool, and
- * every slot knows its entry's position, so an event can be removed or
- * re-timed in place. A handle is (generation << 32 | slot + 1): a stale handle
- * (event fired or removed, slot reused) is recognised and ignored.
+ * Events are ordered by (time, seq). Entries (time, seq, slot) live in an
+ * array (comparisons touch few cache lines); payloads live in a slot pool,
+ * and every slot knows its entry's position, so an event can be removed or
+ * re-timed in place. A handle is (generation << 32 | slot + 1): a stale
+ * handle (event fired or removed, slot reused) is recognised and ignored.
  *
  * The GPU model's queue is short (a few to a few tens of events: group ends,
  * host timers), so the entries are an array sorted LATEST FIRST: pop takes
@@ -17,6 +16,10 @@
  * reversed is one) and it is sorted again when it shrinks below
  * EVQ_SMALL_MIN. Keys are unique, so the order of events is the same in
  * either form.
+ *
+ * Pushes and re-times always take a seq above every queued one (the engine's
+ * next sequence number), so in the sorted form an event placed anew goes
+ * after every queued event of the same time: placing it compares times only.
  *
  * The operations are inline: the engine and the GPU model call them once or
  * twice per event, and call overhead would be a good part of their cost.
@@ -30,15 +33,14 @@
 
 #include "tally/engine.h"
 
-typedef unsigned __int128 tl_evq_key;
-
 typedef struct tl_evq_ent {
-    tl_evq_key key;     /* (time with the sign bit flipped) << 64 | seq */
+    tl_ns time;
+    uint64_t seq;
     uint32_t slot;
 } tl_evq_ent;
 
 typedef struct tl_evq_slot {
-    tl_event ev;
+    tl_event ev;        /* fn, ctx, arg, u (time and seq live in the entry) */
     uint32_t pos;       /* index in ent while queued */
     uint32_t gen;       /* bumped when the slot is released */
     uint32_t next_free; /* free-list link (slot index + 1; 0 ends) */
@@ -66,9 +68,10 @@ void tl_evq_grow(tl_evq *q);
 void tl_evq_to_heap(tl_evq *q);
 void tl_evq_to_sorted(tl_evq *q);
 
-static inline tl_evq_key tl_evq_key_of(tl_ns time, uint64_t seq)
+/* (time, seq) order: a before b. */
+static inline bool tl_evq_less(const tl_evq_ent *a, const tl_evq_ent *b)
 {
-    return ((tl_evq_key)((uint64_t)time ^ (1ull << 63)) << 64) | seq;
+    return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
 static inline void tl_evq_put(tl_evq *q, uint32_t i, tl_evq_ent e)
@@ -81,7 +84,7 @@ static inline void tl_evq_sift_up(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (!(e.key < q->ent[p].key))
+        if (!tl_evq_less(&e, &q->ent[p]))
             break;
         tl_evq_put(q, i, q->ent[p]);
         i = p;
@@ -96,9 +99,9 @@ static inline void tl_evq_sift_down(tl_evq *q, uint32_t i, tl_evq_ent e)
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && q->ent[c + 1].key < q->ent[c].key)
+        if (c + 1 < n && tl_evq_less(&q->ent[c + 1], &q->ent[c]))
             c++;
-        if (!(q->ent[c].key < e.key))
+        if (!tl_evq_less(&q->ent[c], &e))
             break;
         tl_evq_put(q, i, q->ent[c]);
         i = c;
@@ -107,41 +110,57 @@ static inline void tl_evq_sift_down(tl_evq *q, uint32_t i, tl_evq_ent e)
 }
 
 /* Sorted form (latest first): entry i becomes e, due earlier than what was
- * there: e moves towards the end past the entries due after it. */
+ * there: e moves towards the end past the entries due after it. e's seq is
+ * above every queued one, so "after it" is a later time. */
 static inline void tl_evq_sink(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
-    while (i + 1 < q->len && e.key < q->ent[i + 1].key) {
-        tl_evq_put(q, i, q->ent[i + 1]);
+    tl_evq_ent *ent = q->ent;
+    tl_evq_slot *slots = q->slots;
+    uint32_t last = q->len - 1;
+    while (i < last && e.time < ent[i + 1].time) {
+        ent[i] = ent[i + 1];
+        slots[ent[i].slot].pos = i;
         i++;
     }
-    tl_evq_put(q, i, e);
+    ent[i] = e;
+    slots[e.slot].pos = i;
 }
 
 /* Sorted form: entry i becomes e, due later than what was there (or i is a
- * new last place): e moves towards the front past the entries due before it. */
+ * new last place): e moves towards the front past the entries due before
+ * it, i.e. (e's seq being above every queued one) at or before its time. */
 static inline void tl_evq_rise(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
-    while (i > 0 && q->ent[i - 1].key < e.key) {
-        tl_evq_put(q, i, q->ent[i - 1]);
+    tl_evq_ent *ent = q->ent;
+    tl_evq_slot *slots = q->slots;
+    while (i > 0 && ent[i - 1].time <= e.time) {
+        ent[i] = ent[i - 1];
+        slots[ent[i].slot].pos = i;
         i--;
     }
-    tl_evq_put(q, i, e);
+    ent[i] = e;
+    slots[e.slot].pos = i;
 }
 
-/* Insert ev (time and seq set by the caller); returns its handle (never 0). */
-static inline uint64_t tl_evq_push(tl_evq *q, const tl_event *ev)
+/* Insert an event at (time, seq), seq above every queued one; returns its
+ * handle (never 0). */
+static inline uint64_t tl_evq_push(tl_evq *q, tl_ns time, uint64_t seq, tl_event_fn fn,
+                                   void *ctx, void *arg, uint64_t u)
 {
     if (!q->free_head || q->len == q->cap)
         tl_evq_grow(q);
     uint32_t s = q->free_head - 1;
     tl_evq_slot *sl = &q->slots[s];
     q->free_head = sl->next_free;
-    sl->ev = *ev;
+    sl->ev.fn = fn;
+    sl->ev.ctx = ctx;
+    sl->ev.arg = arg;
+    sl->ev.u = u;
     sl->queued = true;
     uint32_t i = q->len++;
     if (q->len > q->peak)
         q->peak = q->len;
-    tl_evq_ent e = { tl_evq_key_of(ev->time, ev->seq), s };
+    tl_evq_ent e = { time, seq, s };
     if (q->is_heap) {
         tl_evq_sift_up(q, i, e);
     } else {
@@ -152,12 +171,12 @@ static inline uint64_t tl_evq_push(tl_evq *q, const tl_event *ev)
     return ((uint64_t)sl->gen << 32) | (uint64_t)(s + 1);
 }
 
-/* The earliest event, or NULL when empty. Valid until the next change. */
-static inline const tl_event *tl_evq_peek(const tl_evq *q)
+/* The earliest entry, or NULL when empty. Valid until the next change. */
+static inline const tl_evq_ent *tl_evq_top(const tl_evq *q)
 {
     if (!q->len)
         return NULL;
-    return &q->slots[q->ent[q->is_heap ? 0 : q->len - 1].slot].ev;
+    return &q->ent[q->is_heap ? 0 : q->len - 1];
 }
 
 static inline void tl_evq_release(tl_evq *q, uint32_t s)
@@ -176,7 +195,7 @@ static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
         uint32_t n = --q->len;
         if (i < n) {
             tl_evq_ent last = q->ent[n];
-            if (last.key < q->ent[i].key)
+            if (tl_evq_less(&last, &q->ent[i]))
                 tl_evq_sift_up(q, i, last);
             else
                 tl_evq_sift_down(q, i, last);
@@ -191,19 +210,26 @@ static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
     tl_evq_release(q, s);
 }
 
-/* Remove the earliest event into *out. False when empty. */
+/* Remove the earliest event into *out (time and seq included). False when
+ * empty. */
 static inline bool tl_evq_pop(tl_evq *q, tl_event *out)
 {
     if (!q->len)
         return false;
+    tl_evq_ent e = q->ent[q->is_heap ? 0 : q->len - 1];
+    const tl_event *ev = &q->slots[e.slot].ev;
+    out->time = e.time;
+    out->seq = e.seq;
+    out->fn = ev->fn;
+    out->ctx = ev->ctx;
+    out->arg = ev->arg;
+    out->u = ev->u;
     if (q->is_heap) {
-        *out = q->slots[q->ent[0].slot].ev;
         tl_evq_remove_at(q, 0);
-        return true;
+    } else {
+        q->len--;
+        tl_evq_release(q, e.slot);
     }
-    uint32_t s = q->ent[--q->len].slot;
-    *out = q->slots[s].ev;
-    tl_evq_release(q, s);
     return true;
 }
 
@@ -229,19 +255,18 @@ static inline bool tl_evq_remove(tl_evq *q, uint64_t handle)
     return true;
 }
 
-/* Give a queued event a new (time, seq), keeping its handle and payload:
- * the same order as removing it and pushing it again with that key. False if
- * it is no longer queued. */
+/* Give a queued event a new (time, seq), seq above every queued one,
+ * keeping its handle and payload: the same order as removing it and pushing
+ * it again with that key. False if it is no longer queued. */
 static inline bool tl_evq_move(tl_evq *q, uint64_t handle, tl_ns time, uint64_t seq)
 {
     tl_evq_slot *s = tl_evq_find(q, handle);
     if (!s)
         return false;
-    s->ev.time = time;
-    s->ev.seq = seq;
     uint32_t i = s->pos;
-    tl_evq_ent e = { tl_evq_key_of(time, seq), q->ent[i].slot };
-    bool earlier = e.key < q->ent[i].key;
+    tl_evq_ent e = { time, seq, q->ent[i].slot };
+    /* the new seq is above the old one: earlier only if the time is */
+    bool earlier = time < q->ent[i].time;
     if (q->is_heap) {
         if (earlier)
             tl_evq_sift_up(q, i, e);
