@@ -15,6 +15,9 @@
 #              mps-priority, herald), 8 s after 2 s, 2 repetitions:
 #              OUTDIR/eager_A.db
 #   eager-B    the same spec under tally, tgs, pipeswitch: OUTDIR/eager_B.db
+#   eager-rep3 a third repetition of every policy: OUTDIR/eager_3.db starts
+#              as a copy of this folder's headline_eager.db (the first two
+#              are found there and skipped)
 #   be-alone   resnet50-train alone under the policies that hold best-effort
 #              work on the host (tally, tgs, pipeswitch) and under
 #              priority-streams, 5 s after 1 s: the cost of their host
@@ -51,6 +54,11 @@ for step in "$@"; do
     eager-A)
         $B run -s $spec -t 8 -w 2 -r 2 -p priority-streams -p time-slicing -p mps -p mps-priority \
                -p herald -q -d "$out/eager_A.db"
+        echo "rc=$?" ;;
+    eager-rep3)
+        cp experiments/results/hw/headline_eager.db "$out/eager_3.db"
+        $B run -s $spec -t 8 -w 2 -r 3 -p priority-streams -p time-slicing -p mps -p mps-priority \
+               -p herald -p tally -p tgs -p pipeswitch -q -d "$out/eager_3.db"
         echo "rc=$?" ;;
     eager-B)
         $B run -s $spec -t 8 -w 2 -r 2 -p tally -p tgs -p pipeswitch -q -d "$out/eager_B.db"
