@@ -20,7 +20,8 @@ void sim_flush(void *ctx)
         u->dirty = false;
         dispatch_unit(s, u);
     }
-    groups_reevaluate(s);
+    if (s->dirty_groups)
+        groups_reevaluate(s);
     s->in_flush = false;
 }
 

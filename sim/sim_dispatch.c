@@ -53,14 +53,21 @@ void launch_kernel_prepare(sim *s, launch *l)
     uint64_t per_wave = (uint64_t)occ * (uint64_t)s->gpu.sms;
     tl_ns dur = op->dur_ns > 0 ? op->dur_ns : 0;
     uint64_t waves;
-    /* 32-bit divisions when the operands fit (nearly always): a 64-bit
-     * division costs several times more */
-    if (grid + per_wave - 1 <= UINT32_MAX) {
+    /* One wave (most kernels): no divisions. Else 32-bit divisions when the
+     * operands fit (nearly always): a 64-bit division costs several times
+     * more. */
+    if (grid <= per_wave) {
+        waves = 1;
+        l->blk_ns = dur;
+        l->blk_rem = 0;
+    } else if (grid + per_wave - 1 <= UINT32_MAX) {
         waves = (uint32_t)(grid + per_wave - 1) / (uint32_t)per_wave;
     } else {
         waves = (grid + per_wave - 1) / per_wave;
     }
-    if ((uint64_t)dur <= UINT32_MAX && waves <= UINT32_MAX) {
+    if (waves == 1) {
+        /* blk_ns, blk_rem set above */
+    } else if ((uint64_t)dur <= UINT32_MAX && waves <= UINT32_MAX) {
         l->blk_ns = (uint32_t)dur / (uint32_t)waves;
         l->blk_rem = (uint32_t)dur % (uint32_t)waves;
     } else {
@@ -99,14 +106,20 @@ static double group_slowdown(sim *s, const group *g)
 {
     if (g->foreign <= 0 || g->sms <= 0)
         return 1.0;
-    double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
+        /* Starved, or not memory beside memory: the shares do not matter
+         * (the formula returns before reading them), so no divisions. */
+        if (g->starve > 0 || g->l->work != TL_WORK_MEMORY || g->foreign_mem <= 0)
+            return contention_kinds_slowdown_memo(&s->p.contention, NULL, g->starve > 0,
+                                                  g->l->work, 0.0, 0.0);
+        double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
         double fs = (double)g->blocks * (double)g->l->cost.threads / slots;
         if (!s->cmemo)
             s->cmemo = tl_xcalloc(1, sizeof *s->cmemo);
-        return contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, g->starve > 0,
-                                              g->l->work, (double)g->foreign_mem / slots, fs);
+        return contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, false, g->l->work,
+                                              (double)g->foreign_mem / slots, fs);
     }
+    double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
     return contention_slowdown(&s->p.contention, (double)g->foreign / slots);
 }
 
