@@ -546,12 +546,67 @@ static bool coalesce_defer(sim *s, launch *l)
     return true;
 }
 
+/* A new group of l: 'placed' blocks on the pieces, a wave train when l is
+ * alone in its unit with full waves left. */
+static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces, int np,
+                                uint64_t placed)
+{
+    group *g = group_new(s, l, u);
+    g->blocks = placed;
+    sm_place(s, u, g, pieces, np);
+    l->to_dispatch -= placed;
+    l->last_place = sim_now(s);
+    if (!l->ptb && l->blk_ns > 0 && l->to_dispatch >= placed && alone_in_unit(u, l)) {
+        uint64_t more = l->to_dispatch / placed;
+        if (more > UINT32_MAX - 1)
+            more = UINT32_MAX - 1;
+        g->waves = 1 + (uint32_t)more;
+        l->reserved += more * placed;
+        l->n_trains++;
+        u->n_trains++;
+    }
+    group_start(s, g);
+}
+
+/* An idle unit of one pool (no live group: one empty class, hence no trains
+ * to break) without an SM cap: the pieces that place() below would compute,
+ * without its candidate lists. Returns PLACE_*. */
+static int place_idle(sim *s, unit *u, launch *l)
+{
+    smclass *k = u->cls[0];
+    int f = sm_fit(s, k, l), m = k->n;
+    if (f == 0)
+        return PLACE_ROOM;
+    uint64_t cap = (uint64_t)m * (uint64_t)f;
+    uint64_t need = l->to_dispatch - l->reserved;
+    if (need == 0)
+        return l->to_dispatch ? PLACE_ROOM : PLACE_DONE;
+    piece pieces[2];
+    int np = 0;
+    if (need >= cap) {
+        pieces[np++] = (piece){ 0, m, f };
+        need = cap;
+    } else { /* k full rounds (k < f), the rest one more on the first SMs */
+        int kr = need <= UINT32_MAX ? (int)((uint32_t)need / (uint32_t)m)
+                                    : (int)(need / (uint64_t)m);
+        int x = (int)(need - (uint64_t)kr * (uint64_t)m);
+        if (x > 0)
+            pieces[np++] = (piece){ 0, x, kr + 1 };
+        if (kr > 0 && m - x > 0)
+            pieces[np++] = (piece){ 0, m - x, kr };
+    }
+    place_commit(s, u, l, pieces, np, need);
+    return l->to_dispatch == 0 ? PLACE_DONE : PLACE_ROOM;
+}
+
 /* Place as many undispatched blocks of l as fit; returns PLACE_*. */
 static int place(sim *s, sctx *c, launch *l)
 {
     unit *u = c->u;
     if (coalesce_defer(s, l))
         return PLACE_LATER;
+    if (!u->groups && u->n_cls == 1 && c->cap_sms >= u->pools[c->pool].sms)
+        return place_idle(s, u, l);
 again:;
     int n_cls = u->n_cls;
     cand stack_cands[16];
@@ -666,21 +721,7 @@ again:;
         }
         placed = need;
     }
-    group *g = group_new(s, l, u);
-    g->blocks = placed;
-    sm_place(s, u, g, pieces, np);
-    l->to_dispatch -= placed;
-    l->last_place = sim_now(s);
-    if (!l->ptb && l->blk_ns > 0 && l->to_dispatch >= placed && alone_in_unit(u, l)) {
-        uint64_t more = l->to_dispatch / placed;
-        if (more > UINT32_MAX - 1)
-            more = UINT32_MAX - 1;
-        g->waves = 1 + (uint32_t)more;
-        l->reserved += more * placed;
-        l->n_trains++;
-        u->n_trains++;
-    }
-    group_start(s, g);
+    place_commit(s, u, l, pieces, np, placed);
     if (pieces != stack_pieces)
         free(pieces);
     if (cands != stack_cands)
