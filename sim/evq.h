@@ -114,15 +114,15 @@ static inline void tl_evq_sift_down(tl_evq *q, uint32_t i, tl_evq_ent e)
  * above every queued one, so "after it" is a later time. */
 static inline void tl_evq_sink(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
-    tl_evq_ent *ent = q->ent;
+    tl_evq_ent *p = q->ent + i, *last = q->ent + q->len - 1;
     tl_evq_slot *slots = q->slots;
-    uint32_t last = q->len - 1;
-    while (i < last && e.time < ent[i + 1].time) {
-        ent[i] = ent[i + 1];
-        slots[ent[i].slot].pos = i;
-        i++;
+    tl_ns t = e.time;
+    while (p != last && t < p[1].time) {
+        *p = p[1];
+        slots[p->slot].pos = i++;
+        p++;
     }
-    ent[i] = e;
+    *p = e;
     slots[e.slot].pos = i;
 }
 
@@ -131,14 +131,15 @@ static inline void tl_evq_sink(tl_evq *q, uint32_t i, tl_evq_ent e)
  * it, i.e. (e's seq being above every queued one) at or before its time. */
 static inline void tl_evq_rise(tl_evq *q, uint32_t i, tl_evq_ent e)
 {
-    tl_evq_ent *ent = q->ent;
+    tl_evq_ent *p = q->ent + i, *first = q->ent;
     tl_evq_slot *slots = q->slots;
-    while (i > 0 && ent[i - 1].time <= e.time) {
-        ent[i] = ent[i - 1];
-        slots[ent[i].slot].pos = i;
-        i--;
+    tl_ns t = e.time;
+    while (p != first && p[-1].time <= t) {
+        *p = p[-1];
+        slots[p->slot].pos = i--;
+        p--;
     }
-    ent[i] = e;
+    *p = e;
     slots[e.slot].pos = i;
 }
 
@@ -204,8 +205,11 @@ static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
             tl_evq_to_sorted(q);
     } else {
         uint32_t n = --q->len;
-        for (uint32_t k = i; k < n; k++)
-            tl_evq_put(q, k, q->ent[k + 1]);
+        tl_evq_ent *p = q->ent + i, *end = q->ent + n;
+        for (; p != end; p++, i++) {
+            *p = p[1];
+            q->slots[p->slot].pos = i;
+        }
     }
     tl_evq_release(q, s);
 }
