@@ -230,9 +230,11 @@ static void merge_classes(sim *s, unit *u)
         /* A lower equal cannot be touched (it would have taken t already):
          * it keeps the SMs. Otherwise t keeps them. */
         smclass *k = t;
-        for (int j = 0; j < i; j++) {
-            if (cls[j] && cls[j]->hash == t->hash && class_equal(cls[j], t)) {
-                k = cls[j];
+        uint64_t h = t->hash;
+        for (smclass **bp = cls, **bend = cls + i; bp != bend; bp++) {
+            smclass *b = *bp;
+            if (b && b->hash == h && class_equal(b, t)) {
+                k = b;
                 k->n += t->n;
                 sm_class_release(s, t);
                 cls[i] = NULL;
@@ -240,13 +242,13 @@ static void merge_classes(sim *s, unit *u)
                 break;
             }
         }
-        for (int j = i + 1; j < n; j++) {
-            smclass *b = cls[j];
-            if (b && b->hash == k->hash && class_equal(k, b)) {
+        for (smclass **bp = cls + i + 1, **bend = cls + n; bp != bend; bp++) {
+            smclass *b = *bp;
+            if (b && b->hash == h && class_equal(k, b)) {
                 k->n += b->n;
                 b->touched = false;
                 sm_class_release(s, b);
-                cls[j] = NULL;
+                *bp = NULL;
                 merged = true;
             }
         }
@@ -311,10 +313,10 @@ void sm_remove(sim *s, group *g)
     int sub_l = 0, sub_j = 0, sub_c = 0;
     /* the classes holding g add up to g->sms SMs: stop once they are found */
     int left = g->sms;
-    for (int ci = 0; ci < u->n_cls && left > 0; ci++) {
-        smclass *c = u->cls[ci];
+    for (smclass **cp = u->cls, **cend = u->cls + u->n_cls; cp != cend && left > 0; cp++) {
+        smclass *c = *cp;
         cls_ent *e = c->ents, *end = c->ents + c->n_ents;
-        while (e < end && e->g != g)
+        while (e != end && e->g != g)
             e++;
         if (e == end)
             continue;
