@@ -269,24 +269,33 @@ static void merge_classes(sim *s, unit *u)
 static void remove_only_group(sim *s, unit *u, group *g)
 {
     launch *l = g->l;
-    int pool = -1;
-    for (int ci = 0; ci < u->n_cls && pool < 0; ci++)
-        if (u->cls[ci]->n_ents) /* only g's classes have entries */
-            pool = u->cls[ci]->pool;
-    smclass *kept = NULL;
-    int w = 0;
-    for (int ci = 0; ci < u->n_cls; ci++) {
-        smclass *c = u->cls[ci];
-        if (c->pool == pool) {
-            if (kept) {
-                sm_class_release(s, c);
-                continue;
+    int pool = 0;
+    smclass *kept;
+    if (u->n_pools == 1) { /* every class is of the pool: the first stays */
+        kept = u->cls[0];
+        for (smclass **cp = u->cls + 1, **cend = u->cls + u->n_cls; cp != cend; cp++)
+            sm_class_release(s, *cp);
+        u->n_cls = 1;
+    } else {
+        pool = -1;
+        for (int ci = 0; ci < u->n_cls && pool < 0; ci++)
+            if (u->cls[ci]->n_ents) /* only g's classes have entries */
+                pool = u->cls[ci]->pool;
+        kept = NULL;
+        int w = 0;
+        for (int ci = 0; ci < u->n_cls; ci++) {
+            smclass *c = u->cls[ci];
+            if (c->pool == pool) {
+                if (kept) {
+                    sm_class_release(s, c);
+                    continue;
+                }
+                kept = c;
             }
-            kept = c;
+            u->cls[w++] = c;
         }
-        u->cls[w++] = c;
+        u->n_cls = w;
     }
-    u->n_cls = w;
     kept->n = u->pools[pool].sms;
     kept->n_ents = 0;
     kept->thr = kept->regs = kept->smem = kept->blocks = 0;
