@@ -1,6 +1,7 @@
 /* Error codes, error messages, exit statuses and aborting allocators. */
 #include "tally/common.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,19 @@ char *tl_xstrdup(const char *s)
     char *p = tl_xmalloc(n);
     memcpy(p, s, n);
     return p;
+}
+
+bool tl_contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0)
+        return false;
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == needle[i])
+            i++;
+        if (i == n)
+            return true;
+    }
+    return false;
 }

@@ -2,7 +2,6 @@
  * sim/README.md for the sources of every figure). */
 #include "tally/gpu.h"
 
-#include <ctype.h>
 #include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
@@ -63,22 +62,6 @@ const char *const *tl_gpu_names(void)
     return names;
 }
 
-/* Case-insensitive substring test. */
-static bool contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    if (n == 0)
-        return false;
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == needle[i])
-            i++;
-        if (i == n)
-            return true;
-    }
-    return false;
-}
-
 static const gpu_entry *find_by_name(const char *name)
 {
     const gpu_entry *best = NULL;
@@ -88,7 +71,7 @@ static const gpu_entry *find_by_name(const char *name)
     for (size_t i = 0; i < N_TABLE; i++)
         for (int a = 0; a < 5 && table[i].aliases[a]; a++) {
             size_t l = strlen(table[i].aliases[a]);
-            if (l > best_len && contains_ci(name, table[i].aliases[a])) {
+            if (l > best_len && tl_contains_ci(name, table[i].aliases[a])) {
                 best = &table[i];
                 best_len = l;
             }

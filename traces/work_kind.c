@@ -2,25 +2,10 @@
  * traced kernels count as arithmetic-bound and which as bandwidth-bound. The
  * simulator's contention model and the backend's synthetic kernels read the
  * same answer, so that the two worlds stay comparable. */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-
-/* Case-insensitive substring search over ASCII. */
-static bool has_word(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (const char *p = hay; *p; p++) {
-        size_t i = 0;
-        while (i < n && p[i] && tolower((unsigned char)p[i]) == needle[i])
-            i++;
-        if (i == n)
-            return true;
-    }
-    return false;
-}
 
 /* Bandwidth-bound helpers that live inside GEMM libraries: their names carry
  * "gemm" but they only move or reduce data. Checked first. */
@@ -38,10 +23,10 @@ tl_work_kind tl_work_for_name(const char *name)
     if (!name)
         return TL_WORK_MEMORY;
     for (int i = 0; memory_first[i]; i++)
-        if (has_word(name, memory_first[i]))
+        if (tl_contains_ci(name, memory_first[i]))
             return TL_WORK_MEMORY;
     for (int i = 0; compute_words[i]; i++)
-        if (has_word(name, compute_words[i]))
+        if (tl_contains_ci(name, compute_words[i]))
             return TL_WORK_COMPUTE;
     return TL_WORK_MEMORY;
 }

@@ -12,6 +12,7 @@
 #define TALLY_COMMON_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,5 +61,8 @@ void *tl_xmalloc(size_t n);
 void *tl_xcalloc(size_t n, size_t size);
 void *tl_xrealloc(void *p, size_t n);
 char *tl_xstrdup(const char *s);
+/* Does hay contain needle, ignoring ASCII case? needle must be lower case;
+ * an empty needle is never found. */
+bool tl_contains_ci(const char *hay, const char *needle);
 
 #endif
