@@ -740,27 +740,14 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
         json_object_set_new(root, "repetitions", json_integer(o->repetitions));
     if (o->kernels)
         json_object_set_new(root, "kernels", json_true());
-    for (int i = 0; i < o->n_sim_params && r == 0; i++) {
-        const char *eq = strchr(o->sim_params[i], '=');
-        if (!eq || eq == o->sim_params[i]) {
-            r = tl_errf(err, TL_EUNKNOWN, "--sim-param '%s': expected KEY=VALUE", o->sim_params[i]);
-            break;
-        }
-        json_t *sp = json_object_get(root, "sim_params");
-        if (!json_is_object(sp)) {
-            sp = json_object();
-            json_object_set_new(root, "sim_params", sp);
-        }
-        char key[128];
-        snprintf(key, sizeof key, "%.*s", (int)(eq - o->sim_params[i]), o->sim_params[i]);
-        json_object_set_new(sp, key, json_string(eq + 1));
-    }
     if (r == 0 && !o->spec_path && !o->n_jobs)
         r = tl_errf(err, TL_EINVAL, "no experiment: give --spec FILE or at least one --job");
     if (r == 0 && !json_object_get(root, "policies") && !json_object_get(root, "policy"))
         r = tl_errf(err, TL_EINVAL, "%s: no policy: give --policy NAME (tally-sim --list-policies)", origin);
     if (r == 0)
         r = tl_experiment_from_json(e, root, origin, dir, err);
+    for (int i = 0; i < o->n_sim_params && r == 0; i++) /* on top of the spec's */
+        r = tl_experiment_set_sim_param(e, o->sim_params[i], err);
     if (r == 0 && o->spec_path)
         e->path = tl_xstrdup(o->spec_path);
     json_decref(root);
