@@ -29,7 +29,7 @@ static void usage(FILE *f)
 "       tally-sim convert [--scale-grid N] [--graph] IN OUT\n"
 "                                         rewrite a trace in Tally's JSON format\n"
 "       tally-sim merge OUT.db SHARD.db...  merge sweep shards into one database\n"
-"       tally-sim fidelity [--gpu NAME] TRACE...\n"
+"       tally-sim fidelity [--gpu NAME] [--sim-param KEY=VAL]... TRACE...\n"
 "                                         replay each trace alone; compare with the trace\n"
 "       tally-sim --list-policies | --list-gpus | --help | --version\n"
 "\n"
@@ -56,8 +56,9 @@ static void usage(FILE *f)
 "                           contention.alpha, contention.max_slowdown,\n"
 "                           contention.starved_rate, contention.mem_alpha, mem_p,\n"
 "                           mem_q, mem_max_slowdown, launch_latency_ns,\n"
-"                           callback_launch_latency_ns, ptb_block_overhead_ns,\n"
-"                           slice_launch_ns, copy_engines, device_copy_gbps,\n"
+"                           callback_launch_latency_ns, stream_gap_ns,\n"
+"                           ptb_block_overhead_ns, slice_launch_ns, copy_engines,\n"
+"                           device_copy_gbps,\n"
 "                           coalesce_groups, coalesce_fraction (sim/README.md)\n"
 "  -q, --quiet              no progress on stderr\n"
 "\n"
@@ -193,12 +194,25 @@ static int cmd_convert(int argc, char **argv)
 static int cmd_fidelity(int argc, char **argv)
 {
     const char *gpu_name = NULL;
+    char params[4096] = "";
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "g:h", run_opts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
             return 0;
+        }
+        if (c == OPT_SIM_PARAM) {
+            /* joined as tl_sim_params_apply reads them; a ';' inside would split */
+            if (strchr(optarg, ';') || strlen(params) + strlen(optarg) + 2 > sizeof params) {
+                fprintf(stderr, "tally-sim fidelity: --sim-param '%s': one KEY=VALUE per option\n",
+                        optarg);
+                return EX_USAGE;
+            }
+            if (*params)
+                strcat(params, ";");
+            strcat(params, optarg);
+            continue;
         }
         if (c != 'g') {
             fprintf(stderr, "tally-sim fidelity: unknown option (try --help)\n");
@@ -216,6 +230,12 @@ static int cmd_fidelity(int argc, char **argv)
         fprintf(stderr, "tally-sim: --gpu: %s\n", err.msg);
         return EX_USAGE;
     }
+    tl_sim_params check; /* a bad name or value is a usage error, before any trace */
+    tl_sim_params_default(&check, gpu_name ? &gpu : NULL);
+    if (tl_sim_params_apply(&check, params, &err) < 0) {
+        fprintf(stderr, "tally-sim fidelity: --sim-param: %s\n", err.msg);
+        return EX_USAGE;
+    }
     printf("trace,gpu,iterations,traced_iter_ms,replay_iter_ms,iter_err_pct,traced_busy_ms,"
            "replay_busy_ms,busy_err_pct\n");
     int status = 0;
@@ -225,7 +245,7 @@ static int cmd_fidelity(int argc, char **argv)
         tl_trace_init(&t);
         int r = tl_trace_load(&t, argv[i], NULL, &err);
         if (r == 0)
-            r = tl_fidelity_check(&t, gpu_name ? &gpu : NULL, &f, &err);
+            r = tl_fidelity_check_params(&t, gpu_name ? &gpu : NULL, params, &f, &err);
         if (r < 0) {
             fprintf(stderr, "tally-sim: %s\n", err.msg);
             status = tl_exit_code(r);

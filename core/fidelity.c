@@ -9,6 +9,12 @@
 
 int tl_fidelity_check(const tl_trace *t, const tl_gpu_props *gpu, tl_fidelity *out, tl_err *err)
 {
+    return tl_fidelity_check_params(t, gpu, NULL, out, err);
+}
+
+int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const char *sim_params,
+                             tl_fidelity *out, tl_err *err)
+{
     memset(out, 0, sizeof *out);
     if (t->n_iters == 0)
         return tl_errf(err, TL_EINVAL, "%s: no iterations to replay", t->path ? t->path : "trace");
@@ -44,7 +50,10 @@ int tl_fidelity_check(const tl_trace *t, const tl_gpu_props *gpu, tl_fidelity *o
     tl_device dev;
     tl_sim_params p;
     tl_sim_params_default(&p, &g);
-    int r = tl_sim_open(&dev, &g, &p, err);
+    int r = tl_sim_params_apply(&p, sim_params, err);
+    if (r < 0)
+        return r;
+    r = tl_sim_open(&dev, &g, &p, err);
     if (r < 0)
         return r;
     tl_run_result res;

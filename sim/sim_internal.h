@@ -179,6 +179,8 @@ struct sstream {
     sctx *c;
     int level;              /* 0 = greatest priority */
     launch *head, *tail;
+    tl_ns free_at;          /* the head's predecessor ended at free_at - stream_gap_ns:
+                               the head starts no earlier */
 };
 
 typedef struct job_acct {

@@ -193,9 +193,10 @@ void stream_advance(sim *s, sstream *st)
     launch *l = st->head;
     if (!l || l->active)
         return;
-    if (l->ready_at > sim_now(s)) {
+    tl_ns ready = l->ready_at > st->free_at ? l->ready_at : st->free_at;
+    if (ready > sim_now(s)) {
         if (!l->ready_ev)
-            l->ready_ev = tl_engine_at(&s->eng, l->ready_at, ready_ev, s, l, 0);
+            l->ready_ev = tl_engine_at(&s->eng, ready, ready_ev, s, l, 0);
         return;
     }
     l->active = true;
@@ -227,6 +228,7 @@ void launch_complete(sim *s, launch *l)
     st->head = l->next;
     if (!st->head)
         st->tail = NULL;
+    st->free_at = now + s->p.stream_gap_ns;
 
     uint64_t total = l->block_end - l->block_begin;
     uint64_t next_block = l->ptb ? l->block_begin + l->claimed : l->block_end;

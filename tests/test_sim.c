@@ -81,6 +81,7 @@ static h *open_h(int sms, double alpha)
         x->p.contention.alpha = alpha;
     x->p.ptb_block_overhead_ns = 0;
     x->p.slice_launch_ns = 0;
+    x->p.stream_gap_ns = 0; /* exact arithmetic; test_stream_gap sets it */
     return x;
 }
 
@@ -416,6 +417,56 @@ static void test_stream_fifo(void **st)
     assert_int_equal(rec_of(x, 2)->start_ns, 100 * US);
     assert_int_equal(rec_of(x, 2)->end_ns, 150 * US);
     close_h(x);
+}
+
+/* stream_gap_ns: an op already waiting behind another on its stream starts
+ * the gap after that one ends (b at 100 us + 2 us); one launched after the
+ * gap has passed starts at once (c, launched at 300 us, long after b's end
+ * at 152 us); ops on another stream are not held (d starts at 0 beside a). */
+typedef struct later_launch {
+    h *x;
+    tl_stream_id s;
+    const tl_op *op;
+} later_launch;
+
+static void launch_at_timer(void *arg, tl_ns now)
+{
+    (void)now;
+    later_launch *l = arg;
+    launch(l->x, l->s, l->op, 0, 3);
+}
+
+static void test_stream_gap(void **st)
+{
+    (void)st;
+    h *x = open_h(4, 0);
+    x->p.stream_gap_ns = 2 * US;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id s = stream(x, c, 0), s2 = stream(x, c, 0);
+    tl_op a = mk(1, 64, 32, 0, 100 * US), b = mk(1, 64, 32, 0, 50 * US);
+    tl_op cc = mk(1, 64, 32, 0, 10 * US), d = mk(1, 64, 32, 0, 10 * US);
+    launch(x, s, &a, 0, 1);
+    launch(x, s, &b, 0, 2);
+    launch(x, s2, &d, 0, 4);
+    later_launch l = { x, s, &cc };
+    assert_int_equal(tl_dev_timer(&x->d, 300 * US, launch_at_timer, &l), 0);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->end_ns, 100 * US);
+    assert_int_equal(rec_of(x, 2)->start_ns, 102 * US);
+    assert_int_equal(rec_of(x, 2)->end_ns, 152 * US);
+    assert_int_equal(rec_of(x, 3)->start_ns, 300 * US);
+    assert_int_equal(rec_of(x, 4)->start_ns, 0);
+    close_h(x);
+    /* the H100 default: 1.15 us, and an out-of-range value is refused */
+    tl_err err;
+    tl_gpu_props g;
+    tl_sim_params p;
+    assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.stream_gap_ns, 1150);
+    assert_int_equal(tl_sim_params_apply(&p, "stream_gap_ns=-1", &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "stream_gap_ns"));
 }
 
 /* Same level, two streams: only the EE head dispatches; the next kernel gets
@@ -1301,6 +1352,7 @@ int main(void)
         cmocka_unit_test(test_contention_kinds_h100_coruns),
         cmocka_unit_test(test_contention_kinds_age),
         cmocka_unit_test(test_callback_launch_latency),
+        cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),

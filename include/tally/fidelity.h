@@ -16,5 +16,9 @@ typedef struct tl_fidelity {
 
 /* gpu: the GPU to simulate (NULL: the trace's own, else H100). */
 int tl_fidelity_check(const tl_trace *t, const tl_gpu_props *gpu, tl_fidelity *out, tl_err *err);
+/* The same with simulator parameters other than the GPU's defaults:
+ * sim_params "KEY=VALUE;..." as tl_sim_params_apply takes (NULL: defaults). */
+int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const char *sim_params,
+                             tl_fidelity *out, tl_err *err);
 
 #endif

@@ -49,6 +49,9 @@ typedef struct tl_sim_params {
                                   back and releases when other work ends pays the host
                                   round trip (completion seen, launch call, GPU start);
                                   the traced host timeline already holds its own */
+    tl_ns stream_gap_ns;       /* GPU time between one op's end and the start of the next
+                                  op on the same stream when that one was already
+                                  waiting (the back-to-back dispatch gap) */
     tl_ns ptb_block_overhead_ns; /* extra time per logical block under PTB */
     tl_ns slice_launch_ns;     /* extra latency of a slice launch beyond the first
                                   (block_begin > 0) */
