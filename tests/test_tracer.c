@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,6 +48,7 @@
 /* The tracer's sources are built by cuda.mk (only where nvcc and CUPTI
  * exist), not into libtally.a. These four do not use CUPTI's headers, so the
  * lite-mode tests compile them in. */
+#include "../traces/tracer/hostcalls.c"
 #include "../traces/tracer/lite.c"
 #include "../traces/tracer/options.c"
 #include "../traces/tracer/store.c"
@@ -549,13 +551,22 @@ static long long awaited_end(json_t *events, long long stream, long long corr)
  * one thread, never after the GPU work it launched; launches start at their
  * queued time; a wait ends after the work it waited for; a blocking copy
  * holds its call until the copy ends. Returns the number of waits checked. */
+/* all_queued: every launch has its recorded host time (queued timestamp,
+ * or its call's own times with --launch-times callback). */
 static int check_lite(json_t *root, bool all_queued)
 {
     json_t *ht = json_object_get(root, "host_timeline");
     assert_non_null(ht);
     assert_string_equal(jstr(ht, "mode"), "lite");
     assert_true(json_is_true(json_object_get(ht, "reconstructed")));
-    if (all_queued) { /* CUPTI gave every launch its queued timestamp */
+    /* (captures made before --launch-times have no launch_times: queued) */
+    json_t *lt = json_object_get(ht, "launch_times");
+    bool callback = json_is_string(lt) && !strcmp(json_string_value(lt), "callback");
+    if (all_queued && callback) { /* a callback timed every launch call */
+        assert_false(json_is_true(json_object_get(ht, "latency_timestamps")));
+        assert_int_equal(jint(ht, "launches_timed"), jint(ht, "launches"));
+        assert_int_equal(jint(ht, "launches_queued"), 0);
+    } else if (all_queued) { /* CUPTI gave every launch its queued timestamp */
         assert_true(json_is_true(json_object_get(ht, "latency_timestamps")));
         assert_int_equal(jint(ht, "launches_queued"), jint(ht, "launches"));
     }
@@ -593,7 +604,13 @@ static int check_lite(json_t *root, bool all_queued)
         }
         if (strcmp(jstr(e, "type"), "api") != 0)
             continue;
-        assert_true(json_is_true(json_object_get(e, "estimated")));
+        /* rebuilt, or (callback) the timed call itself, with its callback id */
+        if (!json_is_true(json_object_get(e, "estimated"))) {
+            if (!callback)
+                fail_msg("call corr %lld (%s) is not marked estimated", jint(e, "corr"),
+                         jstr(e, "name"));
+            assert_true(jint(e, "cbid") > 0);
+        }
         if (tid < 0)
             tid = jint(e, "tid");
         assert_int_equal(jint(e, "tid"), tid);
@@ -850,6 +867,341 @@ static void test_lite_reconstruction(void **state)
     tl_trace_close(&t);
     tt_lite_restore(&s, &st);
     tt_store_free(&s);
+}
+
+/* --launch-times callback: the launch (and copy, memset) calls' own host
+ * entry and exit, recorded by callbacks (HOSTCALL records, hostcalls.c). */
+static tt_rec *mk_hostcall(tt_store *s, uint32_t corr, uint64_t start, uint64_t end, int driver,
+                           uint32_t cbid, const char *name, bool nested)
+{
+    tt_rec *r = mk(s, TT_R_HOSTCALL, corr, start, end);
+    r->sub = (uint8_t)driver, r->id = cbid, r->name = tt_intern(s, name);
+    r->flags = nested ? TT_RF_NESTED : 0;
+    return r;
+}
+
+/* mk_step's records with the launches' queued timestamps gone and the calls
+ * timed by callbacks instead: launches (all but c+6, when untimed_launch),
+ * the memset and the async copy; not the blocking copy (left to be placed:
+ * a mix, as when a call is not among the timed ones); one timed call with
+ * no GPU record (a launch that failed). The launch on stream 15 returns at
+ * +230.4 after entering at +229.6, past its GPU start +229.0 (clock skew). */
+static void mk_timed_step(tt_store *s, int k, bool untimed_launch)
+{
+    size_t first = s->n;
+    mk_step(s, k);
+    for (size_t i = first; i < s->n; i++) {
+        tt_rec *r = tt_store_at(s, i);
+        if (r->type == TT_R_KERNEL)
+            r->queued = r->submitted = 0;
+    }
+    uint64_t T = T0 + (uint64_t)k * US(1000);
+    uint32_t c = 100 + 20 * (uint32_t)k;
+    mk_hostcall(s, c + 2, T + US(215), T + US(217.2), 0, 211, "cudaLaunchKernel", false);
+    mk_hostcall(s, c + 3, T + US(218), T + US(219), 1, 307, "cuLaunchKernel", false);
+    if (!untimed_launch)
+        mk_hostcall(s, c + 6, T + US(226), T + US(227.5), 0, 211, "cudaLaunchKernel", false);
+    mk_hostcall(s, c + 7, T + US(229.6), T + US(230.4), 0, 430, "cudaLaunchKernelExC", false);
+    mk_hostcall(s, c + 8, T + US(231.0), T + US(231.3), 0, 51, "cudaMemsetAsync", false);
+    mk_hostcall(s, c + 9, T + US(231.4), T + US(231.8), 0, 41, "cudaMemcpyAsync", false);
+    mk_hostcall(s, c + 14, T + US(709.6), T + US(709.8), 0, 211, "cudaLaunchKernel", false);
+}
+
+static void test_lite_callback_times(void **state)
+{
+    (void)state;
+    enum { STEPS_L = 3 };
+    tt_store s;
+    tt_store_init(&s);
+    for (int k = 0; k < STEPS_L; k++)
+        mk_timed_step(&s, k, true);
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    assert_int_equal(st.calls, 12 * STEPS_L); /* the failed launch has none */
+    assert_int_equal(st.launches, 4 * STEPS_L);
+    assert_int_equal(st.launches_timed, 3 * STEPS_L);
+    assert_int_equal(st.launches_queued, 0);
+    assert_int_equal(st.launches_clamped, STEPS_L);
+    assert_int_equal(st.copies_timed, 2 * STEPS_L);
+    assert_int_equal(st.host_calls_unused, STEPS_L);
+    /* placed: the blocking copy, the event record, the untimed launch */
+    assert_int_equal(st.interpolated, 3 * STEPS_L);
+    for (int k = 0; k < STEPS_L; k++) {
+        uint64_t T = T0 + (uint64_t)k * US(1000);
+        uint32_t c = 100 + 20 * (uint32_t)k;
+        /* timed calls: exactly as recorded, named as called, not estimated */
+        static const struct {
+            uint32_t d;
+            double start, end;
+            const char *name;
+            int driver;
+            uint32_t cbid;
+        } timed[] = {{2, 215, 217.2, "cudaLaunchKernel", 0, 211},
+                     {3, 218, 219, "cuLaunchKernel", 1, 307},
+                     {7, 229, 230.4, "cudaLaunchKernelExC", 0, 430}, /* at its GPU start */
+                     {8, 231.0, 231.3, "cudaMemsetAsync", 0, 51},
+                     {9, 231.4, 231.8, "cudaMemcpyAsync", 0, 41}};
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
+            const tt_rec *a = call_of(&s, c + timed[i].d);
+            assert_non_null(a);
+            assert_int_equal(a->start, T + US(timed[i].start));
+            assert_int_equal(a->end, T + US(timed[i].end));
+            assert_false(a->flags & TT_RF_ESTIMATED);
+            assert_string_equal(s.strings[a->name], timed[i].name);
+            assert_int_equal(a->sub, timed[i].driver);
+            assert_int_equal(a->id, timed[i].cbid);
+            assert_int_equal(a->tid, 4242);
+        }
+        assert_null(call_of(&s, c + 14)); /* a timed call with no GPU work: dropped */
+        /* the untimed launch: estimated, between the wait before it and the
+         * timed launch after it, ending where that one starts */
+        const tt_rec *a = call_of(&s, c + 6);
+        assert_true(a->flags & TT_RF_ESTIMATED);
+        assert_string_equal(s.strings[a->name], "cudaLaunchKernel");
+        assert_true(a->start >= T + US(224));
+        assert_int_equal(a->end, T + US(229));
+        /* the untimed blocking copy: estimated, ending with its copy; the
+         * event record between the launches and the wait */
+        a = call_of(&s, c + 1);
+        assert_true(a->flags & TT_RF_ESTIMATED);
+        assert_true(a->start >= T && a->start <= T + US(10));
+        assert_int_equal(a->end, T + US(210));
+        a = call_of(&s, c + 4);
+        assert_true(a->start >= T + US(219) && a->end <= T + US(223));
+        /* waits as recorded */
+        assert_int_equal(call_of(&s, c + 5)->start, T + US(223));
+        assert_int_equal(call_of(&s, c + 11)->end, T + US(501));
+    }
+
+    /* written: the file says where launch times came from; timed calls
+     * carry their callback id and no "estimated"; it loads and replays */
+    char path[300];
+    path_in_tmp(path, sizeof path, "lite_callback.json");
+    tt_options o;
+    char msg[512];
+    unsetenv("TALLY_TRACE_LAUNCH_TIMES");
+    unsetenv("TALLY_TRACE_QUEUED_TIMES");
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    o.launch_times = TT_LAUNCH_CALLBACK;
+    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
+                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
+                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
+                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
+                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
+    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
+    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
+                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
+                       .end_reason = "exit", .lite = &st, .latency_timestamps = false};
+    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
+        fail_msg("%s", msg);
+    json_t *root = load_json(path);
+    json_t *ht = json_object_get(root, "host_timeline");
+    assert_string_equal(jstr(ht, "launch_times"), "callback");
+    assert_true(has_prefix(jstr(ht, "launch_start"), "exact"));
+    assert_int_equal(jint(ht, "launches_timed"), 3 * STEPS_L);
+    assert_int_equal(jint(ht, "copies_timed"), 2 * STEPS_L);
+    assert_int_equal(jint(ht, "host_calls_unused"), STEPS_L);
+    assert_string_equal(jstr(json_object_get(root, "options"), "launch_times"), "callback");
+    assert_false(json_is_true(json_object_get(json_object_get(root, "options"), "queued_times")));
+    json_t *events = json_object_get(root, "events");
+    int exact = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        if (strcmp(jstr(e, "type"), "api") != 0 || json_is_true(json_object_get(e, "estimated")))
+            continue;
+        exact++;
+        if (!strcmp(jstr(e, "name"), "cuLaunchKernel"))
+            assert_string_equal(jstr(e, "api"), "driver"), assert_int_equal(jint(e, "cbid"), 307);
+    }
+    assert_int_equal(exact, 5 * STEPS_L);
+    assert_true(check_lite(root, false) >= 4 * STEPS_L);
+    json_decref(root);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_trace_options lo = {.marker_prefix = "step#"};
+    tl_err err;
+    if (tl_trace_load(&t, path, &lo, &err) < 0)
+        fail_msg("tl_trace_load: %s", err.msg);
+    assert_int_equal(t.n_iters, STEPS_L);
+    for (uint32_t i = 0; i < t.n_iters; i++) {
+        tl_iter_stats is;
+        tl_iteration_stats(&t.iters[i], &is);
+        assert_int_equal(is.kernels, 4);
+        assert_int_equal(is.traced_ns, US(705));
+    }
+    tl_fidelity f;
+    if (tl_fidelity_check(&t, NULL, &f, &err) < 0)
+        fail_msg("tl_fidelity_check: %s", err.msg);
+    assert_true(f.iter_err > -0.03 && f.iter_err < 0.03);
+    tl_trace_close(&t);
+    unlink(path);
+    tt_lite_restore(&s, &st);
+    tt_store_free(&s);
+
+    /* Nested calls: a timed call made inside another carries the outer
+     * call's times and name (hostcalls.c); whichever id the GPU record
+     * has, its call gets them, and the other record is dropped. A lone
+     * HOSTCALL id twice (not expected): the outer call's own record wins.
+     * Queued launches mix with timed ones. */
+    tt_store_init(&s);
+    const uint64_t T = T0;
+    mk_kernel(&s, 10, 7, 0, T + US(100), T + US(110), "a");
+    mk_hostcall(&s, 10, T + US(50), T + US(55), 0, 211, "cudaLaunchKernel", false);
+    mk_hostcall(&s, 11, T + US(50), T + US(55), 0, 211, "cudaLaunchKernel", true);
+    mk_kernel(&s, 21, 7, 0, T + US(110), T + US(120), "b"); /* carries the nested id */
+    mk_hostcall(&s, 20, T + US(60), T + US(66), 0, 211, "cudaLaunchKernel", false);
+    mk_hostcall(&s, 21, T + US(60), T + US(66), 0, 211, "cudaLaunchKernel", true);
+    mk_kernel(&s, 30, 7, 0, T + US(120), T + US(130), "c");
+    mk_hostcall(&s, 30, T + US(72), T + US(73), 1, 307, "cuLaunchKernel", true);
+    mk_hostcall(&s, 30, T + US(70), T + US(71), 0, 211, "cudaLaunchKernel", false);
+    mk_kernel(&s, 40, 7, T + US(80), T + US(130), T + US(140), "d"); /* queued */
+    mk_kernel(&s, 50, 7, 0, T + US(140), T + US(150), "e");
+    mk_hostcall(&s, 50, T + US(151), T + US(152), 0, 211, "cudaLaunchKernel", false); /* skew */
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    assert_int_equal(st.launches, 5);
+    assert_int_equal(st.launches_timed, 4);
+    assert_int_equal(st.launches_queued, 1);
+    assert_int_equal(st.launches_clamped, 1);
+    assert_int_equal(st.host_calls_unused, 3);
+    assert_int_equal(st.calls, 5);
+    const tt_rec *a = call_of(&s, 10);
+    assert_int_equal(a->start, T + US(50));
+    assert_int_equal(a->end, T + US(55));
+    assert_null(call_of(&s, 11));
+    a = call_of(&s, 21);
+    assert_int_equal(a->start, T + US(60));
+    assert_int_equal(a->end, T + US(66));
+    assert_string_equal(s.strings[a->name], "cudaLaunchKernel");
+    assert_null(call_of(&s, 20));
+    a = call_of(&s, 30);
+    assert_int_equal(a->start, T + US(70));
+    assert_int_equal(a->end, T + US(71));
+    assert_int_equal(a->sub, 0);
+    a = call_of(&s, 40);
+    assert_int_equal(a->start, T + US(80));
+    assert_true(a->flags & TT_RF_ESTIMATED);
+    a = call_of(&s, 50); /* entered after its GPU start: moved back to it */
+    assert_int_equal(a->start, T + US(140));
+    assert_int_equal(a->end, T + US(152));
+    tt_lite_restore(&s, &st);
+    tt_store_free(&s);
+}
+
+/* The per-thread log the handler appends to (hostcalls.c), driven as the
+ * callbacks would drive it. */
+static void hc_call(tt_hc_log *log, tt_hc_thread *th, int driver, uint32_t cbid, uint32_t corr,
+                    uint64_t t)
+{
+    if (tt_hc_enter(th, corr) && tt_hc_exit(th))
+        tt_hc_add(log, th, driver, cbid, corr, t, t + 100);
+}
+
+static int by_entry_corr(const void *a, const void *b)
+{
+    const tt_hc_entry *x = a, *y = b;
+    return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+typedef struct hc_worker {
+    tt_hc_log *log;
+    uint32_t first, n;
+} hc_worker;
+
+static void *hc_work(void *p)
+{
+    hc_worker *w = p;
+    tt_hc_thread th = {0};
+    for (uint32_t i = 0; i < w->n; i++)
+        hc_call(w->log, &th, 0, 211, w->first + i, 1000 * (uint64_t)(w->first + i));
+    return NULL;
+}
+
+static void test_hostcalls_log(void **state)
+{
+    (void)state;
+    tt_hc_log log;
+    assert_int_equal(tt_hc_init(&log, 0), 0);
+    tt_hc_thread th = {0};
+    /* a runtime launch that makes a timed driver launch inside: one start
+     * stamp (the outer one), the inner call recorded with the outer call's
+     * times, callback id and API */
+    assert_true(tt_hc_enter(&th, 10));
+    assert_false(tt_hc_enter(&th, 11)); /* nested: not stamped */
+    assert_false(tt_hc_exit(&th));      /* its exit: nothing recorded */
+    assert_true(tt_hc_exit(&th));       /* the outer call returns */
+    tt_hc_add(&log, &th, 0, 211, 10, 5000, 5600);
+    /* a lone driver launch, then 3000 more calls (past a buffer's 1024) */
+    hc_call(&log, &th, 1, 307, 12, 7000);
+    for (uint32_t i = 0; i < 3000; i++)
+        hc_call(&log, &th, 0, 211, 100 + i, 10000 + 1000 * (uint64_t)i);
+    tt_hc_collect(&log, 0);
+    assert_int_equal(log.n, 3003);
+    assert_int_equal(log.lost, 0);
+    qsort(log.all, log.n, sizeof *log.all, by_entry_corr);
+    const tt_hc_entry *e = log.all;
+    assert_int_equal(e[0].corr, 10);
+    assert_int_equal(e[0].start, 5000);
+    assert_int_equal(e[0].end, 5600);
+    assert_int_equal(e[0].flags, 0);
+    assert_int_equal(e[1].corr, 11);
+    assert_int_equal(e[1].flags, TT_RF_NESTED);
+    assert_int_equal(e[1].start, 5000);
+    assert_int_equal(e[1].end, 5600);
+    assert_int_equal(e[1].cbid, 211);
+    assert_int_equal(e[1].driver, 0);
+    assert_int_equal(e[2].corr, 12);
+    assert_int_equal(e[2].driver, 1);
+    assert_int_equal(e[2].cbid, 307);
+    for (uint32_t i = 0; i < 3000; i++) {
+        assert_int_equal(e[3 + i].corr, 100 + i);
+        assert_int_equal(e[3 + i].start, 10000 + 1000 * (uint64_t)i);
+    }
+    /* collecting again adds nothing; the window start drops what is before it */
+    tt_hc_collect(&log, 0);
+    assert_int_equal(log.n, 3003);
+    tt_hc_collect(&log, 100);
+    assert_int_equal(log.n, 3000);
+
+    /* threads: each its own buffer, collected while they run; a buffer is
+     * handed back when its thread ends (4 at a time, then 4 more: at most
+     * 5 buffers for 9 threads, the main one's included) */
+    for (int round = 0; round < 2; round++) {
+        pthread_t tids[4];
+        hc_worker w[4];
+        for (int i = 0; i < 4; i++) {
+            w[i] = (hc_worker){.log = &log, .first = 100000 * (uint32_t)(1 + i + 4 * round),
+                               .n = 5000};
+            assert_int_equal(pthread_create(&tids[i], NULL, hc_work, &w[i]), 0);
+        }
+        for (int i = 0; i < 20; i++)
+            tt_hc_collect(&log, 0);
+        for (int i = 0; i < 4; i++)
+            pthread_join(tids[i], NULL);
+    }
+    tt_hc_collect(&log, 0);
+    assert_int_equal(log.n, 3000 + 8 * 5000);
+    size_t n_bufs = 0;
+    for (tt_hc_buf *b = log.bufs; b; b = b->next)
+        n_bufs++;
+    if (n_bufs > 5) /* (fewer when a thread ended before the next began) */
+        fail_msg("%zu buffers for 9 threads, at most 5 at a time", n_bufs);
+    qsort(log.all, log.n, sizeof *log.all, by_entry_corr);
+    for (size_t i = 0; i < 8 * 5000; i++) { /* every call once */
+        uint32_t want = 100000 * (uint32_t)(1 + i / 5000) + (uint32_t)(i % 5000);
+        assert_int_equal(log.all[3000 + i].corr, want);
+        assert_int_equal(log.all[3000 + i].start, 1000 * (uint64_t)want);
+    }
+    tt_hc_free(&log);
+
+    /* the memory guard: past max, entries are counted as lost */
+    assert_int_equal(tt_hc_init(&log, 1500), 0);
+    memset(&th, 0, sizeof th);
+    for (uint32_t i = 0; i < 2000; i++)
+        hc_call(&log, &th, 0, 211, 1 + i, 1000 * (uint64_t)(i + 1));
+    tt_hc_collect(&log, 0);
+    assert_int_equal(log.n, 1500);
+    assert_int_equal(log.lost, 500);
+    tt_hc_free(&log);
 }
 
 /* --sync-records completion: waits known by their end only, placed by lite.c
@@ -1228,7 +1580,7 @@ static variant_result replay_variant(const char *capture, const char *marker, un
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     if (variant & V_COMPLETIONS)
         o.sync_records = TT_SYNCREC_COMPLETION;
-    o.queued_times = !(variant & V_NO_QUEUED);
+    o.launch_times = variant & V_NO_QUEUED ? TT_LAUNCH_OFF : TT_LAUNCH_QUEUED;
     tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
                      .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
                      .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
@@ -1237,7 +1589,7 @@ static variant_result replay_variant(const char *capture, const char *marker, un
     snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
     tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
                        .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
-                       .end_reason = "exit", .lite = &st, .latency_timestamps = o.queued_times};
+                       .end_reason = "exit", .lite = &st, .latency_timestamps = !(variant & V_NO_QUEUED)};
     if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
         fail_msg("%s", msg);
     tt_lite_restore(&s, &st);
@@ -1487,6 +1839,16 @@ static void test_host_timeline_options(void **state)
     assert_int_equal(tt_parse_on_off("0", &on), 0);
     assert_false(on);
     assert_int_equal(tt_parse_on_off("yes", &on), -1);
+    int lt = -1;
+    assert_int_equal(tt_parse_launch_times("queued", &lt), 0);
+    assert_int_equal(lt, TT_LAUNCH_QUEUED);
+    assert_int_equal(tt_parse_launch_times("callback", &lt), 0);
+    assert_int_equal(lt, TT_LAUNCH_CALLBACK);
+    assert_int_equal(tt_parse_launch_times("off", &lt), 0);
+    assert_int_equal(lt, TT_LAUNCH_OFF);
+    assert_int_equal(tt_parse_launch_times("on", &lt), -1);
+    assert_int_equal(tt_parse_launch_times("callbacks", &lt), -1);
+    assert_string_equal(tt_launch_times_name(TT_LAUNCH_CALLBACK), "callback");
 
     tt_options o;
     char msg[512];
@@ -1494,17 +1856,42 @@ static void test_host_timeline_options(void **state)
     unsetenv("TALLY_TRACE_HOST_TIMELINE");
     unsetenv("TALLY_TRACE_SYNC_RECORDS");
     unsetenv("TALLY_TRACE_QUEUED_TIMES");
+    unsetenv("TALLY_TRACE_LAUNCH_TIMES");
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     assert_int_equal(o.host_timeline, TT_HOST_LITE);
     assert_int_equal(o.sync_records, TT_SYNCREC_CALLBACK);
-    assert_true(o.queued_times);
+    assert_int_equal(o.launch_times, TT_LAUNCH_QUEUED);
     setenv("TALLY_TRACE_QUEUED_TIMES", "off", 1);
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
-    assert_false(o.queued_times);
+    assert_int_equal(o.launch_times, TT_LAUNCH_OFF);
     setenv("TALLY_TRACE_QUEUED_TIMES", "maybe", 1);
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, "TALLY_TRACE_QUEUED_TIMES"));
+    setenv("TALLY_TRACE_QUEUED_TIMES", "on", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.launch_times, TT_LAUNCH_QUEUED);
     unsetenv("TALLY_TRACE_QUEUED_TIMES");
+    /* --launch-times: its variable, and over the old one when both are set */
+    setenv("TALLY_TRACE_LAUNCH_TIMES", "callback", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.launch_times, TT_LAUNCH_CALLBACK);
+    assert_int_equal(o.host_timeline, TT_HOST_LITE);
+    assert_false(o.activities & (TT_ACT_RUNTIME | TT_ACT_DRIVER)); /* no API activity */
+    setenv("TALLY_TRACE_QUEUED_TIMES", "on", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.launch_times, TT_LAUNCH_CALLBACK);
+    setenv("TALLY_TRACE_LAUNCH_TIMES", "off", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.launch_times, TT_LAUNCH_OFF);
+    unsetenv("TALLY_TRACE_QUEUED_TIMES");
+    setenv("TALLY_TRACE_LAUNCH_TIMES", "queued", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.launch_times, TT_LAUNCH_QUEUED);
+    setenv("TALLY_TRACE_LAUNCH_TIMES", "cupti", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_TRACE_LAUNCH_TIMES"));
+    assert_non_null(strstr(msg, "cupti"));
+    unsetenv("TALLY_TRACE_LAUNCH_TIMES");
     setenv("TALLY_TRACE_HOST_TIMELINE", "full", 1);
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     assert_int_equal(o.activities, TT_ACT_DEFAULT); /* every call but queries */
@@ -1552,6 +1939,7 @@ static void test_usage(void **state)
     assert_non_null(strstr(text, "--host-timeline MODE"));
     assert_non_null(strstr(text, "--sync-records HOW"));
     assert_non_null(strstr(text, "--queued-times on|off"));
+    assert_non_null(strstr(text, "--launch-times HOW"));
     free(text);
 
     char *version[] = {tool, "--version", NULL};
@@ -1571,6 +1959,8 @@ static void test_usage(void **state)
         {tool, "--host-timeline", "partial", "--", "/bin/true", NULL},
         {tool, "--sync-records", "polling", "--", "/bin/true", NULL},
         {tool, "--queued-times", "maybe", "--", "/bin/true", NULL},
+        {tool, "--launch-times", "sometimes", "--", "/bin/true", NULL},
+        {tool, "--launch-times", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = run(cases[i], out, err);
@@ -1580,6 +1970,41 @@ static void test_usage(void **state)
     char *missing[] = {tool, "--", "/nonexistent/program", NULL};
     st = run(missing, out, err);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 127);
+
+    /* what reaches the program's environment (the library reads it there):
+     * --launch-times and its old spelling --queued-times, the last one
+     * given winning; a stale TALLY_TRACE_QUEUED_TIMES is not passed on */
+    static const struct {
+        const char *a1, *v1, *a2, *v2, *want;
+    } lt[] = {
+        {NULL, NULL, NULL, NULL, "queued"},
+        {"--launch-times", "callback", NULL, NULL, "callback"},
+        {"--queued-times", "off", NULL, NULL, "off"},
+        {"--queued-times", "off", "--launch-times", "callback", "callback"},
+        {"--launch-times", "callback", "--queued-times", "on", "queued"},
+    };
+    setenv("TALLY_TRACE_QUEUED_TIMES", "off", 1);
+    for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++) {
+        char *argv[12];
+        int k = 0;
+        argv[k++] = tool, argv[k++] = "-q";
+        if (lt[i].a1)
+            argv[k++] = (char *)lt[i].a1, argv[k++] = (char *)lt[i].v1;
+        if (lt[i].a2)
+            argv[k++] = (char *)lt[i].a2, argv[k++] = (char *)lt[i].v2;
+        argv[k++] = "--", argv[k++] = "/bin/sh", argv[k++] = "-c";
+        argv[k++] = "echo \"$TALLY_TRACE_LAUNCH_TIMES/${TALLY_TRACE_QUEUED_TIMES-unset}\"";
+        argv[k] = NULL;
+        st = run(argv, out, err);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        text = slurp(out);
+        char want[64];
+        snprintf(want, sizeof want, "%s/unset\n", lt[i].want);
+        if (strcmp(text, want) != 0)
+            fail_msg("case %zu: the program saw '%s', expected '%s'", i, text, want);
+        free(text);
+    }
+    unsetenv("TALLY_TRACE_QUEUED_TIMES");
 }
 
 /* A program that never initializes CUDA: exit status kept, no file, a message. */
@@ -1980,6 +2405,8 @@ int main(void)
         cmocka_unit_test(test_committed_testprog_trace),
         cmocka_unit_test(test_committed_traces_load),
         cmocka_unit_test(test_lite_reconstruction),
+        cmocka_unit_test(test_lite_callback_times),
+        cmocka_unit_test(test_hostcalls_log),
         cmocka_unit_test(test_lite_completions),
         cmocka_unit_test(test_lite_variants_on_captures),
         cmocka_unit_test(test_completion_capture_rebuilt),

@@ -61,6 +61,9 @@ typedef struct item {
     bool blocking;        /* the host waited for the copy */
     bool known_start, known_end, dropped;
     bool completion;      /* K_WAIT from a completion: end known, start inferred */
+    bool timed;           /* GPU items: start and end are the call's own, from
+                             callbacks (the HOSTCALL record hc) */
+    size_t hc;
     uint32_t stream;      /* GPU items; stream synchronizes */
     uint64_t start, end;  /* host times, known or estimated */
     uint64_t gpu_start;   /* earliest GPU start of the call's records; 0 none */
@@ -146,24 +149,69 @@ static const char *call_name(const item *it)
     }
 }
 
+/* HOSTCALL records by correlation id; of two with one id (not expected),
+ * the outermost call's own first. */
+typedef struct hostcall {
+    uint32_t corr;
+    bool nested;
+    bool used;
+    size_t rec;
+} hostcall;
+
+static int by_hostcall(const void *a, const void *b)
+{
+    const hostcall *x = a, *y = b;
+    if (x->corr != y->corr)
+        return x->corr < y->corr ? -1 : 1;
+    if (x->nested != y->nested)
+        return x->nested ? 1 : -1;
+    return x->rec < y->rec ? -1 : x->rec > y->rec;
+}
+
+static hostcall *find_hostcall(hostcall *h, size_t n, uint32_t corr)
+{
+    size_t lo = 0, hi = n; /* the first with corr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && h[lo].corr == corr ? &h[lo] : NULL;
+}
+
 /* Items from the records: one per record, then the GPU records of one
  * correlation id (a graph launch, a copy split in pieces) merged into one
- * call. Returns the number of items, or -1 when out of memory. */
-static long collect(const tt_store *s, item **out)
+ * call. A GPU item whose call was timed by callbacks (a HOSTCALL record of
+ * its id) takes those times. Returns the number of items, or -1 when out of
+ * memory; *unused: HOSTCALL records no GPU record claimed. */
+static long collect(const tt_store *s, item **out, uint64_t *unused)
 {
-    size_t n_api = 0, n = 0;
+    size_t n_api = 0, n = 0, n_hc = 0;
     for (size_t i = 0; i < s->n; i++) {
         const tt_rec *r = tt_store_at(s, i);
         n_api += r->type == TT_R_API;
+        n_hc += r->type == TT_R_HOSTCALL;
         n += r->corr && rank_of(r) >= 0;
     }
     uint32_t *api = malloc((n_api ? n_api : 1) * sizeof *api);
     item *v = malloc((n ? n : 1) * sizeof *v);
-    if (!api || !v) {
+    hostcall *hc = malloc((n_hc ? n_hc : 1) * sizeof *hc);
+    if (!api || !v || !hc) {
         free(api);
         free(v);
+        free(hc);
         return -1;
     }
+    n_hc = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tt_rec *r = tt_store_at(s, i);
+        if (r->type == TT_R_HOSTCALL && r->corr)
+            hc[n_hc++] = (hostcall){.corr = r->corr, .nested = (r->flags & TT_RF_NESTED) != 0,
+                                    .rec = i};
+    }
+    qsort(hc, n_hc, sizeof *hc, by_hostcall);
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++) {
         const tt_rec *r = tt_store_at(s, i);
@@ -189,7 +237,15 @@ static long collect(const tt_store *s, item **out)
             it->gpu_end = r->end;
             it->async = (r->flags & TT_RF_ASYNC) != 0;
             it->blocking = r->type == TT_R_MEMCPY && copy_blocks(r);
-            if (r->type == TT_R_KERNEL && r->queued) {
+            hostcall *h = n_hc ? find_hostcall(hc, n_hc, r->corr) : NULL;
+            if (h) { /* the call's own entry and exit */
+                const tt_rec *c = tt_store_at(s, h->rec);
+                h->used = true;
+                it->timed = it->known_start = it->known_end = true;
+                it->hc = h->rec;
+                it->start = c->start;
+                it->end = c->end >= c->start ? c->end : c->start;
+            } else if (r->type == TT_R_KERNEL && r->queued) {
                 it->known_start = true;
                 it->start = r->queued;
                 if (r->submitted >= r->queued && r->submitted - r->queued <= TT_LITE_MAX_CALL_NS)
@@ -207,6 +263,10 @@ static long collect(const tt_store *s, item **out)
         }
     }
     free(api);
+    *unused = 0;
+    for (size_t i = 0; i < n_hc; i++)
+        *unused += !hc[i].used;
+    free(hc);
     qsort(v, m, sizeof *v, by_corr);
 
     /* merge the GPU records of one call */
@@ -221,7 +281,14 @@ static long collect(const tt_store *s, item **out)
             if (it->gpu_end > last->gpu_end)
                 last->gpu_end = it->gpu_end;
             last->blocking = last->blocking || it->blocking;
-            if (it->known_start && (!last->known_start || it->start < last->start)) {
+            if (last->timed || it->timed) { /* one call, one HOSTCALL record */
+                if (!last->timed) {
+                    last->timed = last->known_start = last->known_end = true;
+                    last->hc = it->hc;
+                    last->start = it->start;
+                    last->end = it->end;
+                }
+            } else if (it->known_start && (!last->known_start || it->start < last->start)) {
                 last->known_start = true;
                 last->start = it->start;
                 last->call_ns = it->call_ns;
@@ -476,7 +543,7 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
 {
     memset(st, 0, sizeof *st);
     item *v = NULL;
-    long nl = collect(s, &v);
+    long nl = collect(s, &v, &st->host_calls_unused);
     if (nl < 0)
         return -1;
     size_t n = (size_t)nl;
@@ -485,18 +552,21 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
         return -1;
     }
 
-    /* Known starts: queued launches (moved back to their GPU start if skew
-     * put them after it), waits, event records seen by a callback. */
+    /* Known starts: launches queued or timed by callbacks, copies and
+     * memsets timed by callbacks (moved back to their GPU start if clock
+     * skew put them after it), waits, event records seen by a callback. */
     for (size_t i = 0; i < n; i++) {
         item *it = &v[i];
         bool launch = it->kind == K_LAUNCH || it->kind == K_GRAPH;
         st->launches += launch;
-        if (launch && it->known_start) {
-            st->launches_queued++;
-            if (it->start > it->gpu_start) {
-                it->start = it->gpu_start;
-                st->launches_clamped++;
-            }
+        st->launches_timed += launch && it->timed;
+        st->launches_queued += launch && it->known_start && !it->timed;
+        st->copies_timed += !launch && it->timed;
+        if (is_gpu(it->kind) && it->known_start && it->start > it->gpu_start) {
+            it->start = it->gpu_start;
+            if (it->known_end && it->end < it->start)
+                it->end = it->start;
+            st->launches_clamped += launch;
         }
     }
     /* Calls without a known start go as late as they can: just before the
@@ -585,14 +655,21 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
                 }
             }
         }
-        uint32_t name = tt_intern(s, call_name(it));
+        /* a call timed by callbacks is the real one: its name, API and
+         * callback id, not estimated */
+        const tt_rec *c = it->timed ? tt_store_at(s, it->hc) : NULL;
+        uint32_t name = c && c->name ? c->name : tt_intern(s, call_name(it));
+        uint8_t sub = c ? c->sub : 0;
+        uint32_t cbid = c ? c->id : 0;
         tt_rec *r = tt_store_add(s);
         if (!r) {
             rc = -1;
             break;
         }
         r->type = TT_R_API;
-        r->flags = TT_RF_ESTIMATED;
+        r->flags = it->timed ? 0 : TT_RF_ESTIMATED;
+        r->sub = sub;
+        r->id = cbid;
         r->corr = it->corr;
         r->start = it->start;
         r->end = it->end;

@@ -103,7 +103,7 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
      * SYNCHRONIZATION activity made ResNet-50 training steps ~17% slower
      * than the callbacks (experiments/results/tracer/README.md). */
     o->sync_records = TT_SYNCREC_CALLBACK;
-    o->queued_times = true;
+    o->launch_times = TT_LAUNCH_QUEUED;
     o->max_records = 200u * 1000 * 1000; /* ~20 GB of records: a guard, not a plan */
 
     env_str("TALLY_TRACE_OUTPUT", o->output, sizeof o->output);
@@ -160,9 +160,21 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
                  "TALLY_TRACE_SYNC_RECORDS='%s': expected activity, callback or completion", how);
         return -1;
     }
+    /* TALLY_TRACE_QUEUED_TIMES=on|off: the old spelling of LAUNCH_TIMES
+     * queued|off; LAUNCH_TIMES wins when both are set. */
     const char *queued = getenv("TALLY_TRACE_QUEUED_TIMES");
-    if (queued && *queued && tt_parse_on_off(queued, &o->queued_times) < 0) {
-        snprintf(msg, msg_len, "TALLY_TRACE_QUEUED_TIMES='%s': expected on or off", queued);
+    bool on = true;
+    if (queued && *queued) {
+        if (tt_parse_on_off(queued, &on) < 0) {
+            snprintf(msg, msg_len, "TALLY_TRACE_QUEUED_TIMES='%s': expected on or off", queued);
+            return -1;
+        }
+        o->launch_times = on ? TT_LAUNCH_QUEUED : TT_LAUNCH_OFF;
+    }
+    const char *launch = getenv("TALLY_TRACE_LAUNCH_TIMES");
+    if (launch && *launch && tt_parse_launch_times(launch, &o->launch_times) < 0) {
+        snprintf(msg, msg_len, "TALLY_TRACE_LAUNCH_TIMES='%s': expected queued, callback or off",
+                 launch);
         return -1;
     }
     /* Only FULL records API calls; NONE has no use for waits and event
@@ -210,6 +222,23 @@ int tt_parse_sync_records(const char *s, int *how)
 const char *tt_sync_records_name(int how)
 {
     return how >= 0 && how < 3 ? sync_records_names[how] : "?";
+}
+
+static const char *const launch_times_names[] = {"queued", "callback", "off"};
+
+int tt_parse_launch_times(const char *s, int *how)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, launch_times_names[i]) == 0) {
+            *how = i; /* TT_LAUNCH_QUEUED, _CALLBACK, _OFF */
+            return 0;
+        }
+    return -1;
+}
+
+const char *tt_launch_times_name(int how)
+{
+    return how >= 0 && how < 3 ? launch_times_names[how] : "?";
 }
 
 int tt_parse_on_off(const char *s, bool *on)

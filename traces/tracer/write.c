@@ -186,7 +186,7 @@ static const char *mem_kind_name(unsigned k)
 
 static bool in_window(const tt_rec *r, const tt_trace_meta *m)
 {
-    if (r->type == TT_R_DEAD)
+    if (r->type >= TT_R_DEAD) /* withdrawn; HOSTCALL: only lite.c reads them */
         return false;
     if (r->type == TT_R_STREAM)
         return true; /* stream properties hold for the whole run */
@@ -277,9 +277,13 @@ static void put_options(sink *o, const tt_options *op)
     put_str(o, op->iter_kernel);
     putf(o, ",\"iteration_sync\":%" PRId64 ",\"iteration_sync_kind\":\"%s\",\"gzip\":%s",
          op->iter_sync, sync_kinds[op->iter_sync_kind], op->gzip ? "true" : "false");
-    putf(o, ",\"host_timeline\":\"%s\",\"sync_records\":\"%s\",\"queued_times\":%s}",
+    /* (queued_times: what --launch-times queued was called before) */
+    putf(o,
+         ",\"host_timeline\":\"%s\",\"sync_records\":\"%s\",\"launch_times\":\"%s\","
+         "\"queued_times\":%s}",
          tt_host_timeline_name(op->host_timeline), tt_sync_records_name(op->sync_records),
-         op->queued_times ? "true" : "false");
+         tt_launch_times_name(op->launch_times),
+         op->launch_times == TT_LAUNCH_QUEUED ? "true" : "false");
 }
 
 static const char *iteration_method(const tt_options *op)
@@ -312,14 +316,25 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
     const tt_lite_stats *l = m->lite;
     /* (putf formats at most 511 bytes: the long texts go through puts_) */
     puts_(o, ",\"thread\":\"one host thread per process: every call has tid = pid\",");
-    if (m->latency_timestamps)
-        puts_(o, "\"launch_start\":\"CUPTI queued timestamp of the kernel (host enqueue), at "
-                 "most its GPU start\",");
-    else
-        puts_(o, "\"launch_start\":\"no queued timestamps: placed like other calls, in "
-                 "correlation order as late as they can, at most their GPU start\",");
-    putf(o, "\"launch_duration_ns\":\"submitted - queued when <= %d, else %d\",",
-         TT_LITE_MAX_CALL_NS, TT_LITE_CALL_NS);
+    putf(o, "\"launch_times\":\"%s\",", tt_launch_times_name(m->opts->launch_times));
+    if (m->opts->launch_times == TT_LAUNCH_CALLBACK) {
+        /* Exact: these calls are not marked "estimated" (launches_timed,
+         * copies_timed count them). */
+        puts_(o, "\"launch_start\":\"exact: callbacks on the launch calls (runtime and "
+                 "driver kernel and graph launches) give each call's host entry and exit, at "
+                 "most its GPU start; a call made inside another takes the outer call's "
+                 "times\",");
+        puts_(o, "\"launch_duration_ns\":\"exact (exit - entry)\",");
+    } else {
+        if (m->latency_timestamps)
+            puts_(o, "\"launch_start\":\"CUPTI queued timestamp of the kernel (host "
+                     "enqueue), at most its GPU start\",");
+        else
+            puts_(o, "\"launch_start\":\"no queued timestamps: placed like other calls, in "
+                     "correlation order as late as they can, at most their GPU start\",");
+        putf(o, "\"launch_duration_ns\":\"submitted - queued when <= %d, else %d\",",
+             TT_LITE_MAX_CALL_NS, TT_LITE_CALL_NS);
+    }
     switch (m->opts->sync_records) {
     case TT_SYNCREC_CALLBACK:
         puts_(o, "\"waits_from\":\"callbacks on the synchronize, stream-wait and event-record "
@@ -345,6 +360,10 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
                  "end\",");
         break;
     }
+    if (m->opts->launch_times == TT_LAUNCH_CALLBACK)
+        puts_(o, "\"copies_from\":\"callbacks on cudaMemcpy, cudaMemcpyAsync, cudaMemset and "
+                 "cudaMemsetAsync (and their per-thread forms): exact host entry and exit; other "
+                 "copy and memset calls are placed as below\",");
     puts_(o, "\"other_calls\":\"copies, memsets, event records: placed in correlation order "
              "as late as they can, ending where the next call starts, not after their own GPU "
              "start nor before the previous call's estimated end; blocking copies end with the "
@@ -359,6 +378,11 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
              ",\"waits_unplaced\":%" PRIu64 ",\"corr_moved\":%" PRIu64,
              l->calls, l->launches, l->launches_queued, l->launches_clamped, l->interpolated,
              l->blocking_copies, l->waits, l->waits_inferred, l->waits_unplaced, l->corr_moved);
+    if (l)
+        putf(o,
+             ",\"launches_timed\":%" PRIu64 ",\"copies_timed\":%" PRIu64
+             ",\"host_calls_unused\":%" PRIu64 ",\"host_calls_lost\":%" PRIu64,
+             l->launches_timed, l->copies_timed, l->host_calls_unused, l->host_calls_lost);
     puts_(o, "}");
 }
 
