@@ -2129,19 +2129,73 @@ static int trace_prog(const char *out_json, const char *manifest_out, char *cons
     return run(argv, manifest_out, err);
 }
 
+/* --launch-times callback on the GPU: every launch of the manifest has its
+ * call timed by the callbacks (not estimated, a callback id, an API), which
+ * entered before its kernel started (none moved back for clock skew) and
+ * returned after it entered; the copies and memsets were timed too, the
+ * blocking H2D copy's call returning after its copy ended. */
+static void check_timed_launches(json_t *root, const manifest *m)
+{
+    json_t *ht = json_object_get(root, "host_timeline");
+    assert_string_equal(jstr(ht, "launch_times"), "callback");
+    assert_false(json_is_true(json_object_get(ht, "latency_timestamps")));
+    assert_int_equal(jint(ht, "launches_timed"), jint(ht, "launches"));
+    assert_true(jint(ht, "launches") >= m->n);
+    assert_int_equal(jint(ht, "launches_clamped"), 0);
+    assert_int_equal(jint(ht, "host_calls_lost"), 0);
+    /* per step: cudaMemcpy H2D, cudaMemsetAsync, cudaMemcpyAsync D2H */
+    assert_true(jint(ht, "copies_timed") >= m->copies_h2d + m->copies_d2h + m->memsets);
+    json_t *events = json_object_get(root, "events");
+    int kernels = 0, copies = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        const char *type = jstr(e, "type");
+        bool kernel = !strcmp(type, "kernel");
+        if (!kernel && strcmp(type, "memcpy") != 0 && strcmp(type, "memset") != 0)
+            continue;
+        json_t *api = event_by_corr(events, "api", jint(e, "corr"));
+        if (!api)
+            fail_msg("%s '%.40s' (corr %lld): no call", type, jstr(e, "name"), jint(e, "corr"));
+        if (json_is_true(json_object_get(api, "estimated")))
+            fail_msg("%s '%.40s' (corr %lld): its call %s is estimated, not timed", type,
+                     jstr(e, "name"), jint(e, "corr"), jstr(api, "name"));
+        assert_true(jint(api, "cbid") > 0);
+        assert_true(jint(api, "end_ns") >= jint(api, "start_ns"));
+        if (jint(api, "start_ns") > jint(e, "start_ns"))
+            fail_msg("%s '%.40s': call entered at %lld, after its GPU start %lld", type,
+                     jstr(e, "name"), jint(api, "start_ns"), jint(e, "start_ns"));
+        if (kernel) {
+            assert_non_null(strstr(jstr(api, "name"), "aunchKernel"));
+            kernels++;
+        } else {
+            assert_non_null(strstr(jstr(api, "name"), !strcmp(type, "memset") ? "Memset" : "Memcpy"));
+            copies++;
+            if (!strcmp(jstr(api, "name"), "cudaMemcpy") && !strcmp(jstr(e, "copy"), "h2d") &&
+                jint(api, "end_ns") + SKEW_NS < jint(e, "end_ns"))
+                fail_msg("cudaMemcpy (corr %lld) returned at %lld, before its copy ended (%lld)",
+                         jint(e, "corr"), jint(api, "end_ns"), jint(e, "end_ns"));
+        }
+    }
+    assert_true(kernels >= m->n);
+    assert_true(copies >= m->copies_h2d + m->copies_d2h + m->memsets);
+}
+
 /* Four steps of the test program under one host-timeline mode (host_opt:
  * NULL = the default), every field checked against the manifest. */
-static void every_field(const char *host_opt, const char *sync_opt, const char *want_mode)
+static void every_field(const char *host_opt, const char *sync_opt, const char *launch_opt,
+                        const char *want_mode)
 {
     char json[300], man[300];
     path_in_tmp(json, sizeof json, "steps.json");
     path_in_tmp(man, sizeof man, "steps.manifest");
-    char *extra[8] = {"--iteration-marker", "step#"};
+    char *extra[10] = {"--iteration-marker", "step#"};
     int k = 2;
     if (host_opt)
         extra[k++] = "--host-timeline", extra[k++] = (char *)host_opt;
     if (sync_opt)
         extra[k++] = "--sync-records", extra[k++] = (char *)sync_opt;
+    if (launch_opt)
+        extra[k++] = "--launch-times", extra[k++] = (char *)launch_opt;
     extra[k] = NULL;
     char *mode[] = {"steps", "4", NULL};
     int st = trace_prog(json, man, extra, mode);
@@ -2159,6 +2213,8 @@ static void every_field(const char *host_opt, const char *sync_opt, const char *
         if (waits < 4 * 4)
             fail_msg("%d waits checked, expected at least 16", waits);
     }
+    if (launch_opt && !strcmp(launch_opt, "callback"))
+        check_timed_launches(root, &m);
     check_markers(root, 0, 3);
     assert_int_equal(count_iterations(root), 4);
     json_decref(root);
@@ -2171,9 +2227,10 @@ static void test_gpu_every_field(void **state)
     (void)state;
     if (!gpu_ready())
         skip();
-    every_field(NULL, NULL, "lite");            /* the default: waits from callbacks */
-    every_field("lite", "activity", "lite");    /* waits from CUPTI activity records */
-    every_field("full", NULL, "full");          /* every API call recorded */
+    every_field(NULL, NULL, NULL, "lite");          /* the default: waits from callbacks */
+    every_field("lite", "activity", NULL, "lite");  /* waits from CUPTI activity records */
+    every_field(NULL, NULL, "callback", "lite");    /* launch times from callbacks */
+    every_field("full", NULL, NULL, "full");        /* every API call recorded */
 }
 
 /* --sync-records completion on the GPU: no API callback at all; stream and
