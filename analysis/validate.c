@@ -28,6 +28,7 @@ typedef struct vrun {
     bool has_load;
     double load;
     char *key;       /* canonical config, device fields dropped */
+    char *sim_params;/* the config's simulator parameters ("" none) */
     char *jobsig;
     vjob *jobs;
     int n_jobs;
@@ -49,6 +50,7 @@ static void vdb_free(vdb *d)
         free(r->params);
         free(r->gpu);
         free(r->key);
+        free(r->sim_params);
         free(r->jobsig);
         for (int j = 0; j < r->n_jobs; j++) {
             free(r->jobs[j].name);
@@ -103,6 +105,16 @@ static char *canonical_config(const char *config)
     char *s = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
     json_decref(c);
     return s;
+}
+
+/* The run config's "sim_params" string ("KEY=VALUE;..."), "" if none. */
+static char *config_sim_params(const char *config)
+{
+    json_t *c = config ? json_loads(config, 0, NULL) : NULL;
+    const char *sp = json_string_value(json_object_get(c, "sim_params"));
+    char *out = tl_xstrdup(sp ? sp : "");
+    json_decref(c);
+    return out;
 }
 
 static int metric_index(const char *name)
@@ -264,6 +276,7 @@ static int load_db(tl_analysis *a, const char *kind, const char *experiment, vdb
         r->has_load = sqlite3_column_type(st, 5) != SQLITE_NULL;
         r->load = sqlite3_column_double(st, 5);
         r->key = key;
+        r->sim_params = config_sim_params((const char *)sqlite3_column_text(st, 6));
         r->sys = NAN;
     }
     if (s != SQLITE_DONE)
@@ -577,6 +590,7 @@ static int build(tl_validation *v, vdb *sim, vdb *hw)
         if (!v->matched++) {
             v->hw_gpu = tl_xstrdup(h->gpu);
             v->sim_gpu = tl_xstrdup(s->gpu);
+            v->sim_params = tl_xstrdup(s->sim_params);
         }
         size_t ci = 0;
         while (ci < nc && !same_cell(&cs[ci].cell, h))
@@ -710,6 +724,7 @@ void tl_validation_close(tl_validation *v)
     free(v->ranks);
     free(v->hw_gpu);
     free(v->sim_gpu);
+    free(v->sim_params);
     free(v->hw_path);
     free(v->sim_path);
     memset(v, 0, sizeof *v);

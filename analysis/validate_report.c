@@ -249,6 +249,8 @@ void tl_validation_print(const tl_validation *v, FILE *out)
             "jobs' throughput relative to alone).\n",
             v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
             v->hw_gpu ? v->hw_gpu : "?", v->matched);
+    fprintf(out, "Simulator parameters: %s.\n",
+            v->sim_params && *v->sim_params ? v->sim_params : "the GPU's defaults");
     for (size_t i = 0; i < v->n_cells;) {
         char *t = scope_title(&v->cells[i]);
         fprintf(out, "\n== %s\n", t);
@@ -306,6 +308,10 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
             "iterations per s; system: the sum of the jobs' throughput relative to alone.\n\n",
             v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
             v->hw_gpu ? v->hw_gpu : "?", v->matched);
+    if (v->sim_params && *v->sim_params)
+        fprintf(f, "Simulator parameters other than the GPU's defaults: `%s`.\n\n", v->sim_params);
+    else
+        fprintf(f, "Simulator parameters: the GPU's defaults.\n\n");
     fprintf(f, "## Summary\n\n");
     print_summary(f, v, "- ");
     for (size_t i = 0; i < v->n_cells;) {

@@ -136,6 +136,54 @@ int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char
     return r;
 }
 
+int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t cap, tl_err *err)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(hw_db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        int r = tl_errf(err, TL_EIO, "%s: cannot open: %s", hw_db, db ? sqlite3_errmsg(db) : "?");
+        sqlite3_close(db);
+        return r;
+    }
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    /* a database without a meta table (older, or foreign) has no such key */
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key=?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+            snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+            found = 1;
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return found;
+}
+
+int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, size_t cap,
+                            tl_err *err)
+{
+    if (cap)
+        applied[0] = '\0';
+    const char *sp = e->sim_params ? e->sim_params : "";
+    const char *at = strstr(sp, "stream_gap_ns=");
+    if (at && (at == sp || at[-1] == ';'))
+        return 0; /* the user's choice */
+    char gap[64];
+    int have = tl_validation_hw_meta(hw_db, "hw_stream_gap_ns", gap, sizeof gap, err);
+    if (have <= 0)
+        return have;
+    char kv[96];
+    snprintf(kv, sizeof kv, "stream_gap_ns=%s", gap);
+    int r = tl_experiment_set_sim_param(e, kv, err);
+    if (r < 0) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return tl_errf(err, r, "%s: meta hw_stream_gap_ns '%s': %s", hw_db, gap, why);
+    }
+    snprintf(applied, cap, "%s", kv);
+    return 0;
+}
+
 /* arg: the experiment, whose sim_params (spec or --sim-param) apply. */
 static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
 {

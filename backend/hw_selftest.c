@@ -266,6 +266,19 @@ done_part:
                 N, (long long)chained, (long long)queued, rt / 1e3, median_ns(ch.cb_lat, ch.n_lat) / 1e3);
         check(out, "roundtrip", ch.left == 0 && rt > 0, &fails);
     }
+    /* 6. back to back: what one queued launch costs beyond its kernel, for a
+     * 5 us and a 30 us kernel (hw_gap.c). */
+    {
+        int kinds[2] = {K_TINY, K_SHORT};
+        for (int v = 0; v < 2; v++) {
+            tl_hw_gap g;
+            if ((r = tl_hw_stream_gap(&dev, s_lo, &ops[kinds[v]], 2000, &g, err)) < 0) goto out;
+            fprintf(out, "selftest: back to back (%s, %d queued): issue %.2f us per launch; GPU period %.2f us, "
+                         "kernel median %.2f us, end-to-next-start gap median %.2f us\n",
+                    names[kinds[v] + 1], g.launches, g.issue_ns / 1e3, g.period_ns / 1e3, g.kernel_ns / 1e3,
+                    g.gap_ns / 1e3);
+        }
+    }
     r = fails ? 1 : 0;
     fprintf(out, "selftest: %s\n", fails ? "SOME CHECKS FAILED" : "ALL CHECKS PASSED");
 out:

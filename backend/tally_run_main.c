@@ -25,6 +25,7 @@
 #include "cuda_device.h"
 #include "worker.h"
 #include "tally/policy.h"
+#include "tally/results.h"
 #include "tally/runner.h"
 #include "tally/spec.h"
 #include "tally/sweep.h"
@@ -453,6 +454,40 @@ static int cuda_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_e
     return tl_cuda_open(dev, (const tl_cuda_options *)arg, err);
 }
 
+/* The replay's back-to-back gap on this GPU, before the runs (hw_gap.c):
+ * 2000 queued 5 us kernels of 132 x 128 threads, the size of many of a
+ * framework's small kernels. */
+static int probe_stream_gap(tl_device *d, tl_hw_gap *g, tl_err *err)
+{
+    static char *names[] = {"", "tally_stream_gap_probe"};
+    tl_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = TL_OP_KERNEL;
+    op.name = 1;
+    op.grid[0] = 132, op.grid[1] = op.grid[2] = 1;
+    op.block[0] = 128, op.block[1] = op.block[2] = 1;
+    op.regs = 32;
+    op.dur_ns = 5 * TL_NS_PER_US;
+    op.event = -1;
+    tl_iteration it = {.ops = &op, .n_ops = 1};
+    tl_trace t;
+    memset(&t, 0, sizeof t);
+    t.iters = &it;
+    t.n_iters = 1;
+    t.strings = names;
+    t.n_strings = 2;
+    tl_ctx_config cc = {.kind = TL_CTX_TIMESLICED, .job = 0};
+    tl_ctx_id ctx;
+    tl_stream_id s;
+    int r;
+    if ((r = tl_cuda_prepare_trace(d, &t, err)) < 0 || (r = tl_dev_ctx_create(d, &cc, &ctx, err)) < 0 ||
+        (r = tl_dev_stream_create(d, ctx, 0, &s, err)) < 0)
+        return r;
+    r = tl_hw_stream_gap(d, s, &op, 2000, g, err);
+    tl_cuda_forget_trace(d, &t);
+    return r;
+}
+
 static bool needs_mps(const tl_experiment *e)
 {
     for (int i = 0; i < e->n_policies; i++) {
@@ -509,6 +544,11 @@ static int cmd_run(cli *c, int argc, char **argv)
             tl_cuda_forget_trace(&d, &t);
             tl_trace_close(&t);
         }
+    tl_hw_gap gap = {0};
+    if (r >= 0 && (r = probe_stream_gap(&d, &gap, &err)) >= 0)
+        fprintf(stderr, "tally-run: back-to-back gap of the replay's kernels: %.2f us (median of %d; "
+                        "kernel %.2f us, period %.2f us); recorded as meta hw_stream_gap_ns\n",
+                gap.gap_ns / 1e3, gap.launches, gap.kernel_ns / 1e3, gap.period_ns / 1e3);
     tl_dev_close(&d);
     if (r < 0) {
         tl_experiment_close(&e);
@@ -524,6 +564,16 @@ static int cmd_run(cli *c, int argc, char **argv)
     c->so.clocks = clocks;
     r = tl_sweep_run(&e, &c->so, stdout, &err);
     tl_experiment_close(&e);
+    if (r >= 0) {
+        /* with the runs, for tally-validate (the latest measurement wins) */
+        tl_results db;
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)gap.gap_ns);
+        if ((r = tl_results_open(&db, c->so.db_path, &err)) >= 0) {
+            r = tl_results_set_meta(&db, "hw_stream_gap_ns", v, &err);
+            tl_results_close(&db);
+        }
+    }
     return r < 0 ? fail(&err, r) : 0;
 }
 

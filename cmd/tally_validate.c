@@ -45,7 +45,9 @@ static const char usage_text[] =
     "  -C, --combined-db FILE   keep the database of both kinds the plot is made from\n"
     "                           (tally-plot reads it; default: a temporary file)\n"
     "      --sim-param KEY=VAL  a simulator parameter for the simulated runs (repeatable;\n"
-    "                           names: tally-sim --help)\n"
+    "                           names: tally-sim --help). Where tally-run recorded its\n"
+    "                           replay's back-to-back gap (meta hw_stream_gap_ns of HW.db),\n"
+    "                           stream_gap_ns is that unless given here\n"
     "  -q, --quiet              no simulation progress, no list of files written\n"
     "  -h, --help               this help\n"
     "  -V, --version            version\n"
@@ -234,6 +236,12 @@ int main(int argc, char **argv)
             r = tl_validation_experiment(&e, spec, hw_db, experiment, seed, &err);
         for (int i = 0; i < n_sim_params && r == 0; i++)
             r = tl_experiment_set_sim_param(&e, sim_params[i], &err);
+        char applied[128] = "";
+        if (r == 0)
+            r = tl_validation_hw_params(&e, hw_db, applied, sizeof applied, &err);
+        if (r == 0 && *applied && !quiet)
+            fprintf(stderr, "tally-validate: simulating with what %s recorded of its replay: %s "
+                            "(--sim-param overrides)\n", hw_db, applied);
         if (r == 0) {
             long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
             int workers = jobs > 0 ? (int)jobs : ncpu > 0 ? (int)ncpu : 1;

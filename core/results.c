@@ -138,6 +138,19 @@ void tl_results_rollback(tl_results *r)
     sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+int tl_results_set_meta(tl_results *r, const char *key, const char *value, tl_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_err(r, err, "meta");
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return s == SQLITE_DONE ? 0 : db_err(r, err, "meta");
+}
+
 /* ---------- the run writer ---------- */
 
 static void bind_real_or_null(sqlite3_stmt *st, int i, double v)

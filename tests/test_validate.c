@@ -539,6 +539,7 @@ static void test_self_validation(void **state)
 
     tl_validation v;
     assert_int_equal(tl_validation_load(&v, sim, hw, NULL, &err), 0);
+    assert_string_equal(v.sim_params, ""); /* the GPU's defaults, as the "hardware" */
     assert_int_equal(v.matched, 2 * 2 + 3 * 2); /* alone: 2 jobs x 2 reps; 3 policies x 2 */
     assert_int_equal(v.matched, v.hw_runs);
     for (size_t i = 0; i < v.n_cells; i++)
@@ -558,6 +559,41 @@ static void test_self_validation(void **state)
     assert_int_equal(tl_validation_simulate(&e, path_in("self_sim6.db"), 1, true, &err), 0);
     tl_experiment_close(&e);
     assert_int_equal(tl_validation_load(&v, path_in("self_sim6.db"), hw, NULL, &err), TL_EMISSING);
+
+    /* tally-run's record of its replay's back-to-back gap: the simulated twin
+     * runs with it (the report says so), unless the user set the gap; a bad
+     * value is refused, naming the database */
+    tl_results db;
+    char applied[128];
+    assert_int_equal(tl_results_open(&db, hw, &err), 0);
+    assert_int_equal(tl_results_set_meta(&db, "hw_stream_gap_ns", "6100", &err), 0);
+    tl_results_close(&db);
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
+    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    assert_string_equal(applied, "stream_gap_ns=6100");
+    const char *gapdb = path_in("self_sim_gap.db");
+    assert_int_equal(tl_validation_simulate(&e, gapdb, 1, true, &err), 0);
+    tl_experiment_close(&e);
+    assert_int_equal(tl_validation_load(&v, gapdb, hw, NULL, &err), 0);
+    assert_non_null(strstr(v.sim_params, "stream_gap_ns=6100"));
+    assert_int_equal(v.matched, v.hw_runs);
+    tl_validation_close(&v);
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
+    assert_int_equal(tl_experiment_set_sim_param(&e, "stream_gap_ns=0", &err), 0);
+    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    assert_string_equal(applied, "");
+    tl_experiment_close(&e);
+    assert_int_equal(tl_results_open(&db, hw, &err), 0);
+    assert_int_equal(tl_results_set_meta(&db, "hw_stream_gap_ns", "-5", &err), 0);
+    tl_results_close(&db);
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
+    assert_true(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err) < 0);
+    assert_non_null(strstr(err.msg, "self_hw.db"));
+    assert_non_null(strstr(err.msg, "hw_stream_gap_ns"));
+    tl_experiment_close(&e);
 
     /* a spec that cannot be read */
     tl_experiment_init(&e);

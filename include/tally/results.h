@@ -64,6 +64,10 @@ int tl_results_begin(tl_results *r, tl_err *err);
 int tl_results_commit(tl_results *r, tl_err *err);
 void tl_results_rollback(tl_results *r);
 const char *tl_results_schema_sql(void);
+/* A key of the meta table (one statement: atomic). Keys in use:
+ * schema_version, made_by (tally-validate's combined databases),
+ * hw_stream_gap_ns (tally-run: the replay's measured back-to-back gap). */
+int tl_results_set_meta(tl_results *r, const char *key, const char *value, tl_err *err);
 
 /* Everything about one finished run, written in one transaction. */
 struct tl_run_result;

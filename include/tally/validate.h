@@ -88,6 +88,8 @@ typedef struct tl_validation {
     size_t hw_runs, sim_runs;   /* finished runs considered in each database */
     size_t matched;             /* pairs */
     char *hw_gpu, *sim_gpu;     /* runs.gpu of the first matched pair */
+    char *sim_params;           /* its simulated run's simulator parameters ("KEY=VALUE;...",
+                                   "" for the GPU's defaults) */
     char *hw_path, *sim_path;
 } tl_validation;
 
@@ -122,6 +124,14 @@ int tl_validation_plot(const tl_validation *v, const char *combined_db, const tl
  * hardware runs used; seed >= 0 replaces the spec's. */
 int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char *hw_db,
                              const char *experiment, long long seed, tl_err *err);
+/* A value of hw_db's meta table (e.g. hw_stream_gap_ns, written by tally-run):
+ * 1 and the value in buf if there, 0 if not, < 0 on errors. Read-only. */
+int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t cap, tl_err *err);
+/* The simulator parameters tally-run recorded of its replay in hw_db (meta
+ * hw_stream_gap_ns: the synthetic kernels' back-to-back gap) and e does not
+ * set already, set on e; "KEY=VALUE" of what was set in applied ("" none). */
+int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, size_t cap,
+                            tl_err *err);
 /* Simulate e into sim_db (runs already there are kept: resume). */
 int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int workers, bool quiet,
                            tl_err *err);
