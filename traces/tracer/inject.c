@@ -6,7 +6,9 @@
  * KERNEL kind serializes them), copies, memsets, synchronizations, CUDA event
  * records, streams and NVTX ranges, and the host side as --host-timeline
  * says: lite (default) records no API call but kernels' queued/submitted
- * latency timestamps, and lite.c rebuilds the calls when writing; full
+ * latency timestamps (or, with --launch-times callback, the launch calls'
+ * host entry and exit from callbacks on those calls only: hostcalls.c), and
+ * lite.c rebuilds the calls when writing; full
  * records every runtime and driver API call (host start/end, thread); none
  * records GPU work only. A few callbacks, enabled only where an option needs
  * them, find iteration boundaries as they happen (NVTX ranges, synchronize

@@ -13,6 +13,13 @@
  *   put it later. It lasts `submitted - queued` (the rest of the call: handing
  *   the buffer to the GPU) when known and at most TT_LITE_MAX_CALL_NS, else
  *   TT_LITE_CALL_NS, and never past the start of the next call.
+ * - With --launch-times callback, the launch (and copy, memset) calls were
+ *   timed by callbacks instead (TT_R_HOSTCALL records, hostcalls.c): the call
+ *   of the GPU records with that correlation id takes the record's entry and
+ *   exit (the entry moved back to the GPU start under clock skew), name, API
+ *   and callback id, and is not estimated. A call made inside another has
+ *   the outer call's times under its own id: whichever id the GPU records
+ *   carry finds them; HOSTCALL records no GPU record claims are dropped.
  * - Synchronize and stream-wait calls: host start and end from our callbacks
  *   on those calls (--sync-records callback, the default) or CUPTI's
  *   SYNCHRONIZATION records (activity): exact. With --sync-records
@@ -40,7 +47,8 @@
  *   thread id the caller gives (the process id). The loader merges the calls
  *   of all threads into one host timeline anyway (FORMAT.md, "Host order").
  *
- * Every call made here carries TT_RF_ESTIMATED; the writer marks them.
+ * Every call made here but the timed ones carries TT_RF_ESTIMATED; the
+ * writer marks them.
  * Nothing here depends on CUPTI's headers (tests build it without them).
  */
 #include <stdbool.h>

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_device.sh: everything the tracer needs a GPU for, in one go (< 5 min on
-# an H100 with the defaults and BERT_KERNEL set).
+# an H100 with the defaults and BERT_KERNEL set; ~7 min with REPEATS=5
+# DEADLINE_S=420, the invocation for the --launch-times decision below).
 #
 #   traces/tracer/run_device.sh [OUTDIR]     (from the repository root)
 #
@@ -17,8 +18,14 @@
 #    unchanged, in HOST_TIMELINE mode (default lite), compressed; the BERT
 #    iteration kernel is BERT_KERNEL (or the first line of BERT_KERNEL_FILE,
 #    e.g. workloads/bert_iteration_kernel.txt: the one found on 2026-11-23),
-#    else found in a whole-run BERT trace (16 s more); with COMPLETION_CAPTURE=1 (default) ResNet-50 once more
-#    with --sync-records completion;
+#    else found in a whole-run BERT trace (16 s more); with LAUNCHCB_CAPTURE=1
+#    (default) ResNet-50 once more with --launch-times callback (and the test
+#    program, into results.tar.gz); with COMPLETION_CAPTURE=1 (default 0 since
+#    the launch-time captures: the 8-file limit) once more with
+#    --sync-records completion; then, for each ResNet-50 capture: mean and
+#    median launch-to-start lead (a kernel's GPU start minus its launch call's
+#    start), launch call durations, back-to-back GPU gaps, kernels per
+#    iteration;
 # 4. measures the overhead on ResNet-50 training, STEPS steps, configurations
 #    interleaved (each repeat starts one configuration later in the list, so
 #    that none always follows the same one), REPEATS times each (CONFIGS; all
@@ -31,6 +38,9 @@
 #                      activity kinds (--sync-records activity; the default
 #                      until 2026-11-23: +22% there)
 #      lite_noqueued   lite without kernel queued timestamps (--queued-times off)
+#      lite_launchcb   lite with launch times from callbacks on the launch,
+#                      copy and memset calls (--launch-times callback; no
+#                      latency timestamps)
 #      lite_completion lite with no runtime/driver API callback at all: waits
 #                      and iteration syncs from synchronize-domain completions
 #                      (--sync-records completion)
@@ -42,22 +52,33 @@
 #      torch_profiler  the PyTorch profiler (CPU + CUDA activities)
 #    New runs stop being started DEADLINE_S seconds after the start (a run
 #    takes ~13 s), so that the whole call stays within its time;
-#    The log gets the GPU's gap between back-to-back ops in each traced
-#    run of the first repeat (latency timestamps on or off);
+#    The log gets the GPU's gap between back-to-back ops and the launch-to-
+#    start lead in each traced run of the first repeat (latency timestamps
+#    on or off, launch callbacks);
 # 5. with TALLY_SIM (a prebuilt build/tally-sim; libraries from
 #    TRACER_TEST_LIBS), `tally-sim info` and `fidelity` on the captures and
 #    `info` on the lite traces of the first overhead repeat.
 #
 # OUTDIR (default $OUT) gets at most 8 files: log.txt, results.tar.gz (the
 # rest), overhead_summary.csv, the captures resnet50_train_b32.json.gz,
-# resnet50_train_b32_completion.json.gz, bert_infer_b1.json.gz,
-# testprog_lite.json.gz and testprog_lite.manifest (the whole-run BERT trace,
-# when made, goes into results.tar.gz).
+# resnet50_train_b32_launchcb.json.gz (or, with COMPLETION_CAPTURE=1 and
+# LAUNCHCB_CAPTURE=0, resnet50_train_b32_completion.json.gz),
+# bert_infer_b1.json.gz, testprog_lite.json.gz and testprog_lite.manifest
+# (the whole-run BERT trace, when made, and the test program's launch-time
+# capture go into results.tar.gz; with both ResNet-50 variants on, the
+# completion one does too).
 #
-# Variables: REPEATS (3), STEPS (60), CONFIGS (baseline gpu_only lite
-# lite_noqueued lite_completion), DEADLINE_S (250), HOST_TIMELINE (lite),
-# BERT_KERNEL, BERT_KERNEL_FILE, COMPLETION_CAPTURE (1), PIN_CPUS, SKIP_OUTSIDE_SIGNALS,
-# TRACER_TEST_BIN, TRACER_TEST_LIBS, TALLY_SIM, BUILD.
+# Variables: REPEATS (3), STEPS (60), CONFIGS (baseline lite lite_noqueued
+# lite_launchcb), DEADLINE_S (250), HOST_TIMELINE (lite), BERT_KERNEL,
+# BERT_KERNEL_FILE, LAUNCHCB_CAPTURE (1), COMPLETION_CAPTURE (0), PIN_CPUS,
+# SKIP_OUTSIDE_SIGNALS, TRACER_TEST_BIN, TRACER_TEST_LIBS, TALLY_SIM, BUILD.
+#
+# The --launch-times decision (one call of the device tool, < 10 min):
+#   SKIP_OUTSIDE_SIGNALS=1 REPEATS=5 DEADLINE_S=420 PIN_CPUS=2-9 \
+#   BERT_KERNEL_FILE=traces/tracer/workloads/bert_iteration_kernel.txt \
+#   traces/tracer/run_device.sh "$OUT"
+# (add TRACER_TEST_BIN/TRACER_TEST_LIBS/TALLY_SIM for a prebuilt
+# tests/test_tracer and tally-sim, as in experiments/results/tracer/README.md).
 set -u
 T_START=$(date +%s)
 OUTDIR=${1:-${OUT:-/tmp/tracer-out}}
@@ -69,7 +90,7 @@ T=$B/tally-trace
 P=$B/tracer_testprog
 WL=traces/tracer/workloads
 REPEATS=${REPEATS:-3}
-CONFIGS=${CONFIGS:-baseline gpu_only lite lite_noqueued lite_completion}
+CONFIGS=${CONFIGS:-baseline lite lite_noqueued lite_launchcb}
 STEPS=${STEPS:-60}
 DEADLINE_S=${DEADLINE_S:-250}
 HOST_TIMELINE=${HOST_TIMELINE:-lite}
@@ -88,9 +109,57 @@ for p in sys.argv[1:]:
     h = t.get("host_timeline", {})
     keep = {k: v for k, v in h.items() if not isinstance(v, str) or k == "mode"}
     print(p.rsplit("/", 1)[-1], "end=%s truncated=%s" % (t["end"], t["truncated"]),
-          "sync_records=%s queued_times=%s" % (t["options"].get("sync_records"),
-                                               t["options"].get("queued_times")),
+          "sync_records=%s launch_times=%s" % (t["options"].get("sync_records"),
+                                               t["options"].get("launch_times")),
           "counts", t["counts"], "host_timeline", keep)
+EOF
+}
+# What a trace says about launch times and the GPU, a few lines each: the
+# launch-to-start lead (GPU start of a kernel minus its call's start: how far
+# the host ran ahead), launch call durations, back-to-back GPU gaps (< 10 us
+# apart: ~1.1 us untraced, ~2.3 us with latency timestamps on), kernels per
+# iteration (iteration# ranges), calls estimated or timed.
+leads() {
+    python3 - "$@" <<'EOF'
+import bisect, gzip, json, statistics, sys
+def q(v, f):
+    return v[min(len(v) - 1, int(f * len(v)))] if v else 0
+for p in sys.argv[1:]:
+    try:
+        t = json.load(gzip.open(p, "rt") if p.endswith(".gz") else open(p))
+    except Exception as e:
+        print(p, "unreadable:", e); continue
+    ev = t["events"]
+    api = {e["corr"]: e for e in ev if e["type"] == "api"}
+    lead, dur = [], []
+    for e in ev:
+        if e["type"] == "kernel" and e.get("corr") in api:
+            a = api[e["corr"]]
+            lead.append(e["start_ns"] - a["start_ns"]); dur.append(a["end_ns"] - a["start_ns"])
+    lead.sort(); dur.sort()
+    ops = sorted((e["start_ns"], e["end_ns"]) for e in ev if e["type"] in ("kernel", "memcpy", "memset"))
+    g = sorted(b[0] - a[1] for a, b in zip(ops, ops[1:]) if 0 <= b[0] - a[1] < 10000)
+    its = sorted((e["start_ns"], e["end_ns"]) for e in ev
+                 if e["type"] == "marker" and e["name"].startswith("iteration#"))
+    ks = sorted(e["start_ns"] for e in ev if e["type"] == "kernel")
+    per = [bisect.bisect_left(ks, b) - bisect.bisect_left(ks, a) for a, b in its]
+    h = t.get("host_timeline", {})
+    est = sum(1 for e in ev if e["type"] == "api" and e.get("estimated"))
+    print("== %s launch_times=%s latency_timestamps=%s launches=%s queued=%s timed=%s clamped=%s "
+          "calls %d (estimated %d)" % (p.rsplit("/", 1)[-1], t["options"].get("launch_times"),
+          h.get("latency_timestamps"), h.get("launches"), h.get("launches_queued"),
+          h.get("launches_timed"), h.get("launches_clamped"), len(api), est))
+    if lead:
+        print("  launch-to-start lead us: mean %.1f median %.1f p10 %.1f p90 %.1f (n %d); "
+              "launch call us: mean %.2f median %.2f p90 %.2f" % (
+              statistics.mean(lead) / 1e3, q(lead, .5) / 1e3, q(lead, .1) / 1e3, q(lead, .9) / 1e3,
+              len(lead), statistics.mean(dur) / 1e3, q(dur, .5) / 1e3, q(dur, .9) / 1e3))
+    if g:
+        print("  back-to-back gaps ns: n %d median %.0f p10 %d p90 %d" % (
+              len(g), statistics.median(g), q(g, .1), q(g, .9)))
+    if per:
+        print("  kernels per iteration: %d iterations, min %d max %d median %d" % (
+              len(per), min(per), max(per), statistics.median(per)))
 EOF
 }
 
@@ -103,8 +172,10 @@ ls /usr/local/cuda/lib64/libcupti.so* 2>&1 | head -2
 
 say build
 if command -v make >/dev/null; then
-    make -f cuda.mk tracer BUILD="$B" || { echo "BUILD FAILED"; exit 1; }
-else # the same commands as cuda.mk (lite.c is compiled inside inject.c)
+    # -B: cuda.mk does not list lite.c and hostcalls.c (compiled inside
+    # inject.c) as prerequisites, and a kept build folder may predate them
+    make -B -f cuda.mk tracer BUILD="$B" || { echo "BUILD FAILED"; exit 1; }
+else # the same commands as cuda.mk (lite.c and hostcalls.c are compiled inside inject.c)
     mkdir -p "$B"; D=traces/tracer
     F="-std=c11 -D_GNU_SOURCE -O2 -g -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include"
     L="-L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64"
@@ -126,6 +197,9 @@ $T --gzip --host-timeline full -o "$W/tp/testprog_full.json" --iteration-marker 
 say "test program, lite with --sync-records activity: 6 iterations"
 $T --gzip --sync-records activity -o "$W/tp/testprog_lite_activity.json" --iteration-marker 'step#' -- \
     $P steps 6 > "$W/tp/testprog_lite_activity.manifest"; echo "rc=$?"
+say "test program, lite with --launch-times callback: 6 iterations"
+$T --gzip --launch-times callback -o "$W/tp/testprog_launchcb.json" --iteration-marker 'step#' -- \
+    $P steps 6 > "$W/tp/testprog_launchcb.manifest"; echo "rc=$?"
 say "test program, lite with --sync-records completion: 6 iterations"
 $T --gzip --sync-records completion -o "$W/tp/testprog_completion.json" --iteration-marker 'step#' -- \
     $P steps 6 > "$W/tp/testprog_completion.manifest"; echo "rc=$?"
@@ -148,7 +222,8 @@ ls -la "$W/tp"
 summary "$OUTDIR/testprog_lite.json.gz" "$W"/tp/*.json*
 # The lite and the full trace of the same program side by side: launch
 # host times (lite: queued) against the recorded cudaLaunchKernel calls.
-python3 - "$OUTDIR/testprog_lite.json.gz" "$W/tp/testprog_full.json.gz" "$W/tp/testprog_completion.json.gz" <<'EOF'
+python3 - "$OUTDIR/testprog_lite.json.gz" "$W/tp/testprog_full.json.gz" "$W/tp/testprog_launchcb.json.gz" \
+    "$W/tp/testprog_completion.json.gz" <<'EOF'
 import gzip, json, sys
 for p in sys.argv[1:]:
     t = json.load(gzip.open(p, "rt"))
@@ -209,13 +284,24 @@ say "ResNet-50 training, 20 steps after 10 (iteration = device synchronize), $HT
 $T $HT --gzip -o "$OUTDIR/resnet50_train_b32.json" --iteration-sync device:1 \
     --start-after-iterations 10 --stop-after-iterations 20 -- \
     python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
-if [ "${COMPLETION_CAPTURE:-1}" = 1 ]; then
+if [ "${LAUNCHCB_CAPTURE:-1}" = 1 ]; then
+say "ResNet-50 training, the same with --launch-times callback"
+$T $HT --launch-times callback --gzip -o "$OUTDIR/resnet50_train_b32_launchcb.json" \
+    --iteration-sync device:1 --start-after-iterations 10 --stop-after-iterations 20 -- \
+    python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
+fi
+if [ "${COMPLETION_CAPTURE:-0}" = 1 ]; then
+# (with the launch-time capture too, into results.tar.gz: 8 files at most)
+CD=$OUTDIR; [ "${LAUNCHCB_CAPTURE:-1}" = 1 ] && CD=$W/torch
 say "ResNet-50 training, the same with --sync-records completion"
-$T $HT --sync-records completion --gzip -o "$OUTDIR/resnet50_train_b32_completion.json" \
+$T $HT --sync-records completion --gzip -o "$CD/resnet50_train_b32_completion.json" \
     --iteration-sync device:1 --start-after-iterations 10 --stop-after-iterations 20 -- \
     python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
 fi
 summary $(ls "$OUTDIR"/*.json.gz "$W"/torch/*.json.gz 2>/dev/null)
+say "launch times in the captures"
+leads $(ls "$OUTDIR"/resnet50_train_b32*.json.gz "$W"/torch/resnet50_train_b32*.json.gz \
+    "$OUTDIR"/bert_infer_b1.json.gz "$W"/tp/testprog_launchcb.json.gz 2>/dev/null)
 
 say "overhead: ResNet-50 training, $STEPS steps, $REPEATS repeats, interleaved: $CONFIGS (new runs until +$DEADLINE_S s)"
 mkdir -p "$W/ovh"
@@ -246,6 +332,7 @@ for r in $(seq 1 "$REPEATS"); do
         lite_callback) $T -q -o "$tr" $TS --sync-records callback -- $RUN --json "$j" ;;
         lite_activity) $T -q -o "$tr" $TS --sync-records activity -- $RUN --json "$j" ;;
         lite_noqueued) $T -q -o "$tr" $TS --queued-times off -- $RUN --json "$j" ;;
+        lite_launchcb) $T -q -o "$tr" $TS --launch-times callback -- $RUN --json "$j" ;;
         lite_completion) $T -q -o "$tr" $TS --sync-records completion -- $RUN --json "$j" ;;
         lite_completion_noqueued) $T -q -o "$tr" $TS --sync-records completion --queued-times off \
             -- $RUN --json "$j" ;;
@@ -264,20 +351,10 @@ ls -la "$W/ovh"
 summary "$W"/ovh/trace_*_1.json
 # The GPU's gap between back-to-back ops (< 10 us apart): 1.1 us in the
 # full-mode capture, 2.0-2.4 us in every capture with CUPTI's latency
-# timestamps on (2026-11-23): the suspected cost of the queued times.
-python3 - "$W"/ovh/trace_*_1.json <<'EOF'
-import json, statistics, sys
-for p in sys.argv[1:]:
-    try:
-        ev = json.load(open(p))["events"]
-    except Exception as e:
-        print(p, "unreadable:", e); continue
-    ops = sorted((e["start_ns"], e["end_ns"]) for e in ev if e.get("type") in ("kernel", "memcpy", "memset"))
-    g = sorted(b[0] - a[1] for a, b in zip(ops, ops[1:]) if 0 <= b[0] - a[1] < 10000)
-    if g:
-        print("back-to-back gaps %-28s n %6d median %5.0f ns p10 %5d p90 %5d" % (
-            p.rsplit("/", 1)[-1], len(g), statistics.median(g), g[len(g) // 10], g[9 * len(g) // 10]))
-EOF
+# timestamps on (2026-11-23): the suspected cost of the queued times. And
+# each run's launch-to-start lead (queued, callback, or placed: off).
+say "launch times and back-to-back gaps in the first repeat's overhead traces"
+leads "$W"/ovh/trace_*_1.json
 python3 $WL/summarize_overhead.py "$W/ovh" 10
 cp "$W/ovh/overhead_summary.csv" "$OUTDIR/" 2>/dev/null
 
@@ -302,8 +379,10 @@ for c in sys.argv[2].split():
 EOF
     say "tally-sim fidelity (replay alone vs traced iteration time)"
     timeout 120 "$TALLY_SIM" fidelity $(ls "$OUTDIR"/resnet50_train_b32*.json.gz \
-        "$OUTDIR"/bert_infer_b1.json.gz "$W"/torch/bert_infer_full.json.gz "$OUTDIR"/testprog_lite.json.gz \
-        "$W"/tp/testprog_completion.json.gz 2>/dev/null) 2>&1 | tee "$W/fidelity.csv"
+        "$W"/torch/resnet50_train_b32*.json.gz "$OUTDIR"/bert_infer_b1.json.gz \
+        "$W"/torch/bert_infer_full.json.gz "$OUTDIR"/testprog_lite.json.gz \
+        "$W"/tp/testprog_launchcb.json.gz "$W"/tp/testprog_completion.json.gz 2>/dev/null) 2>&1 |
+        tee "$W/fidelity.csv"
 fi
 
 say pack

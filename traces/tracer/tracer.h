@@ -29,8 +29,9 @@
  * kinds): exact, but CUPTI then intercepts each of the ~12,000 calls PyTorch
  * makes per ResNet-50 step (+30% step time). LITE (the default) records no
  * API calls and reconstructs them from the GPU records (lite.c): a kernel's
- * host launch time is CUPTI's "queued" latency timestamp, waits come from
- * synchronization records. NONE writes no host calls at all. */
+ * host launch time is CUPTI's "queued" latency timestamp (or, with
+ * --launch-times callback, the call's own entry and exit), waits come from
+ * callbacks or synchronization records. NONE writes no host calls at all. */
 enum { TT_HOST_LITE = 0, TT_HOST_FULL = 1, TT_HOST_NONE = 2 };
 /* Where LITE gets synchronize / event-record calls: CUPTI's SYNCHRONIZATION
  * and CUDA_EVENT activity kinds (ACTIVITY: they made PyTorch ~17% slower on
@@ -263,7 +264,9 @@ typedef struct tt_lite_stats {
 /* Append to s one TT_R_API record (flags TT_RF_ESTIMATED, thread tid) per
  * host call that the GPU, synchronization and event records of s imply,
  * ordered by correlation id (CUPTI hands them out as calls begin). Records
- * that already have an API record of their correlation id get none.
+ * that already have an API record of their correlation id get none. GPU
+ * records with a TT_R_HOSTCALL record of their id get a call with its times,
+ * name, sub and id, without TT_RF_ESTIMATED.
  * Completions (TT_RF_END_ONLY) are placed by time and given a correlation id
  * between the calls around them (and their start) in s, so that the writer
  * joins them to their call. CUPTI gives ids only to the calls it traces

@@ -1,7 +1,8 @@
 """Summarize the ResNet-50 training overhead runs (run_device.sh).
 
 Reads ovh_<config>_<repeat>.json files (config: baseline, lite,
-lite_callback, lite_nosync, full, gpu_only, torch_profiler, or any other) (per-step seconds written by
+lite_noqueued, lite_launchcb, lite_completion, lite_nosync, full, gpu_only,
+torch_profiler, or any other) (per-step seconds written by
 resnet50_train.py), drops the first WARMUP steps of each run (steady state),
 and writes two CSV files:
   overhead_runs.csv     config,repeat,steps,median_ms,mean_ms,p90_ms,p25_ms
@@ -51,7 +52,7 @@ def main():
         w = csv.writer(f)
         w.writerow(["config", "runs", "median_ms", "ratio_vs_baseline", "slowdown_pct",
                     "paired_slowdown_pct", "p25_ms", "p25_slowdown_pct"])
-        order = ["baseline", "gpu_only", "lite", "lite_noqueued", "lite_completion",
+        order = ["baseline", "gpu_only", "lite", "lite_noqueued", "lite_launchcb", "lite_completion",
                  "lite_completion_noqueued", "lite_activity", "lite_callback", "lite_nosync",
                  "full", "torch_profiler",
                  # names of the runs before the lite mode (experiments/results/tracer)
