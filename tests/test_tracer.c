@@ -1116,6 +1116,16 @@ static void *hc_work(void *p)
     return NULL;
 }
 
+static void *hc_try_lock(void *p)
+{
+    tt_hc_log *log = p;
+    if (tt_hc_lock(log, 20) == 0) {
+        tt_hc_unlock(log);
+        return NULL;
+    }
+    return log;
+}
+
 static void test_hostcalls_log(void **state)
 {
     (void)state;
@@ -1191,6 +1201,18 @@ static void test_hostcalls_log(void **state)
         assert_int_equal(log.all[3000 + i].corr, want);
         assert_int_equal(log.all[3000 + i].start, 1000 * (uint64_t)want);
     }
+    tt_hc_free(&log);
+
+    /* the writer's bounded wait: a thread stopped inside the lock does not
+     * hold the writer forever */
+    assert_int_equal(tt_hc_init(&log, 0), 0);
+    assert_int_equal(tt_hc_lock(&log, 1000), 0);
+    pthread_t holder;
+    assert_int_equal(pthread_create(&holder, NULL, hc_try_lock, &log), 0);
+    void *got = NULL;
+    pthread_join(holder, &got);
+    assert_ptr_equal(got, (void *)&log); /* it gave up */
+    tt_hc_unlock(&log);
     tt_hc_free(&log);
 
     /* the memory guard: past max, entries are counted as lost */

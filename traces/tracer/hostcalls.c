@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tracer.h"
 
@@ -187,9 +188,24 @@ void tt_hc_add(tt_hc_log *log, tt_hc_thread *th, int driver, uint32_t cbid, uint
     th->outer = 0;
 }
 
-void tt_hc_collect(tt_hc_log *log, uint32_t below)
+int tt_hc_lock(tt_hc_log *log, int wait_ms)
 {
-    pthread_mutex_lock(&log->mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L)
+        until.tv_sec++, until.tv_nsec -= 1000000000L;
+    return pthread_mutex_timedlock(&log->mu, &until) == 0 ? 0 : -1;
+}
+
+void tt_hc_unlock(tt_hc_log *log)
+{
+    pthread_mutex_unlock(&log->mu);
+}
+
+void tt_hc_collect_locked(tt_hc_log *log, uint32_t below)
+{
     for (tt_hc_buf *b = log->bufs; b; b = b->next)
         move_locked(log, b, atomic_load_explicit(&b->n, memory_order_acquire));
     if (below) { /* before the recording window: never written */
@@ -199,6 +215,12 @@ void tt_hc_collect(tt_hc_log *log, uint32_t below)
                 log->all[w++] = log->all[i];
         log->n = w;
     }
+}
+
+void tt_hc_collect(tt_hc_log *log, uint32_t below)
+{
+    pthread_mutex_lock(&log->mu);
+    tt_hc_collect_locked(log, below);
     pthread_mutex_unlock(&log->mu);
 }
 

@@ -1071,8 +1071,14 @@ static void resolve_boundary_times(uint32_t start_corr, uint32_t stop_corr)
  * in the handler. Called with g.mu held. */
 static uint64_t add_host_calls(void)
 {
-    tt_hc_collect(&g.hc, g.started && g.start_corr ? g.start_corr : 0);
-    pthread_mutex_lock(&g.hc.mu); /* (collect let go of it: threads may add more) */
+    /* Bounded: a signal may have stopped a launching thread inside the
+     * lock (once per 1024 calls); the trace is then written with those
+     * launches estimated rather than not at all. */
+    if (tt_hc_lock(&g.hc, 1000) < 0) {
+        say("the launch-time log is busy; launch times are estimated in this write");
+        return 0;
+    }
+    tt_hc_collect_locked(&g.hc, g.started && g.start_corr ? g.start_corr : 0);
     for (size_t i = 0; i < g.hc.n; i++) {
         const tt_hc_entry *e = &g.hc.all[i];
         if (!keep_corr(e->corr))
@@ -1089,7 +1095,7 @@ static uint64_t add_host_calls(void)
         r->name = api_name(e->driver, e->cbid);
     }
     uint64_t lost = g.hc.lost;
-    pthread_mutex_unlock(&g.hc.mu);
+    tt_hc_unlock(&g.hc);
     return lost;
 }
 

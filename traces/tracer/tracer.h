@@ -340,6 +340,13 @@ void tt_hc_add(tt_hc_log *log, tt_hc_thread *th, int driver, uint32_t cbid, uint
 /* Writer: move every published entry into log->all; drop those with a
  * correlation id below `below` (0: keep all). */
 void tt_hc_collect(tt_hc_log *log, uint32_t below);
+/* The same in steps, for a writer that must not wait forever (a signal may
+ * have stopped a thread inside its once-per-buffer critical section):
+ * tt_hc_lock returns 0 with log->mu held, or -1 after wait_ms; then
+ * tt_hc_collect_locked, read log->all, tt_hc_unlock. */
+int tt_hc_lock(tt_hc_log *log, int wait_ms);
+void tt_hc_collect_locked(tt_hc_log *log, uint32_t below);
+void tt_hc_unlock(tt_hc_log *log);
 
 /* ---- device properties (from the driver, at context creation) ---- */
 
