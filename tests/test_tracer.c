@@ -636,7 +636,16 @@ static int check_lite(json_t *root, bool all_queued)
         } else if (!strcmp(name, "cudaMemcpy")) {
             json_t *copy = event_by_corr(events, "memcpy", corr);
             assert_non_null(copy);
-            if (strcmp(jstr(copy, "copy"), "d2d") != 0)
+            /* A timed (exact) call from pageable memory to the device
+             * returns once the data is staged, while the last DMA may
+             * still run (CUDA's documented behaviour; 19-24 us before the
+             * end of a 4 MiB copy on the H100): it waited for the copy's
+             * start. A rebuilt one ends with its copy. */
+            bool staged = !json_is_true(json_object_get(e, "estimated")) &&
+                          !strcmp(jstr(copy, "copy"), "h2d");
+            if (staged)
+                waited = jint(copy, "start_ns");
+            else if (strcmp(jstr(copy, "copy"), "d2d") != 0)
                 waited = jint(copy, "end_ns");
         }
         if (waited < 0)
@@ -1140,12 +1149,19 @@ static void test_hostcalls_log(void **state)
     assert_false(tt_hc_exit(&th));      /* its exit: nothing recorded */
     assert_true(tt_hc_exit(&th));       /* the outer call returns */
     tt_hc_add(&log, &th, 0, 211, 10, 5000, 5600);
-    /* a lone driver launch, then 3000 more calls (past a buffer's 1024) */
+    /* a lone driver launch; a runtime launch whose nested driver launch
+     * carries its own id (CUDA 13 on the H100): one entry; then 3000 more
+     * calls (past a buffer's 1024) */
     hc_call(&log, &th, 1, 307, 12, 7000);
+    assert_true(tt_hc_enter(&th, 13));
+    assert_false(tt_hc_enter(&th, 13));
+    assert_false(tt_hc_exit(&th));
+    assert_true(tt_hc_exit(&th));
+    tt_hc_add(&log, &th, 0, 211, 13, 8000, 8500);
     for (uint32_t i = 0; i < 3000; i++)
         hc_call(&log, &th, 0, 211, 100 + i, 10000 + 1000 * (uint64_t)i);
     tt_hc_collect(&log, 0);
-    assert_int_equal(log.n, 3003);
+    assert_int_equal(log.n, 3004);
     assert_int_equal(log.lost, 0);
     qsort(log.all, log.n, sizeof *log.all, by_entry_corr);
     const tt_hc_entry *e = log.all;
@@ -1162,13 +1178,16 @@ static void test_hostcalls_log(void **state)
     assert_int_equal(e[2].corr, 12);
     assert_int_equal(e[2].driver, 1);
     assert_int_equal(e[2].cbid, 307);
+    assert_int_equal(e[3].corr, 13);
+    assert_int_equal(e[3].flags, 0);
+    assert_int_equal(e[3].start, 8000);
     for (uint32_t i = 0; i < 3000; i++) {
-        assert_int_equal(e[3 + i].corr, 100 + i);
-        assert_int_equal(e[3 + i].start, 10000 + 1000 * (uint64_t)i);
+        assert_int_equal(e[4 + i].corr, 100 + i);
+        assert_int_equal(e[4 + i].start, 10000 + 1000 * (uint64_t)i);
     }
     /* collecting again adds nothing; the window start drops what is before it */
     tt_hc_collect(&log, 0);
-    assert_int_equal(log.n, 3003);
+    assert_int_equal(log.n, 3004);
     tt_hc_collect(&log, 100);
     assert_int_equal(log.n, 3000);
 
@@ -2155,7 +2174,9 @@ static int trace_prog(const char *out_json, const char *manifest_out, char *cons
  * call timed by the callbacks (not estimated, a callback id, an API), which
  * entered before its kernel started (none moved back for clock skew) and
  * returned after it entered; the copies and memsets were timed too, the
- * blocking H2D copy's call returning after its copy ended. */
+ * synchronous H2D copy's call returning after its copy started. Every timed
+ * call was claimed by its GPU work (the nested driver callbacks of runtime
+ * launches carry the runtime call's id and add nothing). */
 static void check_timed_launches(json_t *root, const manifest *m)
 {
     json_t *ht = json_object_get(root, "host_timeline");
@@ -2165,6 +2186,7 @@ static void check_timed_launches(json_t *root, const manifest *m)
     assert_true(jint(ht, "launches") >= m->n);
     assert_int_equal(jint(ht, "launches_clamped"), 0);
     assert_int_equal(jint(ht, "host_calls_lost"), 0);
+    assert_int_equal(jint(ht, "host_calls_unused"), 0);
     /* per step: cudaMemcpy H2D, cudaMemsetAsync, cudaMemcpyAsync D2H */
     assert_true(jint(ht, "copies_timed") >= m->copies_h2d + m->copies_d2h + m->memsets);
     json_t *events = json_object_get(root, "events");
@@ -2192,10 +2214,16 @@ static void check_timed_launches(json_t *root, const manifest *m)
         } else {
             assert_non_null(strstr(jstr(api, "name"), !strcmp(type, "memset") ? "Memset" : "Memcpy"));
             copies++;
-            if (!strcmp(jstr(api, "name"), "cudaMemcpy") && !strcmp(jstr(e, "copy"), "h2d") &&
-                jint(api, "end_ns") + SKEW_NS < jint(e, "end_ns"))
-                fail_msg("cudaMemcpy (corr %lld) returned at %lld, before its copy ended (%lld)",
-                         jint(e, "corr"), jint(api, "end_ns"), jint(e, "end_ns"));
+            /* from pageable memory: the call returns once its data is
+             * staged, before the last DMA ends (check_lite) */
+            if (!strcmp(jstr(api, "name"), "cudaMemcpy") && !strcmp(jstr(e, "copy"), "h2d")) {
+                if (jint(api, "end_ns") + SKEW_NS < jint(e, "start_ns"))
+                    fail_msg("cudaMemcpy (corr %lld) returned at %lld, before its copy started "
+                             "(%lld)", jint(e, "corr"), jint(api, "end_ns"), jint(e, "start_ns"));
+                print_message("cudaMemcpy H2D 4 MiB pageable (corr %lld): returned %.1f us "
+                              "before its copy ended\n", jint(e, "corr"),
+                              (jint(e, "end_ns") - jint(api, "end_ns")) / 1e3);
+            }
         }
     }
     assert_true(kernels >= m->n);

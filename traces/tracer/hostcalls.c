@@ -12,13 +12,14 @@
  * buffer; it is not the recorder's g.mu, which CUPTI's buffer thread holds
  * for milliseconds while it parses a buffer.
  *
- * Nesting: a timed call made inside another (a runtime launch that goes
- * through a traced driver launch: not seen with CUDA 13, where PyTorch's
- * runtime launches produce no driver callback, but the driver API docs do
- * not rule it out) is not timed itself: it gets the outermost call's times
- * and name (TT_RF_NESTED), whichever of the two correlation ids the GPU
- * record carries. lite.c uses the entry of the GPU record's id; the other
- * is dropped.
+ * Nesting: a timed call made inside another is not timed itself. With
+ * CUDA 13 on the H100 every runtime launch (cudaLaunchKernel[ExC], the
+ * test program's <<<>>>) makes a nested driver launch callback carrying the
+ * runtime call's own correlation id (while CUPTI's activity records show no
+ * nested driver call): it is skipped. A nested call with another id (not
+ * seen) is recorded with the outermost call's times and name
+ * (TT_RF_NESTED), so that whichever of the ids the GPU record carries finds
+ * them; lite.c drops the entry no GPU record claims.
  *
  * Publication: the owner writes e[n] then stores n + 1 with release; the
  * collector (under mu) reads n with acquire and copies [taken, n). The owner
@@ -134,7 +135,9 @@ bool tt_hc_enter(tt_hc_thread *th, uint32_t corr)
         th->n_nested = 0;
         return true;
     }
-    if (th->n_nested < TT_HC_NESTED)
+    /* (with CUDA 13 every runtime launch makes a driver launch callback
+     * with the runtime call's own id: nothing to add for it) */
+    if (corr != th->outer && th->n_nested < TT_HC_NESTED)
         th->nested[th->n_nested++] = corr;
     return false;
 }

@@ -916,6 +916,12 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
     (void)ud;
     if (atomic_load(&g.inert))
         return;
+    /* the timed calls first: they are the frequent ones (every launch) */
+    if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+        cbid < 1024 && timed_cbid[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid]) {
+        time_call(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid, data);
+        return;
+    }
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         const CUpti_ResourceData *rd = data;
         if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
@@ -947,11 +953,6 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         return;
     }
     const CUpti_CallbackData *cd = data;
-    if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
-        cbid < 1024 && timed_cbid[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid]) {
-        time_call(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid, cd);
-        return;
-    }
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) {
             if (cd->callbackSite == CUPTI_API_EXIT)
@@ -1553,14 +1554,19 @@ static int setup_callbacks(void)
             say("cannot set up the launch-time log; launch times will be estimated from "
                 "their neighbours");
         } else {
-            for (size_t i = 0; i < sizeof timed_runtime_ids / sizeof timed_runtime_ids[0]; i++)
+            /* (marked before enabling: no exit without its entry) */
+            for (size_t i = 0; i < sizeof timed_runtime_ids / sizeof timed_runtime_ids[0]; i++) {
+                timed_cbid[0][timed_runtime_ids[i]] = true;
                 if (cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                        timed_runtime_ids[i]) == CUPTI_SUCCESS)
-                    timed_cbid[0][timed_runtime_ids[i]] = true;
-            for (size_t i = 0; i < sizeof timed_driver_ids / sizeof timed_driver_ids[0]; i++)
+                                        timed_runtime_ids[i]) != CUPTI_SUCCESS)
+                    timed_cbid[0][timed_runtime_ids[i]] = false; /* unknown to this CUDA */
+            }
+            for (size_t i = 0; i < sizeof timed_driver_ids / sizeof timed_driver_ids[0]; i++) {
+                timed_cbid[1][timed_driver_ids[i]] = true;
                 if (cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                                        timed_driver_ids[i]) == CUPTI_SUCCESS)
-                    timed_cbid[1][timed_driver_ids[i]] = true;
+                                        timed_driver_ids[i]) != CUPTI_SUCCESS)
+                    timed_cbid[1][timed_driver_ids[i]] = false;
+            }
         }
     }
     /* COMPLETION: no runtime or driver API callback at all (whether CUPTI
