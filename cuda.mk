@@ -42,7 +42,10 @@ CUDA_INSTALL_EXTRA += install -d $(DESTDIR)$(PREFIX)/lib && \
 .PHONY: tracer
 tracer: $(TRACER_SO) $(TRACER_CMD) $(TRACER_PROG)
 
-$(TRACER_SO): $(TRACER_LIB_SRC) $(TRACER_HDR)
+# lite.c and hostcalls.c are compiled inside inject.c (#include: they share its
+# static state), so they are prerequisites but not sources of their own.
+TRACER_LIB_INC := $(TRACER_DIR)/lite.c $(TRACER_DIR)/hostcalls.c
+$(TRACER_SO): $(TRACER_LIB_SRC) $(TRACER_LIB_INC) $(TRACER_HDR)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")
 	$(Q)$(CC) $(TRACER_CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $(TRACER_LIB_SRC) \
