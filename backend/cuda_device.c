@@ -674,6 +674,39 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
     }
 }
 
+/* The GPU clock's offset is estimated from below (tl_synth_clock_offset: a
+ * published globaltimer value is read after it was written), so a kernel can
+ * appear to end after the host saw it end. Before a batch of completions is
+ * converted, raise the offset once by the batch's largest such excess: each
+ * kernel keeps its GPU-side times relative to the others (clamping every end to
+ * the moment it was seen, as finish() still does as a last resort, put a whole
+ * batch at one instant: zero durations apart, negative gaps between them).
+ * Excesses beyond 1 ms are not clock error and are left to that clamp. */
+static void fix_offset(tl_cuda *c, const done_rec *buf, int n, tl_ns seen)
+{
+    tl_ns excess = 0;
+    for (int i = 0; i < n; i++) {
+        const tl_pending *p = &buf[i].p;
+        if (!p->is_kernel) continue;
+        uint64_t eg;
+        if (p->remote) {
+            eg = p->r_end_gt;
+        } else {
+            const volatile tl_synth_rec *rec = tl_synth_record(c->synth, (unsigned)p->slot);
+            if (rec->gen != tl_synth_slot_gen(c->synth, (unsigned)p->slot)) continue;
+            eg = rec->end_gt;
+        }
+        if (!eg) continue;
+        tl_ns over = (tl_ns)eg - c->gt_offset - c->t0 - seen;
+        if (over > excess && over <= TL_NS_PER_MS) excess = over;
+    }
+    if (excess > 0) {
+        c->gt_offset += excess;
+        c->loop.offset_raises++;
+        c->loop.offset_raised_ns += excess;
+    }
+}
+
 /* Collect completed heads of all streams, then run their callbacks in order of
  * end time. Returns how many completed, or a negative error. */
 static int poll_completions(tl_device *d, tl_err *err)
@@ -718,6 +751,7 @@ static int poll_completions(tl_device *d, tl_err *err)
             n++;
         }
     }
+    fix_offset(c, buf, n, seen);
     for (int i = 0; i < n; i++) finish(c, d, &buf[i].p, seen, &buf[i].r);
     if (n > 1) qsort(buf, (size_t)n, sizeof buf[0], cmp_done);
     for (int i = 0; i < n; i++)

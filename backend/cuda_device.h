@@ -65,6 +65,8 @@ typedef struct tl_cuda_loop_stats {
     uint64_t timers;
     tl_ns late_sum_ns, late_max_ns;
     uint64_t late_over_10us;
+    uint64_t offset_raises;   /* times the GPU clock offset was raised (fix_offset) */
+    tl_ns offset_raised_ns;   /* by how much in all */
 } tl_cuda_loop_stats;
 
 /* The synthetic stand-in chosen for a kernel op. */

@@ -58,6 +58,17 @@ int tl_hw_stream_gap(tl_device *d, tl_stream_id s, const tl_op *op, int n, tl_hw
     if (r == 0 && sp.n < n)
         r = tl_errf(err, TL_EIO, "stream gap probe: %d of %d launches completed", sp.n, n);
     if (r == 0) {
+        /* One stream: each kernel starts after the one before it ended. If
+         * many seem not to, the times are not the GPU's (a clock conversion
+         * clamped them): no figure rather than a wrong one. */
+        int overlap = 0;
+        for (int i = 1; i < n; i++)
+            overlap += sp.start[i] < sp.end[i - 1];
+        if (overlap > n / 10)
+            r = tl_errf(err, TL_EIO, "stream gap probe: %d of %d kernels start before the one before "
+                        "them ended: the GPU times are not usable", overlap, n - 1);
+    }
+    if (r == 0) {
         for (int i = 0; i < n; i++) {
             dur[i] = sp.end[i] - sp.start[i];
             if (i > 0) gap[i - 1] = sp.start[i] - sp.end[i - 1];
