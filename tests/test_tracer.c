@@ -241,6 +241,25 @@ static const char *jstr(json_t *o, const char *key)
     return json_string_value(v);
 }
 
+/* Write store s as the lite tracer would at exit on an H100 (device
+ * properties as the driver reports them), failing the test on an error. */
+static void write_lite_h100(const tt_store *s, const tt_lite_stats *st, const tt_options *o,
+                            bool latency_timestamps, const char *path)
+{
+    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
+                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
+                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
+                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
+                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
+    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
+    tt_trace_meta m = {.pid = 4242, .opts = o, .devices = &dev, .n_devices = 1,
+                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
+                       .end_reason = "exit", .lite = st, .latency_timestamps = latency_timestamps};
+    char msg[512];
+    if (tt_write_trace(s, &m, path, msg, sizeof msg) < 0)
+        fail_msg("%s", msg);
+}
+
 static json_t *load_json(const char *path)
 {
     char *buf = slurp(path);
@@ -829,17 +848,7 @@ static void test_lite_reconstruction(void **state)
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     assert_int_equal(o.host_timeline, TT_HOST_LITE);
     assert_false(o.activities & (TT_ACT_RUNTIME | TT_ACT_DRIVER)); /* lite records no calls */
-    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
-                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
-                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
-                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
-                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
-    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
-    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
-                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
-                       .end_reason = "exit", .lite = &st, .latency_timestamps = true};
-    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
-        fail_msg("%s", msg);
+    write_lite_h100(&s, &st, &o, true, path);
     json_t *root = load_json(path);
     /* device, stream and event syncs and the blocking copy of each step */
     assert_int_equal(check_lite(root, true), 4 * STEPS_L);
@@ -992,17 +1001,7 @@ static void test_lite_callback_times(void **state)
     unsetenv("TALLY_TRACE_QUEUED_TIMES");
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     o.launch_times = TT_LAUNCH_CALLBACK;
-    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
-                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
-                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
-                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
-                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
-    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
-    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
-                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
-                       .end_reason = "exit", .lite = &st, .latency_timestamps = false};
-    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
-        fail_msg("%s", msg);
+    write_lite_h100(&s, &st, &o, false, path);
     json_t *root = load_json(path);
     json_t *ht = json_object_get(root, "host_timeline");
     assert_string_equal(jstr(ht, "launch_times"), "callback");
@@ -1622,20 +1621,10 @@ static variant_result replay_variant(const char *capture, const char *marker, un
     if (variant & V_COMPLETIONS)
         o.sync_records = TT_SYNCREC_COMPLETION;
     o.launch_times = variant & V_NO_QUEUED ? TT_LAUNCH_OFF : TT_LAUNCH_QUEUED;
-    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
-                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
-                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
-                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
-                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
-    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
-    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
-                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
-                       .end_reason = "exit", .lite = &st, .latency_timestamps = !(variant & V_NO_QUEUED)};
-    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
-        fail_msg("%s", msg);
+    write_lite_h100(&s, &st, &o, !(variant & V_NO_QUEUED), path);
     tt_lite_restore(&s, &st);
     tt_store_free(&s);
-    if (!(variant & V_COMPLETIONS) && m.lite->calls < 1000) { /* the lite checks (quadratic) */
+    if (!(variant & V_COMPLETIONS) && st.calls < 1000) { /* the lite checks (quadratic) */
         json_t *w = load_json(path);
         check_lite(w, !(variant & V_NO_QUEUED));
         json_decref(w);
@@ -1804,17 +1793,7 @@ static void test_completion_capture_rebuilt(void **state)
     char msg[512];
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
     o.sync_records = TT_SYNCREC_COMPLETION;
-    tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
-                     .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
-                     .regs_per_sm = 65536, .regs_per_block = 65536, .smem_per_sm = 233472,
-                     .smem_per_block = 49152, .smem_per_block_optin = 232448,
-                     .smem_reserved_per_block = 1024, .warp_size = 32, .cc_major = 9};
-    snprintf(dev.name, sizeof dev.name, "NVIDIA H100 80GB HBM3");
-    tt_trace_meta m = {.pid = 4242, .opts = &o, .devices = &dev, .n_devices = 1,
-                       .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
-                       .end_reason = "exit", .lite = &st, .latency_timestamps = true};
-    if (tt_write_trace(&s, &m, path, msg, sizeof msg) < 0)
-        fail_msg("%s", msg);
+    write_lite_h100(&s, &st, &o, true, path);
     tt_lite_restore(&s, &st);
     tt_store_free(&s);
 
