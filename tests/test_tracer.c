@@ -241,6 +241,17 @@ static const char *jstr(json_t *o, const char *key)
     return json_string_value(v);
 }
 
+/* Load a written synthetic capture: n iterations marked step#N. */
+static void load_steps(const char *path, tl_trace *t, uint32_t n)
+{
+    tl_trace_init(t);
+    tl_trace_options lo = {.marker_prefix = "step#"};
+    tl_err err;
+    if (tl_trace_load(t, path, &lo, &err) < 0)
+        fail_msg("tl_trace_load: %s", err.msg);
+    assert_int_equal(t->n_iters, n);
+}
+
 /* Write store s as the lite tracer would at exit on an H100 (device
  * properties as the driver reports them), failing the test on an error. */
 static void write_lite_h100(const tt_store *s, const tt_lite_stats *st, const tt_options *o,
@@ -855,12 +866,8 @@ static void test_lite_reconstruction(void **state)
     json_decref(root);
 
     tl_trace t;
-    tl_trace_init(&t);
-    tl_trace_options lo = {.marker_prefix = "step#"};
+    load_steps(path, &t, STEPS_L);
     tl_err err;
-    if (tl_trace_load(&t, path, &lo, &err) < 0)
-        fail_msg("tl_trace_load: %s", err.msg);
-    assert_int_equal(t.n_iters, STEPS_L);
     for (uint32_t i = 0; i < t.n_iters; i++) {
         tl_iter_stats is;
         tl_iteration_stats(&t.iters[i], &is);
@@ -1025,12 +1032,8 @@ static void test_lite_callback_times(void **state)
     assert_true(check_lite(root, false) >= 4 * STEPS_L);
     json_decref(root);
     tl_trace t;
-    tl_trace_init(&t);
-    tl_trace_options lo = {.marker_prefix = "step#"};
+    load_steps(path, &t, STEPS_L);
     tl_err err;
-    if (tl_trace_load(&t, path, &lo, &err) < 0)
-        fail_msg("tl_trace_load: %s", err.msg);
-    assert_int_equal(t.n_iters, STEPS_L);
     for (uint32_t i = 0; i < t.n_iters; i++) {
         tl_iter_stats is;
         tl_iteration_stats(&t.iters[i], &is);
