@@ -307,6 +307,15 @@ static void remove_only_group(sim *s, unit *u, group *g)
     l->st->c->sms_now -= g->sms;
 }
 
+/* g's entry in class c, NULL if g has no blocks on c's SMs. */
+static inline cls_ent *entry_of(smclass *c, const group *g)
+{
+    for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e != end; e++)
+        if (e->g == g)
+            return e;
+    return NULL;
+}
+
 void sm_remove(sim *s, group *g)
 {
     unit *u = g->u;
@@ -324,10 +333,8 @@ void sm_remove(sim *s, group *g)
     int left = g->sms;
     for (smclass **cp = u->cls, **cend = u->cls + u->n_cls; cp != cend && left > 0; cp++) {
         smclass *c = *cp;
-        cls_ent *e = c->ents, *end = c->ents + c->n_ents;
-        while (e != end && e->g != g)
-            e++;
-        if (e == end)
+        cls_ent *e = entry_of(c, g), *end = c->ents + c->n_ents;
+        if (!e)
             continue;
         int bps = e->bps, n = c->n;
         *e = *--end;
@@ -410,10 +417,7 @@ void sm_renew_age(sim *s, group *g, uint64_t age)
     int left = g->sms;
     for (int ci = 0; ci < u->n_cls && left > 0; ci++) {
         smclass *c = u->cls[ci];
-        bool here = false;
-        for (int i = 0; i < c->n_ents && !here; i++)
-            here = c->ents[i].g == g;
-        if (!here)
+        if (!entry_of(c, g))
             continue;
         left -= c->n;
         for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
