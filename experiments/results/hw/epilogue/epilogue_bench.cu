@@ -77,6 +77,27 @@ template <int V> float run(slot *s, rec *rh, rec *rd, unsigned long long ns, int
 }
 
 #include <unistd.h>
+#include <atomic>
+#include <thread>
+#include <immintrin.h>
+
+/* A host thread reading the record the kernels publish to, as the backend's
+ * event loop does while it waits for a completion: mode 1 back to back, mode 2
+ * with a pause instruction between reads. */
+static std::atomic<int> poll_mode{0};
+static std::atomic<bool> poll_quit{false};
+static void poller(const volatile rec *r)
+{
+    unsigned sink = 0;
+    while (!poll_quit.load(std::memory_order_relaxed)) {
+        int m = poll_mode.load(std::memory_order_relaxed);
+        if (!m) { usleep(1000); continue; }
+        sink += r->gen;
+        if (m == 2) _mm_pause();
+    }
+    (void)sink;
+}
+
 template <int V> void both(const char *name, slot *s, rec *rh, rec *rd, unsigned long long ns, int n)
 {
     cudaDeviceSynchronize();
@@ -93,7 +114,21 @@ int main()
     cudaHostAlloc(&rh, sizeof *rh, cudaHostAllocMapped); cudaHostGetDevicePointer(&rd, rh, 0);
     cudaMalloc(&rdev, sizeof *rdev);
     const int n = 2000;
-    for (int rep = 0; rep < 2; rep++)
+    std::thread th(poller, (const volatile rec *)rh);
+    for (int pm = 0; pm < 3; pm++) {
+        poll_mode = pm;
+        const char *nm[3] = {"no host poll", "host polls the record", "host polls with pause"};
+        printf("-- %s\n", nm[pm]);
+        for (unsigned long long ns : {5000ull}) {
+            both<0>("none", s, rd, rdev, ns, n);
+            both<1>("current", s, rd, rdev, ns, n);
+            both<2>("device-record", s, rd, rdev, ns, n);
+        }
+    }
+    poll_mode = 0;
+    poll_quit = true;
+    th.join();
+    for (int rep = 0; rep < 1; rep++)
         for (unsigned long long ns : {5000ull, 30000ull}) {
             both<0>("none", s, rd, rdev, ns, n);
             both<1>("current", s, rd, rdev, ns, n);
