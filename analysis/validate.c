@@ -94,6 +94,7 @@ static char *canonical_config(const char *config)
     json_object_del(c, "gpu");
     json_object_del(c, "kernels");
     json_object_del(c, "sim_params"); /* the simulator's knobs: the same run on hardware */
+    json_object_del(c, "sim_model");  /* and its revision */
     size_t i;
     json_t *job;
     json_array_foreach(json_object_get(c, "jobs"), i, job) {

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "tally/sim.h"
 #include "tally/spec.h"
 #include "tally/sweep.h"
 
@@ -205,6 +206,9 @@ static void test_sim_params(void **state)
     assert_int_equal(n1, n2);
     assert_true(strcmp(with[0].key, without[0].key) != 0);
     assert_null(json_object_get(without[0].config, "sim_params"));
+    /* the model revision is in every run's config (and so in its key) */
+    assert_int_equal(json_integer_value(json_object_get(without[0].config, "sim_model")),
+                     TL_SIM_MODEL_REVISION);
     tl_run_items_free(with, n1);
     tl_run_items_free(without, n2);
     tl_experiment_close(&e);
