@@ -524,6 +524,8 @@ static int cmd_run(cli *c, int argc, char **argv)
             return fail(&err, r);
         }
     }
+    /* Hardware runs keep their keys whatever the simulator's revision (resume). */
+    e.hardware = true;
     /* The runs are recorded under the real GPU's name, whatever the spec said. */
     snprintf(e.gpu.name, sizeof e.gpu.name, "%.63s", info.name);
     /* Calibrate every trace before any run: calibrating mid-run would stall it. */

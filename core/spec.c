@@ -620,7 +620,8 @@ static void finish_item(const tl_experiment *e, tl_run_item *it)
      * training job's alone run is shared by every load of a sweep. */
     if (it->load >= 0 && it->policy >= 0)
         json_object_set_new(it->config, "load", json_real(e->loads[it->load]));
-    json_object_set_new(it->config, "sim_model", json_integer(TL_SIM_MODEL_REVISION));
+    if (!e->hardware)
+        json_object_set_new(it->config, "sim_model", json_integer(TL_SIM_MODEL_REVISION));
     /* only when set: runs keep their keys otherwise */
     if (e->sim_params)
         json_object_set_new(it->config, "sim_params", json_string(e->sim_params));

@@ -206,9 +206,17 @@ static void test_sim_params(void **state)
     assert_int_equal(n1, n2);
     assert_true(strcmp(with[0].key, without[0].key) != 0);
     assert_null(json_object_get(without[0].config, "sim_params"));
-    /* the model revision is in every run's config (and so in its key) */
+    /* the model revision is in every simulated run's config (and so in its
+     * key), not in a hardware run's: those keep their keys across revisions */
     assert_int_equal(json_integer_value(json_object_get(without[0].config, "sim_model")),
                      TL_SIM_MODEL_REVISION);
+    tl_run_item *hw;
+    size_t n3;
+    e.hardware = true;
+    assert_int_equal(tl_experiment_expand(&e, &hw, &n3, &err), 0);
+    assert_null(json_object_get(hw[0].config, "sim_model"));
+    assert_true(strcmp(hw[0].key, without[0].key) != 0);
+    tl_run_items_free(hw, n3);
     tl_run_items_free(with, n1);
     tl_run_items_free(without, n2);
     tl_experiment_close(&e);

@@ -74,6 +74,8 @@ typedef struct tl_experiment {
     int n_loads;
     char *sim_params;            /* simulator parameters set by the spec or --sim-param,
                                     "KEY=VALUE;..." in key order; NULL: the defaults */
+    bool hardware;               /* runs on a real GPU (tally-run): the simulator's model
+                                    revision is not part of their configs and keys */
 } tl_experiment;
 
 /* One run of the grid. policy < 0 means the 'alone' baseline of job alone_job. */
