@@ -60,6 +60,8 @@ struct launch {
     tl_ns ready_at;         /* earliest GPU start (launch latency) */
     tl_event_id ready_ev;
     bool active;            /* moved from its stream to an EE queue / copy lane */
+    bool gap_held;          /* a kernel on the GPU waiting out its stream's gap: counted
+                               as its unit's work (time slicing) until it is active */
     bool done;
     bool dead;              /* slot free */
     /* kernels */

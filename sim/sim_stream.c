@@ -40,7 +40,7 @@ launch *launch_alloc(sim *s)
     l->arg = NULL;
     l->ready_at = 0;
     l->ready_ev = 0;
-    l->active = l->done = l->dead = false;
+    l->active = l->done = l->dead = l->gap_held = false;
     l->block_begin = l->block_end = 0;
     l->to_dispatch = l->reserved = 0;
     l->n_trains = l->groups_live = l->groups_started = 0;
@@ -193,11 +193,25 @@ void stream_advance(sim *s, sstream *st)
     launch *l = st->head;
     if (!l || l->active)
         return;
-    tl_ns ready = l->ready_at > st->free_at ? l->ready_at : st->free_at;
-    if (ready > sim_now(s)) {
-        if (!l->ready_ev)
-            l->ready_ev = tl_engine_at(&s->eng, ready, ready_ev, s, l, 0);
+    tl_ns now = sim_now(s);
+    if (l->ready_at > now || st->free_at > now) {
+        /* A kernel already issued that waits only for the gap behind the
+         * one before it is on the GPU: it is its unit's work, or the time
+         * slicer would hand the GPU over at every kernel's end. (Not yet
+         * issued, it is the host's: nothing to count.) */
+        if (l->ready_at <= now && l->kind == ITEM_KERNEL && !l->gap_held) {
+            l->gap_held = true;
+            unit_work_added(s, st->c->u);
+        }
+        if (!l->ready_ev) {
+            tl_ns at = l->ready_at > now ? l->ready_at : st->free_at;
+            l->ready_ev = tl_engine_at(&s->eng, at, ready_ev, s, l, 0);
+        }
         return;
+    }
+    if (l->gap_held) { /* ee_push counts it from here */
+        l->gap_held = false;
+        unit_work_removed(s, st->c->u);
     }
     l->active = true;
     if (l->kind == ITEM_KERNEL)

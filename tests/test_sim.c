@@ -309,6 +309,40 @@ static void test_timeslice_two_contexts(void **st)
     close_h(x);
 }
 
+/* The stream gap does not hand the GPU over: a kernel waiting out the gap
+ * behind another of its context is that context's work. Two contexts, each
+ * with 8 back-to-back 0.5 ms kernels and a 2 us gap: A keeps the GPU for its
+ * whole 2.09 ms slice (its kernels 2 us apart, the fifth cut by the slice
+ * end), instead of alternating kernel by kernel. */
+static void test_timeslice_stream_gap(void **st)
+{
+    (void)st;
+    h *x = open_h(0, -1);
+    x->p.stream_gap_ns = 2 * US;
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_op op = mk(132, 256, 32, 0, 500 * US); /* one wave */
+    for (int i = 0; i < 8; i++) {
+        launch(x, sa, &op, 0, 100 + (uint64_t)i);
+        launch(x, sb, &op, 1, 200 + (uint64_t)i);
+    }
+    run(x);
+    assert_int_equal(x->max_ctx_running, 1);
+    for (int i = 1; i < 4; i++) /* A's first four run back to back in its first slice */
+        assert_int_equal(rec_of(x, 100 + (uint64_t)i)->start_ns,
+                         rec_of(x, 99 + (uint64_t)i)->end_ns + 2 * US);
+    assert_true(rec_of(x, 200)->start_ns >= 2090000 + 300000); /* B waits for A's slice */
+    tl_sim_stats ss;
+    tl_sim_get_stats(&x->d, &ss);
+    /* 4 ms of work each in 2.09 ms slices: A, switch, B, switch, A's last
+     * 1.9 ms, then B's rest without a switch (A has nothing left): 2 switches,
+     * not one per kernel */
+    assert_int_equal(ss.ctx_switches, 2);
+    close_h(x);
+}
+
 /* A context alone never switches, even with several contexts existing. */
 static void test_timeslice_alone_no_switch(void **st)
 {
@@ -1353,6 +1387,7 @@ int main(void)
         cmocka_unit_test(test_contention_kinds_age),
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
+        cmocka_unit_test(test_timeslice_stream_gap),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),

@@ -86,8 +86,9 @@ typedef struct tl_sim_stats {
  * computes from the same inputs (a rule or a default). Each run's config, hence
  * its resume key, carries it ("sim_model"): a sweep resumed into a database
  * written by another revision runs again instead of keeping stale results.
- * 2: stream_gap_ns (4f721f2). */
-#define TL_SIM_MODEL_REVISION 2
+ * 2: stream_gap_ns (4f721f2); 3: a kernel waiting out the gap is its
+ * context's work for the time slicer. */
+#define TL_SIM_MODEL_REVISION 3
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
