@@ -56,7 +56,7 @@ static void usage(FILE *f)
 "                           contention.alpha, contention.max_slowdown,\n"
 "                           contention.starved_rate, contention.mem_alpha, mem_p,\n"
 "                           mem_q, mem_max_slowdown, launch_latency_ns,\n"
-"                           callback_launch_latency_ns, stream_gap_ns,\n"
+"                           callback_launch_latency_ns, stream_gap_ns, graph_gap_ns,\n"
 "                           ptb_block_overhead_ns, slice_launch_ns, copy_engines,\n"
 "                           device_copy_gbps,\n"
 "                           coalesce_groups, coalesce_fraction (sim/README.md)\n"
@@ -178,8 +178,19 @@ static int cmd_convert(int argc, char **argv)
     int r = tl_trace_load(&t, argv[optind], NULL, &err);
     if (r == 0)
         r = tl_trace_scale_grid(&t, (uint32_t)scale, &err);
-    if (r == 0 && graph)
-        tl_trace_as_graph(&t);
+    if (r == 0 && graph) {
+        /* the capacity counts the graph gap of the trace's GPU (else the H100) */
+        tl_gpu_props g;
+        tl_sim_params p;
+        if (t.has_gpu_props) {
+            g = t.gpu;
+            tl_gpu_complete(&g);
+        } else if (tl_gpu_lookup("H100", &g, &err) < 0) {
+            memset(&g, 0, sizeof g);
+        }
+        tl_sim_params_default(&p, &g);
+        tl_trace_as_graph(&t, p.graph_gap_ns);
+    }
     if (r == 0)
         r = tl_trace_write_json(&t, argv[optind + 1], &err);
     tl_trace_close(&t);

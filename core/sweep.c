@@ -90,6 +90,19 @@ static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
     return 0;
 }
 
+/* The graph gap the runs simulate with (the GPU's default, or the
+ * experiment's sim_params): graph jobs' solo capacity counts it. Parameters
+ * that do not parse leave the default here; the device refuses them later. */
+static tl_ns graph_gap_of(const tl_experiment *e)
+{
+    tl_sim_params p;
+    tl_sim_params_default(&p, &e->gpu);
+    tl_err ignored;
+    if (tl_sim_params_apply(&p, e->sim_params, &ignored) < 0)
+        tl_sim_params_default(&p, &e->gpu);
+    return p.graph_gap_ns;
+}
+
 static int load_inputs(sweep_ctx *c, tl_err *err)
 {
     const tl_experiment *e = c->e;
@@ -117,7 +130,7 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
                 if (r < 0)
                     return r;
                 if (jc->graph)
-                    tl_trace_as_graph(&lt->trace);
+                    tl_trace_as_graph(&lt->trace, graph_gap_of(e));
                 if (lt->trace.n_iters == 0)
                     return tl_errf(err, TL_EFORMAT, "%s: no iterations left (skip_iterations too large?)",
                                    jc->trace_path);

@@ -1,19 +1,33 @@
 /* What-if transformations of a loaded trace (see include/tally/transform.h). */
 #include "tally/transform.h"
 
-void tl_trace_as_graph(tl_trace *t)
+#include <stdlib.h>
+
+void tl_trace_as_graph(tl_trace *t, tl_ns graph_gap_ns)
 {
+    uint32_t *per_stream = tl_xcalloc(t->n_streams > 0 ? (size_t)t->n_streams : 1, sizeof *per_stream);
     for (uint32_t i = 0; i < t->n_iters; i++) {
         tl_iteration *it = &t->iters[i];
+        uint32_t busiest = 0;
+        for (int s = 0; s < t->n_streams; s++)
+            per_stream[s] = 0;
         for (uint32_t k = 0; k < it->n_ops; k++) {
-            it->ops[k].host_gap_ns = 0;
-            it->ops[k].host_call_ns = 0;
+            tl_op *op = &it->ops[k];
+            op->host_gap_ns = 0;
+            op->host_call_ns = 0;
+            op->graph = 1;
+            bool gpu = op->kind == TL_OP_KERNEL || op->kind == TL_OP_MEMCPY || op->kind == TL_OP_MEMSET;
+            if (gpu && op->stream >= 0 && op->stream < t->n_streams &&
+                ++per_stream[op->stream] > busiest)
+                busiest = per_stream[op->stream];
         }
         it->tail_host_ns = 0;
         /* Launched at once, the iteration takes its GPU work's time on an idle
-         * GPU: what Poisson "load" arrivals must be a fraction of. */
-        it->traced_ns = it->traced_busy_ns;
+         * GPU, plus the gaps the GPU leaves between a graph's consecutive ops:
+         * what Poisson "load" arrivals must be a fraction of. */
+        it->traced_ns = it->traced_busy_ns + (busiest > 1 ? (tl_ns)(busiest - 1) * graph_gap_ns : 0);
     }
+    free(per_stream);
 }
 
 int tl_trace_scale_grid(tl_trace *t, uint32_t factor, tl_err *err)

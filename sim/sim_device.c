@@ -129,6 +129,7 @@ static int sim_stream_create(tl_device *d, tl_ctx_id ctx, int priority, tl_strea
     st->id = s->n_streams;
     st->c = s->ctxs[ctx];
     st->level = p - g;
+    st->last_end = -TL_NS_PER_S; /* nothing ended before: no gap to wait out */
     s->streams[s->n_streams++] = st;
     *out = st->id;
     return 0;

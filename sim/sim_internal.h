@@ -181,8 +181,8 @@ struct sstream {
     sctx *c;
     int level;              /* 0 = greatest priority */
     launch *head, *tail;
-    tl_ns free_at;          /* the head's predecessor ended at free_at - stream_gap_ns:
-                               the head starts no earlier */
+    tl_ns last_end;         /* when the head's predecessor ended (very early if none):
+                               the head starts its gap after it */
 };
 
 typedef struct job_acct {

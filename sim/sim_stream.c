@@ -194,7 +194,8 @@ void stream_advance(sim *s, sstream *st)
     if (!l || l->active)
         return;
     tl_ns now = sim_now(s);
-    if (l->ready_at > now || st->free_at > now) {
+    tl_ns free_at = st->last_end + (l->op && l->op->graph ? s->p.graph_gap_ns : s->p.stream_gap_ns);
+    if (l->ready_at > now || free_at > now) {
         /* A kernel already issued that waits only for the gap behind the
          * one before it is on the GPU: it is its unit's work, or the time
          * slicer would hand the GPU over at every kernel's end. (Not yet
@@ -204,7 +205,7 @@ void stream_advance(sim *s, sstream *st)
             unit_work_added(s, st->c->u);
         }
         if (!l->ready_ev) {
-            tl_ns at = l->ready_at > now ? l->ready_at : st->free_at;
+            tl_ns at = l->ready_at > now ? l->ready_at : free_at;
             l->ready_ev = tl_engine_at(&s->eng, at, ready_ev, s, l, 0);
         }
         return;
@@ -242,7 +243,7 @@ void launch_complete(sim *s, launch *l)
     st->head = l->next;
     if (!st->head)
         st->tail = NULL;
-    st->free_at = now + s->p.stream_gap_ns;
+    st->last_end = now;
 
     uint64_t total = l->block_end - l->block_begin;
     uint64_t next_block = l->ptb ? l->block_begin + l->claimed : l->block_end;

@@ -123,6 +123,8 @@ static void put_op(FILE *f, const tl_op *op)
                 op->regs, op->static_smem, op->dynamic_smem);
     if (k == TL_OP_MEMCPY || k == TL_OP_MEMSET || op->bytes)
         fprintf(f, ",\"bytes\":%" PRIu64, op->bytes);
+    if (op->graph)
+        fputs(",\"graph\":true", f);
     fputc('}', f);
 }
 
@@ -394,6 +396,10 @@ static int rd_op(rd *c, json_t *o, const tl_trace *t, tl_op *op)
     if ((r = rd_bool(c, o, "blocking", &blocking)) < 0)
         return r;
     op->blocking = blocking;
+    bool in_graph = false;
+    if ((r = rd_bool(c, o, "graph", &in_graph)) < 0)
+        return r;
+    op->graph = in_graph;
     bool needs_event = kind == TL_OP_EVENT_RECORD || kind == TL_OP_STREAM_WAIT ||
                        (kind == TL_OP_SYNC && sk == TL_SYNC_EVENT);
     v = -1;

@@ -52,6 +52,8 @@ typedef struct tl_sim_params {
     tl_ns stream_gap_ns;       /* GPU time between one op's end and the start of the next
                                   op on the same stream when that one was already
                                   waiting (the back-to-back dispatch gap) */
+    tl_ns graph_gap_ns;        /* the same for an op launched inside a CUDA graph
+                                  (tl_op.graph) */
     tl_ns ptb_block_overhead_ns; /* extra time per logical block under PTB */
     tl_ns slice_launch_ns;     /* extra latency of a slice launch beyond the first
                                   (block_begin > 0) */
@@ -87,8 +89,9 @@ typedef struct tl_sim_stats {
  * its resume key, carries it ("sim_model"): a sweep resumed into a database
  * written by another revision runs again instead of keeping stale results.
  * 2: stream_gap_ns (4f721f2); 3: a kernel waiting out the gap is its
- * context's work for the time slicer. */
-#define TL_SIM_MODEL_REVISION 3
+ * context's work for the time slicer; 4: graph_gap_ns, graph jobs' load counts
+ * their gaps. */
+#define TL_SIM_MODEL_REVISION 4
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);

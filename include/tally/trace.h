@@ -79,6 +79,8 @@ typedef struct tl_op {
     uint64_t bytes;        /* MEMCPY/MEMSET size */
     uint8_t work;          /* KERNEL: tl_work_kind, from the name (tl_work_for_name);
                               set by the loaders, copied with the op */
+    uint8_t graph;         /* launched inside a CUDA graph (tl_trace_as_graph): the GPU
+                              starts it sooner after the op before it (graph_gap_ns) */
 } tl_op;
 
 typedef struct tl_iteration {
