@@ -236,6 +236,7 @@ struct sim {
     int part_sms_used;
     /* time slicing */
     unit *active;
+    tl_ns active_since;     /* when the active unit got the GPU (its slices count from here) */
     bool switching;
     unit *switch_to;
     tl_event_id slice_ev, switch_ev;

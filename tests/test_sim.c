@@ -343,6 +343,48 @@ static void test_timeslice_stream_gap(void **st)
     close_h(x);
 }
 
+/* Slices run back to back from a context's switch-in: work of another context
+ * meets the end of the slice in progress, as on the H100 (timeslice/ in
+ * experiments/results/hw). A runs 0.5 ms kernels from 0; B's first kernel
+ * (0.1 ms) arrives at 1 ms and starts at 2.09 + 0.30 = 2.39 ms (not 1 + 2.39);
+ * B then idles, A is back at 2.49 ms without a switch gap, and B's second
+ * kernel, arriving at 5.2 ms, waits for A's slice ending at 2.49 + 2 x 2.09 =
+ * 6.67 ms: it starts at 6.97 ms. */
+typedef struct timed_launch {
+    h *x;
+    tl_stream_id s;
+    const tl_op *op;
+    uint64_t tag;
+} timed_launch;
+
+static void launch_timed(void *arg, tl_ns now)
+{
+    (void)now;
+    timed_launch *t = arg;
+    launch(t->x, t->s, t->op, 1, t->tag);
+}
+
+static void test_timeslice_periodic(void **st)
+{
+    (void)st;
+    h *x = open_h(0, -1);
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_op ka = mk(132, 256, 32, 0, 500 * US), kb = mk(132, 256, 32, 0, 100 * US);
+    for (int i = 0; i < 30; i++)
+        launch(x, sa, &ka, 0, 100 + (uint64_t)i);
+    timed_launch t1 = { x, sb, &kb, 1 }, t2 = { x, sb, &kb, 2 };
+    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &t1), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 5200 * US, launch_timed, &t2), 0);
+    run(x);
+    assert_int_equal(rec_of(x, 1)->start_ns, 2390 * US);
+    assert_int_equal(rec_of(x, 1)->end_ns, 2490 * US);
+    assert_int_equal(rec_of(x, 2)->start_ns, 6970 * US);
+    close_h(x);
+}
+
 /* A context alone never switches, even with several contexts existing. */
 static void test_timeslice_alone_no_switch(void **st)
 {
@@ -1388,6 +1430,7 @@ int main(void)
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_timeslice_stream_gap),
+        cmocka_unit_test(test_timeslice_periodic),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),

@@ -90,8 +90,9 @@ typedef struct tl_sim_stats {
  * written by another revision runs again instead of keeping stale results.
  * 2: stream_gap_ns (4f721f2); 3: a kernel waiting out the gap is its
  * context's work for the time slicer; 4: graph_gap_ns, graph jobs' load counts
- * their gaps. */
-#define TL_SIM_MODEL_REVISION 4
+ * their gaps; 5: time slices run back to back from a context's switch-in
+ * (work that arrives meets the end of the slice in progress). */
+#define TL_SIM_MODEL_REVISION 5
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
