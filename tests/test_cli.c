@@ -125,6 +125,14 @@ static void test_bad_input(void **state)
                 "--policy mps --db %s/a.db --sim-param callback_launch_latency_ns=-1" JOBS, tmp);
     expect_fail(0, "load", NULL,
                 "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=2", tmp);
+    expect_fail(EX_DATAERR, "stream_gap_ns", NULL,
+                "--policy mps --db %s/a.db --sim-param stream_gap_ns=-1" JOBS, tmp);
+    expect_fail(EX_DATAERR, "graph_gap_ns", NULL,
+                "--policy mps --db %s/a.db --sim-param graph_gap_ns=2000000" JOBS, tmp);
+    /* fidelity takes the same parameters, refused before any trace is read */
+    expect_fail(EX_USAGE, "unknown parameter 'bogus'", NULL, "fidelity --sim-param bogus=1 " INFER);
+    expect_fail(EX_USAGE, "graph_gap_ns must be in", NULL, "fidelity --sim-param graph_gap_ns=-5 " INFER);
+    expect_fail(EX_USAGE, "one KEY=VALUE per option", NULL, "fidelity --sim-param 'a=1;b=2' " INFER);
 }
 
 static char *dump(const char *db)
