@@ -190,56 +190,35 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
     return 0;
 }
 
+/* The option words of a mode, in the order of its TT_* values. */
+static int word_index(const char *const *words, int n, const char *s, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, words[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return -1;
+}
+
+static const char *word_of(const char *const *words, int n, int i)
+{
+    return i >= 0 && i < n ? words[i] : "?";
+}
+
+/* TT_HOST_LITE, TT_HOST_FULL, TT_HOST_NONE */
 static const char *const host_timeline_names[] = {"lite", "full", "none"};
-
-int tt_parse_host_timeline(const char *s, int *mode)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, host_timeline_names[i]) == 0) {
-            *mode = i; /* TT_HOST_LITE, TT_HOST_FULL, TT_HOST_NONE */
-            return 0;
-        }
-    return -1;
-}
-
-const char *tt_host_timeline_name(int mode)
-{
-    return mode >= 0 && mode < 3 ? host_timeline_names[mode] : "?";
-}
-
+/* TT_SYNCREC_ACTIVITY, _CALLBACK, _COMPLETION */
 static const char *const sync_records_names[] = {"activity", "callback", "completion"};
-
-int tt_parse_sync_records(const char *s, int *how)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, sync_records_names[i]) == 0) {
-            *how = i; /* TT_SYNCREC_ACTIVITY, _CALLBACK, _COMPLETION */
-            return 0;
-        }
-    return -1;
-}
-
-const char *tt_sync_records_name(int how)
-{
-    return how >= 0 && how < 3 ? sync_records_names[how] : "?";
-}
-
+/* TT_LAUNCH_QUEUED, _CALLBACK, _OFF */
 static const char *const launch_times_names[] = {"queued", "callback", "off"};
 
-int tt_parse_launch_times(const char *s, int *how)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, launch_times_names[i]) == 0) {
-            *how = i; /* TT_LAUNCH_QUEUED, _CALLBACK, _OFF */
-            return 0;
-        }
-    return -1;
-}
-
-const char *tt_launch_times_name(int how)
-{
-    return how >= 0 && how < 3 ? launch_times_names[how] : "?";
-}
+int tt_parse_host_timeline(const char *s, int *mode) { return word_index(host_timeline_names, 3, s, mode); }
+const char *tt_host_timeline_name(int mode) { return word_of(host_timeline_names, 3, mode); }
+int tt_parse_sync_records(const char *s, int *how) { return word_index(sync_records_names, 3, s, how); }
+const char *tt_sync_records_name(int how) { return word_of(sync_records_names, 3, how); }
+int tt_parse_launch_times(const char *s, int *how) { return word_index(launch_times_names, 3, s, how); }
+const char *tt_launch_times_name(int how) { return word_of(launch_times_names, 3, how); }
 
 int tt_parse_on_off(const char *s, bool *on)
 {
