@@ -1554,8 +1554,14 @@ static int setup_callbacks(void)
             say("cannot set up the launch-time log; launch times will be estimated from "
                 "their neighbours");
         } else {
-            /* (marked before enabling: no exit without its entry) */
-            for (size_t i = 0; i < sizeof timed_runtime_ids / sizeof timed_runtime_ids[0]; i++) {
+            /* (marked before enabling: no exit without its entry)
+             * TALLY_TRACE_LAUNCH_DOMAINS=driver (experimental, for the
+             * overhead hunt): the driver's launch calls only; a runtime
+             * launch is then timed by the driver call nested in it (same
+             * correlation id), runtime copies and memsets are not timed. */
+            const char *dom = getenv("TALLY_TRACE_LAUNCH_DOMAINS");
+            bool runtime_too = !dom || strcmp(dom, "driver") != 0;
+            for (size_t i = 0; runtime_too && i < sizeof timed_runtime_ids / sizeof timed_runtime_ids[0]; i++) {
                 timed_cbid[0][timed_runtime_ids[i]] = true;
                 if (cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                                         timed_runtime_ids[i]) != CUPTI_SUCCESS)

@@ -38,6 +38,8 @@
 #                      activity kinds (--sync-records activity; the default
 #                      until 2026-11-23: +22% there)
 #      lite_noqueued   lite without kernel queued timestamps (--queued-times off)
+#      lite_launchcb_driver  the same with the driver's launch callbacks only
+#                      (TALLY_TRACE_LAUNCH_DOMAINS=driver, experimental)
 #      lite_launchcb   lite with launch times from callbacks on the launch,
 #                      copy and memset calls (--launch-times callback; no
 #                      latency timestamps)
@@ -333,6 +335,7 @@ for r in $(seq 1 "$REPEATS"); do
         lite_activity) $T -q -o "$tr" $TS --sync-records activity -- $RUN --json "$j" ;;
         lite_noqueued) $T -q -o "$tr" $TS --queued-times off -- $RUN --json "$j" ;;
         lite_launchcb) $T -q -o "$tr" $TS --launch-times callback -- $RUN --json "$j" ;;
+        lite_launchcb_driver) TALLY_TRACE_LAUNCH_DOMAINS=driver $T -q -o "$tr" $TS --launch-times callback -- $RUN --json "$j" ;;
         lite_completion) $T -q -o "$tr" $TS --sync-records completion -- $RUN --json "$j" ;;
         lite_completion_noqueued) $T -q -o "$tr" $TS --sync-records completion --queued-times off \
             -- $RUN --json "$j" ;;
