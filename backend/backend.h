@@ -73,6 +73,22 @@ uint32_t tl_calib_next(const tl_calib_curve *c, tl_ns target, double tol, bool *
 /* Median of n values (sorts a copy; n <= 64). 0 if n == 0. */
 tl_ns tl_median_ns(const tl_ns *v, int n);
 
+/* ---- Back-to-back gap of a queue of kernels (gap_stats.c) ---------------
+ * From the start and end times of n >= 3 kernels run one after the other on
+ * one stream: medians of the gap (a kernel's end to the next one's start)
+ * and of the duration, and the period. Fails (naming the count) when more
+ * than a tenth of the kernels start before the one before them ended: such
+ * times are not the GPU's (a clock conversion clamped them) and no figure is
+ * better than a wrong one. issue_ns is left to the caller. */
+typedef struct tl_hw_gap {
+    int launches;
+    tl_ns gap_ns;     /* one kernel's end to the next one's start (median) */
+    tl_ns kernel_ns;  /* kernel duration (median) */
+    tl_ns period_ns;  /* mean end-to-end period per launch */
+    tl_ns issue_ns;   /* host time per tl_dev_launch while queueing them */
+} tl_hw_gap;
+int tl_gap_summarize(const tl_ns *start, const tl_ns *end, int n, tl_hw_gap *out, tl_err *err);
+
 /* ---- Calibration cache (calib_db.c) --------------------------------------
  * SQLite, one row per measured point of a shape:
  *   calib_point(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant,

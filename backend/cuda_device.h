@@ -97,14 +97,7 @@ void tl_cuda_get_loop_stats(tl_device *d, tl_cuda_loop_stats *out);
 int tl_cuda_sync(tl_device *d, tl_err *err);
 
 /* The replay's back-to-back gap (hw_gap.c): n launches of op (a kernel the
- * device has prepared) queued at once on stream s; medians over them. */
-typedef struct tl_hw_gap {
-    int launches;
-    tl_ns gap_ns;     /* one kernel's end to the next one's start (median) */
-    tl_ns kernel_ns;  /* kernel duration (median) */
-    tl_ns period_ns;  /* mean end-to-end period per launch */
-    tl_ns issue_ns;   /* host time per tl_dev_launch while queueing them */
-} tl_hw_gap;
+ * device has prepared) queued at once on stream s; tl_gap_summarize of them. */
 int tl_hw_stream_gap(tl_device *d, tl_stream_id s, const tl_op *op, int n, tl_hw_gap *out, tl_err *err);
 
 #endif

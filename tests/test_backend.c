@@ -196,6 +196,36 @@ static void test_median(void **state)
     assert_int_equal(tl_median_ns(v, 0), 0);
 }
 
+/* The replay's back-to-back gap from kernel times (tl_gap_summarize): five
+ * kernels of 5 us, 6 us apart -> gap 6 us, kernel 5 us, period 11 us; a
+ * batch whose ends were clamped to one instant (each "starts" before the one
+ * before ended) is refused rather than summarized; too few kernels too. */
+static void test_gap_summarize(void **state)
+{
+    (void)state;
+    tl_ns st[5], en[5];
+    for (int i = 0; i < 5; i++) {
+        st[i] = 1000 + 11000 * (tl_ns)i;
+        en[i] = st[i] + 5000;
+    }
+    tl_hw_gap g;
+    tl_err err = {0};
+    assert_int_equal(tl_gap_summarize(st, en, 5, &g, &err), 0);
+    assert_int_equal(g.launches, 5);
+    assert_int_equal(g.gap_ns, 6000);
+    assert_int_equal(g.kernel_ns, 5000);
+    assert_int_equal(g.period_ns, 11000);
+    for (int i = 0; i < 5; i++) { /* clamped: every end = the poll time */
+        en[i] = 100000;
+        st[i] = en[i] - 5000;
+    }
+    assert_int_equal(tl_gap_summarize(st, en, 5, &g, &err), TL_EIO);
+    assert_non_null(strstr(err.msg, "4 of 4 kernels start before"));
+    assert_int_equal(g.launches, 0);
+    assert_int_equal(tl_gap_summarize(st, en, 2, &g, &err), TL_EINVAL);
+    assert_non_null(strstr(err.msg, "at least 3"));
+}
+
 /* ---- calibration cache ---- */
 
 static char tmpdir[64];
@@ -750,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_calib_converges),
         cmocka_unit_test(test_calib_below_floor_and_reuse),
         cmocka_unit_test(test_median),
+        cmocka_unit_test(test_gap_summarize),
         cmocka_unit_test(test_calib_db_roundtrip),
         cmocka_unit_test(test_calib_db_bad_path),
         cmocka_unit_test(test_calib_default_path),
