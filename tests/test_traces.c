@@ -1030,6 +1030,45 @@ static int teardown(void **state)
     return tl_test_remove_tree(tmpdir);
 }
 
+/* The traced back-to-back gap: a tally-trace capture without CUPTI latency
+ * timestamps shows the H100's own ~1.15 us (where the simulator's default
+ * comes from), one with them ~2.3 us; a trace with one op per stream has no
+ * pairs. */
+static void test_back_to_back_gap(void **state)
+{
+    (void)state;
+    tl_trace t;
+    uint64_t pairs = 0;
+    load_ok(&t, "traces/captured/resnet50_train_b32.json.gz", NULL);
+    tl_ns g = tl_trace_back_to_back_gap(&t, &pairs);
+    assert_true(pairs > 10000);
+    assert_true(g >= 1050 && g <= 1250);
+    tl_trace_close(&t);
+    load_ok(&t, "traces/captured/resnet50_train_b32_callback.json.gz", NULL);
+    g = tl_trace_back_to_back_gap(&t, &pairs);
+    assert_true(pairs > 10000);
+    assert_true(g >= 2000 && g <= 2600);
+    tl_trace_close(&t);
+    /* a made-up trace: two streams, one kernel each: no pairs, gap 0 */
+    tl_op ops[2];
+    memset(ops, 0, sizeof ops);
+    for (int k = 0; k < 2; k++) {
+        ops[k].kind = TL_OP_KERNEL;
+        ops[k].stream = k;
+        ops[k].gpu_start_ns = 0;
+        ops[k].dur_ns = 1000;
+        ops[k].event = -1;
+    }
+    tl_iteration it = {.ops = ops, .n_ops = 2};
+    tl_trace m;
+    memset(&m, 0, sizeof m);
+    m.iters = &it;
+    m.n_iters = 1;
+    m.n_streams = 2;
+    assert_int_equal(tl_trace_back_to_back_gap(&m, &pairs), 0);
+    assert_int_equal(pairs, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1055,6 +1094,7 @@ int main(void)
         cmocka_unit_test(test_bundled_figures),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_print_info),
+        cmocka_unit_test(test_back_to_back_gap),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

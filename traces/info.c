@@ -63,6 +63,12 @@ void tl_trace_print_info(FILE *out, const tl_trace *t)
             "GPU busy %.3f ms, host %.3f ms, traced %.3f ms (GPU busy %.0f%%)\n",
             k / n, c / n, m / n, s / n, busy / n, host / n, traced / n,
             traced > 0 ? 100.0 * busy / traced : 0.0);
+    uint64_t pairs = 0;
+    tl_ns gap = tl_trace_back_to_back_gap(t, &pairs);
+    if (pairs)
+        fprintf(out, "back2back:   median GPU gap %.2f us between ops of a stream less than 10 us "
+                     "apart (%" PRIu64 " pairs); the simulator leaves stream_gap_ns (--sim-param)\n",
+                (double)gap / 1e3, pairs);
     fprintf(out, "\n%5s %10s %8s %6s %7s %6s %11s %11s %11s\n", "iter", "start_ms", "kernels",
             "copies", "memsets", "syncs", "gpu_busy_ms", "host_ms", "traced_ms");
     for (uint32_t i = 0; i < t->n_iters; i++) {

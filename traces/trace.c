@@ -162,6 +162,50 @@ uint32_t tl_op_threads(const tl_op *op)
     return op->block[0] * op->block[1] * op->block[2];
 }
 
+static int cmp_ns(const void *a, const void *b)
+{
+    tl_ns x = *(const tl_ns *)a, y = *(const tl_ns *)b;
+    return x < y ? -1 : x > y;
+}
+
+tl_ns tl_trace_back_to_back_gap(const tl_trace *t, uint64_t *pairs)
+{
+    enum { NEAR_NS = 10000 }; /* "back to back": less than 10 us apart */
+    size_t n = 0, cap = 0;
+    tl_ns *gaps = NULL;
+    tl_ns *last_end = tl_xcalloc(t->n_streams > 0 ? (size_t)t->n_streams : 1, sizeof *last_end);
+    for (uint32_t i = 0; i < t->n_iters; i++) {
+        const tl_iteration *it = &t->iters[i];
+        for (int s = 0; s < t->n_streams; s++)
+            last_end[s] = -1;
+        for (uint32_t k = 0; k < it->n_ops; k++) {
+            const tl_op *op = &it->ops[k];
+            bool gpu = op->kind == TL_OP_KERNEL || op->kind == TL_OP_MEMCPY || op->kind == TL_OP_MEMSET;
+            if (!gpu || op->gpu_start_ns < 0 || op->stream < 0 || op->stream >= t->n_streams)
+                continue;
+            tl_ns prev = last_end[op->stream], g = op->gpu_start_ns - prev;
+            if (prev >= 0 && g >= 0 && g < NEAR_NS) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 1024;
+                    gaps = tl_xrealloc(gaps, cap * sizeof *gaps);
+                }
+                gaps[n++] = g;
+            }
+            last_end[op->stream] = op->gpu_start_ns + op->dur_ns;
+        }
+    }
+    free(last_end);
+    tl_ns med = 0;
+    if (n) {
+        qsort(gaps, n, sizeof *gaps, cmp_ns);
+        med = gaps[n / 2];
+    }
+    free(gaps);
+    if (pairs)
+        *pairs = n;
+    return med;
+}
+
 void tl_iteration_stats(const tl_iteration *it, tl_iter_stats *st)
 {
     memset(st, 0, sizeof *st);

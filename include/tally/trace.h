@@ -181,4 +181,12 @@ typedef struct tl_iter_stats {
 } tl_iter_stats;
 void tl_iteration_stats(const tl_iteration *it, tl_iter_stats *st);
 
+/* The GPU's back-to-back gap as traced: over consecutive GPU ops of one stream
+ * in an iteration that ran less than 10 us apart, the median of the time from
+ * one's end to the next one's start (0 if there are none). *pairs (may be
+ * NULL) gets how many. Compare with the simulator's stream_gap_ns: traces made
+ * with CUPTI latency timestamps carry ~1 us more per op than the GPU leaves
+ * untraced (experiments/results/tracer/README.md). */
+tl_ns tl_trace_back_to_back_gap(const tl_trace *t, uint64_t *pairs);
+
 #endif
