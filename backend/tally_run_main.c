@@ -67,6 +67,10 @@ static void usage(FILE *f)
 "      --watchdog S         end a run whose GPU work makes no progress for S s (20)\n"
 "  -v, --verbose            calibration details on stderr\n"
 "\n"
+"Before its runs, run measures the gap the replay's kernels leave between them\n"
+"on a stream and records it in the database (meta hw_stream_gap_ns), which\n"
+"tally-validate then simulates with.\n"
+"\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
 "70 internal error or watchdog, 73 cannot write the database.\n");
 }
