@@ -178,16 +178,10 @@ static int cmd_convert(int argc, char **argv)
     int r = tl_trace_load(&t, argv[optind], NULL, &err);
     if (r == 0)
         r = tl_trace_scale_grid(&t, (uint32_t)scale, &err);
-    if (r == 0 && graph) {
-        /* the capacity counts the graph gap of the trace's GPU (else the H100) */
-        tl_gpu_props g;
+    tl_gpu_props g;
+    if (r == 0 && graph && (r = tl_trace_gpu(&t, &g, &err)) == 0) {
+        /* the capacity counts the graph gap of the trace's GPU */
         tl_sim_params p;
-        if (t.has_gpu_props) {
-            g = t.gpu;
-            tl_gpu_complete(&g);
-        } else if (tl_gpu_lookup("H100", &g, &err) < 0) {
-            memset(&g, 0, sizeof g);
-        }
         tl_sim_params_default(&p, &g);
         tl_trace_as_graph(&t, p.graph_gap_ns);
     }

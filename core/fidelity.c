@@ -21,11 +21,8 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
     tl_gpu_props g;
     if (gpu) {
         g = *gpu;
-    } else if (t->has_gpu_props) {
-        g = t->gpu;
-        tl_gpu_complete(&g);
     } else {
-        int r = tl_gpu_lookup("H100", &g, err);
+        int r = tl_trace_gpu(t, &g, err);
         if (r < 0)
             return r;
     }

@@ -206,6 +206,15 @@ tl_ns tl_trace_back_to_back_gap(const tl_trace *t, uint64_t *pairs)
     return med;
 }
 
+int tl_trace_gpu(const tl_trace *t, tl_gpu_props *out, tl_err *err)
+{
+    if (!t->has_gpu_props)
+        return tl_gpu_lookup("H100", out, err);
+    *out = t->gpu;
+    tl_gpu_complete(out);
+    return 0;
+}
+
 void tl_iteration_stats(const tl_iteration *it, tl_iter_stats *st)
 {
     memset(st, 0, sizeof *st);

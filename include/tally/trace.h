@@ -181,6 +181,10 @@ typedef struct tl_iter_stats {
 } tl_iter_stats;
 void tl_iteration_stats(const tl_iteration *it, tl_iter_stats *st);
 
+/* The GPU a trace was captured on, completed from the GPU table; the H100 when
+ * the trace does not say. */
+int tl_trace_gpu(const tl_trace *t, tl_gpu_props *out, tl_err *err);
+
 /* The GPU's back-to-back gap as traced: over consecutive GPU ops of one stream
  * in an iteration that ran less than 10 us apart, the median of the time from
  * one's end to the next one's start (0 if there are none). *pairs (may be
