@@ -189,22 +189,21 @@ else # the same commands as cuda.mk (lite.c and hostcalls.c are compiled inside 
         { echo "BUILD FAILED"; exit 1; }
 fi
 
-say "test program, lite (default): 6 iterations, NVTX step# markers"
+# trace_steps BASE WHAT [tally-trace options...]: the test program's 6 NVTX
+# step# iterations traced into BASE.json.gz, its manifest beside it
+trace_steps() {
+    base=$1 what=$2
+    shift 2
+    say "test program, $what: 6 iterations, NVTX step# markers"
+    $T --gzip "$@" -o "$base.json" --iteration-marker 'step#' -- $P steps 6 > "$base.manifest"
+    echo "rc=$?"
+}
 mkdir -p "$W/tp"
-$T --gzip -o "$OUTDIR/testprog_lite.json" --iteration-marker 'step#' -- $P steps 6 \
-    > "$OUTDIR/testprog_lite.manifest"; echo "rc=$?"
-say "test program, full host timeline: 6 iterations"
-$T --gzip --host-timeline full -o "$W/tp/testprog_full.json" --iteration-marker 'step#' -- \
-    $P steps 6 > "$W/tp/testprog_full.manifest"; echo "rc=$?"
-say "test program, lite with --sync-records activity: 6 iterations"
-$T --gzip --sync-records activity -o "$W/tp/testprog_lite_activity.json" --iteration-marker 'step#' -- \
-    $P steps 6 > "$W/tp/testprog_lite_activity.manifest"; echo "rc=$?"
-say "test program, lite with --launch-times callback: 6 iterations"
-$T --gzip --launch-times callback -o "$W/tp/testprog_launchcb.json" --iteration-marker 'step#' -- \
-    $P steps 6 > "$W/tp/testprog_launchcb.manifest"; echo "rc=$?"
-say "test program, lite with --sync-records completion: 6 iterations"
-$T --gzip --sync-records completion -o "$W/tp/testprog_completion.json" --iteration-marker 'step#' -- \
-    $P steps 6 > "$W/tp/testprog_completion.manifest"; echo "rc=$?"
+trace_steps "$OUTDIR/testprog_lite" "lite (default)"
+trace_steps "$W/tp/testprog_full" "full host timeline" --host-timeline full
+trace_steps "$W/tp/testprog_lite_activity" "lite with --sync-records activity" --sync-records activity
+trace_steps "$W/tp/testprog_launchcb" "lite with --launch-times callback" --launch-times callback
+trace_steps "$W/tp/testprog_completion" "lite with --sync-records completion" --sync-records completion
 say "test program: crash (SIGSEGV) after 2 iterations"
 $T --gzip -o "$W/tp/testprog_crash.json" -- $P crash > "$W/tp/testprog_crash.manifest"; echo "rc=$?"
 if [ -z "${SKIP_OUTSIDE_SIGNALS:-}" ]; then
