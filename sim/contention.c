@@ -101,12 +101,18 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
-    /* Work released from a completion callback reaches the GPU 12.4 us after
-     * the work it waited for ended (tally-run selftest, "host round trip":
-     * 2000 tiny kernels each launched from the completion callback of the one
-     * before take 17.33 us apiece against 4.90 us of kernel;
-     * experiments/results/hw/selftest.txt). */
-    p->callback_launch_latency_ns = h100 ? 12400 : 0;
+    /* Work released from a completion callback reaches the GPU 13.6 us after
+     * the work it waited for ended: the mean per held-back op of the H100
+     * replay, measured in place (experiments/results/hw/README.md, "The round
+     * trip in place"): ResNet-50 training iterations run entirely while
+     * pipeswitch gives training the GPU (254 in headline_eager.db) take 29.43 ms
+     * for 750 held-back ops against 28.50 ms with 12.4 us, i.e. 1.2 us more
+     * per op. 12.4 us is the bare loop's (tally-run selftest, "host round
+     * trip": 2000 tiny kernels each launched from the completion callback of
+     * the one before, 17.33 us apiece against 4.90 us of kernel;
+     * experiments/results/hw/selftest.txt); the replay's loop also plays the
+     * jobs' host timelines and runs the runner and the policy per completion. */
+    p->callback_launch_latency_ns = h100 ? 13600 : 0;
     /* Back-to-back ops on one stream: the GPU starts the next ~1.15 us after
      * the previous one ends (H100, untraced: median of 11,399 pairs in a
      * tally-trace capture without latency timestamps; the bundled Kineto
@@ -131,6 +137,16 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * time apart at most, i.e. <= 16 start phases per wave. */
     p->coalesce_groups = 8;
     p->coalesce_fraction = 1.0 / 16;
+    /* Time slicing: the active context hands the GPU over once it has been
+     * without kernel work for 10 us, not at once. Bracketed by two H100
+     * measurements (experiments/results/hw/README.md, "Time slicing in the
+     * replay"): the replay's ViT/ResNet-50 time slicing (6 hand-overs per
+     * request, 2.37 ms before a request's first kernel) needs at least 7 us;
+     * a process idling 5 us between 10 us kernels beside a busy one (an idle
+     * GPU of ~16 us: its kernel alone takes 21 us from launch to return)
+     * loses the GPU every time (timeslice/idle_gap.txt), so less than 16 us.
+     * Other GPUs: not measured, at once as before. */
+    p->idle_handover_ns = h100 ? 10 * TL_NS_PER_US : 0;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
@@ -180,6 +196,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: device_copy_gbps must be > 0");
     if (p->coalesce_groups < 0)
         return tl_errf(err, TL_ERANGE, "sim params: coalesce_groups must be >= 0");
+    if (p->idle_handover_ns < 0 || p->idle_handover_ns > 100 * TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: idle_handover_ns must be in [0, 100 ms]");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: coalesce_fraction must be in [0, 1]");
     return 0;
@@ -214,6 +232,7 @@ static const pdesc pdescs[] = {
     PD("device_copy_gbps", P_DOUBLE, device_copy_gbps),
     PD("coalesce_groups", P_INT, coalesce_groups),
     PD("coalesce_fraction", P_DOUBLE, coalesce_fraction),
+    PD("idle_handover_ns", P_NS, idle_handover_ns),
 };
 #define N_PDESC (sizeof pdescs / sizeof pdescs[0])
 

@@ -239,7 +239,8 @@ struct sim {
     tl_ns active_since;     /* when the active unit got the GPU (its slices count from here) */
     bool switching;
     unit *switch_to;
-    tl_event_id slice_ev, switch_ev;
+    tl_event_id slice_ev, switch_ev, idle_ev;
+    tl_ns idle_since;       /* when the active unit last ran out of kernel work (-1: it has work) */
     /* launches: slot pool */
     launch **lslots;
     uint32_t n_lslots, cap_lslots;

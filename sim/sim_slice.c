@@ -48,6 +48,7 @@ static bool others_have_work(sim *s, const unit *u)
 static void activate(sim *s, unit *u)
 {
     s->active = u;
+    s->idle_since = -1;
     s->active_since = sim_now(s);
     s->switching = false;
     bool any_paused = false;
@@ -87,6 +88,16 @@ static void slice_end_ev(void *ctx, void *arg, uint64_t x)
                                 s->switch_to, 0);
 }
 
+static void idle_ev_fn(void *ctx, void *arg, uint64_t x)
+{
+    sim *s = ctx;
+    s->idle_ev = 0;
+    unit *u = s->active;
+    if (s->switching || (u && u->pending > 0))
+        return;
+    slice_update(s);
+}
+
 void slice_update(sim *s)
 {
     if (s->switching)
@@ -97,14 +108,33 @@ void slice_update(sim *s)
         return;
     }
     unit *u = s->active;
+    if (u && u->pending > 0) {
+        s->idle_since = -1;
+        if (s->idle_ev) {
+            tl_engine_cancel(&s->eng, s->idle_ev);
+            s->idle_ev = 0;
+        }
+    }
     if (!u || u->pending == 0) {
         /* Idle hand-over: nothing resident, nothing to save, no gap. An idle
          * active unit keeps its place for round robin until then. */
         tl_engine_cancel(&s->eng, s->slice_ev);
         s->slice_ev = 0;
+        if (u && s->idle_since < 0)
+            s->idle_since = sim_now(s);
         unit *next = next_with_work(s, u, true);
-        if (next && next != u)
-            activate(s, next);
+        if (next && next != u) {
+            tl_ns at = u ? s->idle_since + s->p.idle_handover_ns : 0;
+            if (at <= sim_now(s)) {
+                if (s->idle_ev) {
+                    tl_engine_cancel(&s->eng, s->idle_ev);
+                    s->idle_ev = 0;
+                }
+                activate(s, next);
+            } else if (!s->idle_ev) {
+                s->idle_ev = tl_engine_at(&s->eng, at, idle_ev_fn, s, NULL, 0);
+            }
+        }
     }
     u = s->active;
     if (u && u->pending > 0 && !s->slice_ev && others_have_work(s, u)) {

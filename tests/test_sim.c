@@ -255,7 +255,8 @@ static void test_cost_waves_not_blocks(void **st)
  * A's k-th slice starts at (k-1) x 4.78 ms; after 4 slices A has 8.36 ms
  * done, its 5th slice starts at 19.12 and ends the kernel at 20.76 ms. B's
  * 4 slices start at 2.39, 7.17, 11.95, 16.73 (8.36 ms); A going idle at
- * 20.76 hands over at once (no gap): B ends at 20.76 + 1.64 = 22.40 ms. */
+ * 20.76 hands over after idle_handover_ns (the H100's 10 us), without a
+ * switch gap: B ends at 20.77 + 1.64 = 22.41 ms. */
 static void test_timeslice_two_contexts(void **st)
 {
     h *x = open_h(0, -1);
@@ -272,7 +273,7 @@ static void test_timeslice_two_contexts(void **st)
     assert_int_equal(ra->start_ns, 0);
     assert_int_equal(ra->end_ns, 20760000);
     assert_int_equal(rb->start_ns, 2390000);
-    assert_int_equal(rb->end_ns, 22400000);
+    assert_int_equal(rb->end_ns, 22410000);
     /* every run interval: full slices of 2.09 ms except the last of each;
      * 0.30 ms between one context stopping and the other starting */
     tl_ns last_stop = -1;
@@ -347,9 +348,9 @@ static void test_timeslice_stream_gap(void **st)
  * meets the end of the slice in progress, as on the H100 (timeslice/ in
  * experiments/results/hw). A runs 0.5 ms kernels from 0; B's first kernel
  * (0.1 ms) arrives at 1 ms and starts at 2.09 + 0.30 = 2.39 ms (not 1 + 2.39);
- * B then idles, A is back at 2.49 ms without a switch gap, and B's second
- * kernel, arriving at 5.2 ms, waits for A's slice ending at 2.49 + 2 x 2.09 =
- * 6.67 ms: it starts at 6.97 ms. */
+ * B then idles, A is back 10 us later (idle_handover_ns) at 2.50 ms without
+ * a switch gap, and B's second kernel, arriving at 5.2 ms, waits for A's
+ * slice ending at 2.50 + 2 x 2.09 = 6.68 ms: it starts at 6.98 ms. */
 typedef struct timed_launch {
     h *x;
     tl_stream_id s;
@@ -381,8 +382,53 @@ static void test_timeslice_periodic(void **st)
     run(x);
     assert_int_equal(rec_of(x, 1)->start_ns, 2390 * US);
     assert_int_equal(rec_of(x, 1)->end_ns, 2490 * US);
-    assert_int_equal(rec_of(x, 2)->start_ns, 6970 * US);
+    assert_int_equal(rec_of(x, 2)->start_ns, 6980 * US);
     close_h(x);
+}
+
+/* idle_handover_ns: the active context keeps the GPU through idle moments
+ * shorter than that (the H100's 10 us; sim/README.md). A queues 0.5 ms
+ * kernels from 0; B's first 0.1 ms kernel arrives at 1 ms and runs at
+ * [2.39, 2.49] ms (the end of A's slice, then the switch). B's second one
+ * arrives 6 us after that end: B still holds the GPU, it runs at once,
+ * [2.496, 2.596]. B then idles: A is back 10 us later, at 2.606 ms, and B's
+ * third kernel, arriving at 2.616 ms, meets the end of A's slice at 2.606 +
+ * 2.09 = 4.696 ms and starts after the switch, at 4.996 ms. With 0 (hand
+ * over at once) A is back at 2.49 ms and B's second kernel waits for A's
+ * slice to end at 4.58 ms: it starts at 4.88 ms. */
+static void idle_handover_case(tl_ns handover, tl_ns want2, tl_ns want3)
+{
+    h *x = open_h(0, -1);
+    x->p.idle_handover_ns = handover;
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_op ka = mk(132, 256, 32, 0, 500 * US), kb = mk(132, 256, 32, 0, 100 * US);
+    for (int i = 0; i < 30; i++)
+        launch(x, sa, &ka, 0, 100 + (uint64_t)i);
+    timed_launch t1 = { x, sb, &kb, 1 }, t2 = { x, sb, &kb, 2 }, t3 = { x, sb, &kb, 3 };
+    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &t1), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 2496 * US, launch_timed, &t2), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 2616 * US, launch_timed, &t3), 0);
+    run(x);
+    assert_int_equal(x->max_ctx_running, 1);
+    assert_int_equal(rec_of(x, 1)->start_ns, 2390 * US);
+    assert_int_equal(rec_of(x, 1)->end_ns, 2490 * US);
+    assert_int_equal(rec_of(x, 2)->start_ns, want2);
+    assert_int_equal(rec_of(x, 3)->start_ns, want3);
+    close_h(x);
+}
+
+static void test_timeslice_idle_handover(void **st)
+{
+    (void)st;
+    h *x = open_h(0, -1);
+    assert_int_equal(x->p.idle_handover_ns, 10 * US); /* the H100 default */
+    close_h(x);
+    idle_handover_case(10 * US, 2496 * US, 4996 * US);
+    /* at once: B's second kernel waits out A's slice; its third queues behind it */
+    idle_handover_case(0, 4880 * US, 4980 * US);
 }
 
 /* A context alone never switches, even with several contexts existing. */
@@ -1431,6 +1477,7 @@ int main(void)
         cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_timeslice_stream_gap),
         cmocka_unit_test(test_timeslice_periodic),
+        cmocka_unit_test(test_timeslice_idle_handover),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),

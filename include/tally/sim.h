@@ -66,6 +66,9 @@ typedef struct tl_sim_params {
      * off (exact per-instant dispatch, cost can grow with blocks). */
     int coalesce_groups;
     double coalesce_fraction;
+    tl_ns idle_handover_ns;    /* time slicing: how long the active context must stay
+                                  without kernel work before another context with work
+                                  gets the GPU (0: at once) */
 } tl_sim_params;
 
 typedef struct tl_sim_stats {
@@ -91,8 +94,10 @@ typedef struct tl_sim_stats {
  * 2: stream_gap_ns (4f721f2); 3: a kernel waiting out the gap is its
  * context's work for the time slicer; 4: graph_gap_ns, graph jobs' load counts
  * their gaps; 5: time slices run back to back from a context's switch-in
- * (work that arrives meets the end of the slice in progress). */
-#define TL_SIM_MODEL_REVISION 5
+ * (work that arrives meets the end of the slice in progress); 6: idle_handover_ns
+ * (an idle context hands over after 10 us on the H100) and the H100's
+ * callback_launch_latency_ns measured in place (13.6 us, was 12.4). */
+#define TL_SIM_MODEL_REVISION 6
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
