@@ -42,9 +42,9 @@ CUDA_INSTALL_EXTRA += install -d $(DESTDIR)$(PREFIX)/lib && \
 .PHONY: tracer
 tracer: $(TRACER_SO) $(TRACER_CMD) $(TRACER_PROG)
 
-# lite.c and hostcalls.c are compiled inside inject.c (#include: they share its
+# lite.c, lite_sample.c and hostcalls.c are compiled inside inject.c (#include: they share its
 # static state), so they are prerequisites but not sources of their own.
-TRACER_LIB_INC := $(TRACER_DIR)/lite.c $(TRACER_DIR)/hostcalls.c
+TRACER_LIB_INC := $(TRACER_DIR)/lite.c $(TRACER_DIR)/hostcalls.c $(TRACER_DIR)/lite_sample.c
 $(TRACER_SO): $(TRACER_LIB_SRC) $(TRACER_LIB_INC) $(TRACER_HDR)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")

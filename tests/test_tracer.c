@@ -50,6 +50,7 @@
  * lite-mode tests compile them in. */
 #include "../traces/tracer/hostcalls.c"
 #include "../traces/tracer/lite.c"
+#include "../traces/tracer/lite_sample.c"
 #include "../traces/tracer/options.c"
 #include "../traces/tracer/store.c"
 #include "../traces/tracer/write.c"
@@ -891,6 +892,84 @@ static void test_lite_reconstruction(void **state)
     assert_true(f.iter_err > -0.03 && f.iter_err < 0.03);
     tl_trace_close(&t);
     tt_lite_restore(&s, &st);
+    tt_store_free(&s);
+}
+
+/* --latency-sample (lite_sample.c): mk_step's steps as --iteration-sync
+ * device:1 sees them (a boundary after each device synchronize), with the
+ * queued timestamps of step 0 only, as if sampled. Steps 1 and 3 made the
+ * same calls: their launches get step 0's host times, measured from the
+ * boundary or from the stream wait before them; step 3's stream wait
+ * returned 4 us later, and its launches after it follow it, their offsets
+ * halved (the host reached the event synchronize at +232 as in step 0, in
+ * half the time since the wait: 2 us after it becomes 1; the launch on
+ * stream 15, queued after its GPU start in step 0, stays at its own GPU
+ * start). Step 2 made other calls (a kernel renamed): its launches keep no
+ * host time and are placed between their neighbours. */
+static void test_lite_latency_sample(void **state)
+{
+    (void)state;
+    tt_store s;
+    tt_store_init(&s);
+    for (int k = 0; k < 4; k++) {
+        size_t first = s.n;
+        mk_step(&s, k);
+        uint64_t T = T0 + (uint64_t)k * US(1000);
+        /* the boundary: the previous step's device synchronize returned */
+        tt_rec *b = mk(&s, TT_R_ITER, 100 + 20 * (uint32_t)k, T - US(292), 0);
+        b->id = (uint32_t)k;
+        for (size_t i = first; i < s.n; i++) {
+            tt_rec *r = tt_store_at(&s, i);
+            if (r->type == TT_R_KERNEL && k > 0)
+                r->queued = r->submitted = 0;
+            if (k == 2 && r->type == TT_R_KERNEL && r->corr == 100 + 20 * 2 + 3)
+                r->name = tt_intern(&s, "another_kernel");
+            if (k == 3 && r->type == TT_R_SYNC && r->sub == TT_SYNCT_STREAM_WAIT)
+                r->end = T + US(228);
+        }
+    }
+    assert_int_equal(tt_lite_copy_leads(&s), 8);
+    for (int k = 1; k < 4; k++) {
+        uint64_t T = T0 + (uint64_t)k * US(1000);
+        uint32_t c = 100 + 20 * (uint32_t)k;
+        for (size_t i = 0; i < s.n; i++) {
+            const tt_rec *r = tt_store_at(&s, i);
+            if (r->type != TT_R_KERNEL || r->corr < c || r->corr > c + 13)
+                continue;
+            if (k == 2) {
+                assert_false(r->flags & TT_RF_LEAD_COPIED);
+                assert_int_equal(r->queued, 0);
+                continue;
+            }
+            assert_true(r->flags & TT_RF_LEAD_COPIED);
+            assert_int_equal(r->submitted - r->queued, 1500); /* step 0's call */
+            uint64_t want = r->corr == c + 2   ? T + US(215)
+                            : r->corr == c + 3 ? T + US(218)
+                            : r->corr == c + 6 ? T + US(k == 3 ? 229 : 226)
+                                               : T + US(229); /* its GPU start */
+            if (r->queued != want)
+                fail_msg("step %d, launch %u: copied host time %llu, expected %llu", k,
+                         r->corr - c, (unsigned long long)(r->queued - T),
+                         (unsigned long long)(want - T));
+        }
+    }
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    assert_int_equal(st.launches, 16);
+    assert_int_equal(st.launches_queued, 4);
+    assert_int_equal(st.launches_copied, 8);
+    assert_int_equal(call_of(&s, 100 + 20 + 2)->start, T0 + US(1000 + 215));
+    assert_int_equal(call_of(&s, 100 + 60 + 6)->start, T0 + US(3000 + 229));
+    /* step 2's first launch: placed late, just before the next call */
+    assert_true(call_of(&s, 100 + 40 + 2)->start > T0 + US(2000 + 215));
+    tt_lite_restore(&s, &st);
+    tt_lite_uncopy_leads(&s);
+    for (size_t i = 0; i < s.n; i++) {
+        const tt_rec *r = tt_store_at(&s, i);
+        assert_false(r->flags & TT_RF_LEAD_COPIED);
+        if (r->type == TT_R_KERNEL && r->corr > 120)
+            assert_int_equal(r->queued, 0);
+    }
     tt_store_free(&s);
 }
 
@@ -1963,6 +2042,7 @@ static void test_usage(void **state)
     assert_non_null(strstr(text, "--sync-records HOW"));
     assert_non_null(strstr(text, "--queued-times on|off"));
     assert_non_null(strstr(text, "--launch-times HOW"));
+    assert_non_null(strstr(text, "--latency-sample N"));
     free(text);
 
     char *version[] = {tool, "--version", NULL};
@@ -1972,7 +2052,7 @@ static void test_usage(void **state)
     assert_non_null(strstr(text, "tally-trace "));
     free(text);
 
-    char *cases[][6] = {
+    char *cases[][8] = {
         {tool, "--bogus", "--", "/bin/true", NULL},
         {tool, NULL},
         {tool, "--activities", "kernel,nonsense", "--", "/bin/true", NULL},
@@ -1984,6 +2064,10 @@ static void test_usage(void **state)
         {tool, "--queued-times", "maybe", "--", "/bin/true", NULL},
         {tool, "--launch-times", "sometimes", "--", "/bin/true", NULL},
         {tool, "--launch-times", NULL},
+        {tool, "--latency-sample", "0", "--iteration-sync", "1", "--", "/bin/true", NULL},
+        {tool, "--latency-sample", "10", "--", "/bin/true", NULL}, /* no --iteration-sync */
+        {tool, "--latency-sample", "10", "--iteration-marker", "step#", "--", "/bin/true", NULL},
+        {tool, "--latency-sample", "4", "--launch-times", "off", "--iteration-sync", "1", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = run(cases[i], out, err);
@@ -2338,6 +2422,51 @@ static void test_gpu_completions(void **state)
     json_decref(root);
 }
 
+/* --latency-sample 2 on the GPU: CUPTI's queued timestamps turned off and
+ * on again at iteration boundaries while the program runs (documented as a
+ * setting for before CUDA starts): sampled iterations' launches have CUPTI's
+ * times, the others' were copied from them, each at most its GPU start, and
+ * the trace still loads as its 6 steps. */
+static void test_gpu_latency_sample(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    char json[300], man[300];
+    path_in_tmp(json, sizeof json, "sample.json");
+    path_in_tmp(man, sizeof man, "sample.manifest");
+    char *extra[] = {"--iteration-sync", "device:1", "--latency-sample", "2",
+                     "--start-after-iterations", "1", "--stop-after-iterations", "6", NULL};
+    char *mode[] = {"steps", "8", NULL};
+    int st = trace_prog(json, man, extra, mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    json_t *root = load_json(json);
+    json_t *ht = json_object_get(root, "host_timeline");
+    long long launches = jint(ht, "launches"), queued = jint(ht, "launches_queued"),
+              copied = jint(ht, "launches_copied");
+    print_message("latency sample 2: %lld launches, %lld queued, %lld copied\n", launches,
+                  queued, copied);
+    assert_int_equal(jint(json_object_get(root, "options"), "latency_sample"), 2);
+    /* 4 kernels a step; iterations 1, 3, 5 sampled (the timestamps came
+     * back on after each unsampled one), 2, 4, 6 copied */
+    assert_true(copied >= 12);
+    assert_true(queued >= 12);
+    json_t *events = json_object_get(root, "events");
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        if (strcmp(jstr(e, "type"), "api") != 0 || strcmp(jstr(e, "name"), "cudaLaunchKernel"))
+            continue;
+        for (size_t j = 0; j < json_array_size(events); j++) {
+            json_t *k = json_array_get(events, j);
+            if (!strcmp(jstr(k, "type"), "kernel") && jint(k, "corr") == jint(e, "corr") &&
+                jint(e, "start_ns") > jint(k, "start_ns"))
+                fail_msg("launch %lld starts after its kernel", jint(e, "corr"));
+        }
+    }
+    json_decref(root);
+    check_loads(json, NULL, 6, 4);
+}
+
 /* Skip two iterations, keep three: exactly steps 2..4 are in the file. */
 static void test_gpu_window(void **state)
 {
@@ -2495,6 +2624,7 @@ int main(void)
         cmocka_unit_test(test_committed_traces_load),
         cmocka_unit_test(test_lite_reconstruction),
         cmocka_unit_test(test_lite_callback_times),
+        cmocka_unit_test(test_lite_latency_sample),
         cmocka_unit_test(test_hostcalls_log),
         cmocka_unit_test(test_lite_completions),
         cmocka_unit_test(test_lite_variants_on_captures),
@@ -2503,6 +2633,7 @@ int main(void)
         cmocka_unit_test(test_committed_lite_trace),
         cmocka_unit_test(test_gpu_every_field),
         cmocka_unit_test(test_gpu_completions),
+        cmocka_unit_test(test_gpu_latency_sample),
         cmocka_unit_test(test_gpu_window),
         cmocka_unit_test(test_gpu_signals),
         cmocka_unit_test(test_gpu_reset_fork_gzip),

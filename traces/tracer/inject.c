@@ -50,6 +50,7 @@
 #include "lite.c"
 /* The same for the launch-time log of --launch-times callback. */
 #include "hostcalls.c"
+#include "lite_sample.c"
 
 /* tracer.h mirrors these CUPTI values so that write.c and lite.c build
  * without CUPTI's headers. */
@@ -120,6 +121,9 @@ static struct {
     uint64_t dropped, incomplete;
     int64_t cupti_to_unix;
     bool latency_ts;           /* LITE: CUPTI collects kernels' queued/submitted */
+    bool latency_on;           /* --latency-sample: ... in the current iteration */
+    bool latency_toggle_failed;/* CUPTI refused to turn them on or off: said once */
+    uint64_t latency_toggles;
     tt_hc_log hc;              /* LITE, --launch-times callback: timed calls */
     char path[8448];
     int pid;
@@ -572,6 +576,34 @@ static void wake_writer(char req)
     }
 }
 
+/* --latency-sample N: CUPTI's latency timestamps (what gives launches their
+ * host time, and widens the GPU's gap between back-to-back kernels) on in
+ * the first iteration of the window and every N-th after it, off in the
+ * others and before the window (lite_sample.c fills those in). CUPTI's
+ * documentation asks for the setting to be made before CUDA starts; turning
+ * it on and off at run time works on the H100 with CUDA 13 (the GPU test
+ * test_gpu_latency_sample checks that both kinds of iteration are there).
+ * Called with g.mu held. */
+static void sample_latency_locked(uint64_t it)
+{
+    if (g.opts.latency_sample <= 1 || !g.latency_ts || g.latency_toggle_failed)
+        return;
+    bool on = g.started && ((int64_t)it - g.first_iter) % g.opts.latency_sample == 0;
+    if (on == g.latency_on)
+        return;
+    CUptiResult r = cuptiActivityEnableLatencyTimestamps(on);
+    if (r != CUPTI_SUCCESS) {
+        const char *err = "";
+        cuptiGetResultString(r, &err);
+        say("cannot turn kernel queued timestamps %s (%s): --latency-sample ignored from here",
+            on ? "on" : "off", err);
+        g.latency_toggle_failed = true;
+        return;
+    }
+    g.latency_on = on;
+    g.latency_toggles++;
+}
+
 /* A boundary: the iteration with this index starts at ts; its first API call
  * has correlation id corr. Either may be unknown (0): an NVTX range has no
  * correlation id, a kernel record no host time; they are resolved from the
@@ -597,6 +629,7 @@ static void boundary_locked(uint64_t ts, uint32_t corr)
         g.started = true; /* start by time: iterations count from the first whole one */
         g.first_iter = (int64_t)it;
     }
+    sample_latency_locked(it);
     if (!g.started)
         return;
     if (g.opts.stop_iters > 0 && (int64_t)it >= g.first_iter + g.opts.stop_iters) {
@@ -1110,6 +1143,11 @@ static int write_now(const char *end_reason, bool truncated, const char *why)
     size_t n_recorded = g.store.n;
     tt_lite_stats lite = {0};
     uint64_t hc_lost = g.opts.host_timeline == TT_HOST_LITE && g.hc.ready ? add_host_calls() : 0;
+    bool copy_leads = g.opts.host_timeline == TT_HOST_LITE && g.latency_ts &&
+                      g.opts.latency_sample > 1;
+    if (copy_leads && tt_lite_copy_leads(&g.store) < 0)
+        say("out of memory while copying launch times from the sampled iterations: the "
+            "others' launches are placed between their neighbours");
     if (g.opts.host_timeline == TT_HOST_LITE &&
         tt_lite_reconstruct(&g.store, (uint32_t)g.pid, &lite) < 0 && !g.truncated) {
         g.truncated = true;
@@ -1160,6 +1198,8 @@ static int write_now(const char *end_reason, bool truncated, const char *why)
     int rc = tt_write_trace(&g.store, &m, g.path, msg, sizeof msg);
     say("%s%s", rc < 0 ? "cannot write the trace: " : "wrote ", msg);
     tt_lite_restore(&g.store, &lite); /* CUPTI's ids again, for a later write */
+    if (copy_leads)
+        tt_lite_uncopy_leads(&g.store);
     tt_store_truncate(&g.store, n_recorded);
     return rc;
 }
@@ -1508,7 +1548,7 @@ static int enable_activities(unsigned acts)
      * (queued, submitted), collected only when asked for before enabling. */
     if (g.opts.host_timeline == TT_HOST_LITE && g.opts.launch_times == TT_LAUNCH_QUEUED) {
         CUptiResult r = cuptiActivityEnableLatencyTimestamps(1);
-        g.latency_ts = r == CUPTI_SUCCESS;
+        g.latency_ts = g.latency_on = r == CUPTI_SUCCESS;
         if (!g.latency_ts) {
             const char *err = "";
             cuptiGetResultString(r, &err);

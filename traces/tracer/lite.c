@@ -13,6 +13,9 @@
  *   put it later. It lasts `submitted - queued` (the rest of the call: handing
  *   the buffer to the GPU) when known and at most TT_LITE_MAX_CALL_NS, else
  *   TT_LITE_CALL_NS, and never past the start of the next call.
+ * - With --latency-sample N, the launches of iterations traced without
+ *   latency timestamps carry queued times copied from a sampled iteration
+ *   (lite_sample.c, TT_RF_LEAD_COPIED): used the same way, counted apart.
  * - With --launch-times callback, the launch (and copy, memset) calls were
  *   timed by callbacks instead (TT_R_HOSTCALL records, hostcalls.c): the call
  *   of the GPU records with that correlation id takes the record's entry and
@@ -71,6 +74,8 @@ typedef struct item {
     bool completion;      /* K_WAIT from a completion: end known, start inferred */
     bool timed;           /* GPU items: start and end are the call's own, from
                              callbacks (the HOSTCALL record hc) */
+    bool copied;          /* a launch whose queued time was copied from a
+                             sampled iteration (lite_sample.c) */
     size_t hc;
     uint32_t stream;      /* GPU items; stream synchronizes */
     uint64_t start, end;  /* host times, known or estimated */
@@ -255,6 +260,7 @@ static long collect(const tt_store *s, item **out, uint64_t *unused)
                 it->end = c->end >= c->start ? c->end : c->start;
             } else if (r->type == TT_R_KERNEL && r->queued) {
                 it->known_start = true;
+                it->copied = (r->flags & TT_RF_LEAD_COPIED) != 0;
                 it->start = r->queued;
                 if (r->submitted >= r->queued && r->submitted - r->queued <= TT_LITE_MAX_CALL_NS)
                     it->call_ns = r->submitted - r->queued;
@@ -298,6 +304,7 @@ static long collect(const tt_store *s, item **out, uint64_t *unused)
                 }
             } else if (it->known_start && (!last->known_start || it->start < last->start)) {
                 last->known_start = true;
+                last->copied = it->copied;
                 last->start = it->start;
                 last->call_ns = it->call_ns;
             }
@@ -568,7 +575,8 @@ int tt_lite_reconstruct(tt_store *s, uint32_t tid, tt_lite_stats *st)
         bool launch = it->kind == K_LAUNCH || it->kind == K_GRAPH;
         st->launches += launch;
         st->launches_timed += launch && it->timed;
-        st->launches_queued += launch && it->known_start && !it->timed;
+        st->launches_queued += launch && it->known_start && !it->timed && !it->copied;
+        st->launches_copied += launch && it->copied;
         st->copies_timed += !launch && it->timed;
         if (is_gpu(it->kind) && it->known_start && it->start > it->gpu_start) {
             it->start = it->gpu_start;

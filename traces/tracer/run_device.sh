@@ -22,7 +22,8 @@
 #    (default) ResNet-50 once more with --launch-times callback (and the test
 #    program, into results.tar.gz); with COMPLETION_CAPTURE=1 (default 0 since
 #    the launch-time captures: the 8-file limit) once more with
-#    --sync-records completion; then, for each ResNet-50 capture: mean and
+#    --sync-records completion; with SAMPLE_CAPTURE=1 (default 0) once more
+#    with --latency-sample LATENCY_SAMPLE; then, for each ResNet-50 capture: mean and
 #    median launch-to-start lead (a kernel's GPU start minus its launch call's
 #    start), launch call durations, back-to-back GPU gaps, kernels per
 #    iteration;
@@ -38,6 +39,8 @@
 #                      activity kinds (--sync-records activity; the default
 #                      until 2026-11-23: +22% there)
 #      lite_noqueued   lite without kernel queued timestamps (--queued-times off)
+#      lite_sample     lite with queued timestamps in one iteration of every
+#                      LATENCY_SAMPLE (10) only (--latency-sample)
 #      lite_launchcb_driver  the same with the driver's launch callbacks only
 #                      (TALLY_TRACE_LAUNCH_DOMAINS=driver, experimental)
 #      lite_launchcb   lite with launch times from callbacks on the launch,
@@ -72,7 +75,8 @@
 #
 # Variables: REPEATS (3), STEPS (60), CONFIGS (baseline lite lite_noqueued
 # lite_launchcb), DEADLINE_S (250), HOST_TIMELINE (lite), BERT_KERNEL,
-# BERT_KERNEL_FILE, LAUNCHCB_CAPTURE (1), COMPLETION_CAPTURE (0), PIN_CPUS,
+# BERT_KERNEL_FILE, LAUNCHCB_CAPTURE (1), COMPLETION_CAPTURE (0), SAMPLE_CAPTURE
+# (0), LATENCY_SAMPLE (10), OVERHEAD_ONLY (unset; set: build, then step 4 only), PIN_CPUS,
 # SKIP_OUTSIDE_SIGNALS, TRACER_TEST_BIN, TRACER_TEST_LIBS, TALLY_SIM, BUILD.
 #
 # The --launch-times decision (one call of the device tool, < 10 min):
@@ -96,6 +100,7 @@ CONFIGS=${CONFIGS:-baseline lite lite_noqueued lite_launchcb}
 STEPS=${STEPS:-60}
 DEADLINE_S=${DEADLINE_S:-250}
 HOST_TIMELINE=${HOST_TIMELINE:-lite}
+LATENCY_SAMPLE=${LATENCY_SAMPLE:-10}
 export PYTHONUNBUFFERED=1
 elapsed() { echo $(($(date +%s) - T_START)); }
 say() { echo; echo "== $(date +%T) (+$(elapsed) s) $*"; }
@@ -162,6 +167,20 @@ for p in sys.argv[1:]:
     if per:
         print("  kernels per iteration: %d iterations, min %d max %d median %d" % (
               len(per), min(per), max(per), statistics.median(per)))
+    if h.get("launches_copied"):
+        # --latency-sample: sampled iterations have the wider GPU gaps; the
+        # copied ones' leads should look like the sampled ones'
+        print("  latency_sample=%s launches_copied=%s; per iteration: median back-to-back gap ns "
+              "/ mean launch lead us" % (t["options"].get("latency_sample"), h.get("launches_copied")))
+        kl = sorted((e["start_ns"], e["start_ns"] - api[e["corr"]]["start_ns"]) for e in ev
+                    if e["type"] == "kernel" and e.get("corr") in api)
+        row = []
+        for a, b in its:
+            gi = [y[0] - x[1] for x, y in zip(ops, ops[1:]) if a <= x[0] < b and 0 <= y[0] - x[1] < 10000]
+            li = [v for st, v in kl if a <= st < b]
+            row.append("%.0f/%.0f" % (statistics.median(gi) if gi else -1,
+                                      statistics.mean(li) / 1e3 if li else -1))
+        print("   ", " ".join(row))
 EOF
 }
 
@@ -198,6 +217,7 @@ trace_steps() {
     $T --gzip "$@" -o "$base.json" --iteration-marker 'step#' -- $P steps 6 > "$base.manifest"
     echo "rc=$?"
 }
+if [ -z "${OVERHEAD_ONLY:-}" ]; then
 mkdir -p "$W/tp"
 trace_steps "$OUTDIR/testprog_lite" "lite (default)"
 trace_steps "$W/tp/testprog_full" "full host timeline" --host-timeline full
@@ -291,6 +311,12 @@ $T $HT --launch-times callback --gzip -o "$OUTDIR/resnet50_train_b32_launchcb.js
     --iteration-sync device:1 --start-after-iterations 10 --stop-after-iterations 20 -- \
     python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
 fi
+if [ "${SAMPLE_CAPTURE:-0}" = 1 ]; then
+say "ResNet-50 training, the same with --latency-sample $LATENCY_SAMPLE"
+$T $HT --latency-sample "$LATENCY_SAMPLE" --gzip -o "$OUTDIR/resnet50_train_b32_sample.json" \
+    --iteration-sync device:1 --start-after-iterations 10 --stop-after-iterations 20 -- \
+    python3 $WL/resnet50_train.py --steps 40; echo "rc=$?"
+fi
 if [ "${COMPLETION_CAPTURE:-0}" = 1 ]; then
 # (with the launch-time capture too, into results.tar.gz: 8 files at most)
 CD=$OUTDIR; [ "${LAUNCHCB_CAPTURE:-1}" = 1 ] && CD=$W/torch
@@ -304,6 +330,7 @@ say "launch times in the captures"
 leads $(ls "$OUTDIR"/resnet50_train_b32*.json.gz "$W"/torch/resnet50_train_b32*.json.gz \
     "$OUTDIR"/bert_infer_b1.json.gz "$W"/tp/testprog_launchcb.json.gz 2>/dev/null)
 
+fi # OVERHEAD_ONLY
 say "overhead: ResNet-50 training, $STEPS steps, $REPEATS repeats, interleaved: $CONFIGS (new runs until +$DEADLINE_S s)"
 mkdir -p "$W/ovh"
 PIN=""
@@ -333,6 +360,7 @@ for r in $(seq 1 "$REPEATS"); do
         lite_callback) $T -q -o "$tr" $TS --sync-records callback -- $RUN --json "$j" ;;
         lite_activity) $T -q -o "$tr" $TS --sync-records activity -- $RUN --json "$j" ;;
         lite_noqueued) $T -q -o "$tr" $TS --queued-times off -- $RUN --json "$j" ;;
+        lite_sample) $T -q -o "$tr" $TS --latency-sample "$LATENCY_SAMPLE" -- $RUN --json "$j" ;;
         lite_launchcb) $T -q -o "$tr" $TS --launch-times callback -- $RUN --json "$j" ;;
         lite_launchcb_driver) TALLY_TRACE_LAUNCH_DOMAINS=driver $T -q -o "$tr" $TS --launch-times callback -- $RUN --json "$j" ;;
         lite_completion) $T -q -o "$tr" $TS --sync-records completion -- $RUN --json "$j" ;;

@@ -72,6 +72,11 @@ static const char usage_text[] =
     "                                 and end; the cost is on the launching thread);\n"
     "                                 off: placed between their neighbours (cheapest,\n"
     "                                 but launches lose the host's lead over the GPU)\n"
+    "      --latency-sample N         queued: collect the queued timestamps in one\n"
+    "                                 iteration of every N only (needs --iteration-\n"
+    "                                 sync); the other iterations' launches take the\n"
+    "                                 host times of the nearest sampled iteration that\n"
+    "                                 made the same calls (default 1: every iteration)\n"
     "      --queued-times on|off      the same as --launch-times queued|off\n"
     "      --activities LIST          comma list of kernel,memcpy,memset,runtime,\n"
     "                                 driver,sync,nvtx,event,stream,queries; default\n"
@@ -117,6 +122,7 @@ enum {
     OPT_SYNC_RECORDS,
     OPT_QUEUED_TIMES,
     OPT_LAUNCH_TIMES,
+    OPT_LATENCY_SAMPLE,
 };
 
 static const struct option long_opts[] = {
@@ -135,6 +141,7 @@ static const struct option long_opts[] = {
     {"sync-records", required_argument, NULL, OPT_SYNC_RECORDS},
     {"queued-times", required_argument, NULL, OPT_QUEUED_TIMES},
     {"launch-times", required_argument, NULL, OPT_LAUNCH_TIMES},
+    {"latency-sample", required_argument, NULL, OPT_LATENCY_SAMPLE},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -276,7 +283,7 @@ static const char *sig_name(int sig)
 int main(int argc, char **argv)
 {
     char output[4096] = "tally-trace-%p.json";
-    long long start_iters = -1, stop_iters = -1, buffer = 0;
+    long long start_iters = -1, stop_iters = -1, buffer = 0, latency_sample = 1;
     const char *iter_sync = NULL;
     double start_s = -1, stop_s = -1;
     const char *activities = NULL, *marker = NULL, *kernel = NULL;
@@ -345,6 +352,10 @@ int main(int argc, char **argv)
             if (tt_parse_launch_times(optarg, &launch_times) < 0)
                 return usage_error("--launch-times: '%s' is not queued, callback or off", optarg);
             break;
+        case OPT_LATENCY_SAMPLE:
+            if (parse_count(optarg, 1, &latency_sample) < 0)
+                return usage_error("--latency-sample: '%s' is not an integer >= 1", optarg);
+            break;
         case OPT_MARKER:
             if (!*optarg)
                 return usage_error("--iteration-marker: empty name%s", "");
@@ -399,6 +410,14 @@ int main(int argc, char **argv)
         host_timeline = activities && (activity_bits & (TT_ACT_RUNTIME | TT_ACT_DRIVER))
                             ? TT_HOST_FULL
                             : TT_HOST_LITE;
+    /* Sampled iterations are found by the boundaries' correlation ids:
+     * synchronize calls seen by callbacks (lite_sample.c). */
+    if (latency_sample > 1 && (host_timeline != TT_HOST_LITE || launch_times != TT_LAUNCH_QUEUED))
+        return usage_error("--latency-sample: needs the lite host timeline with --launch-times "
+                           "queued%s", "");
+    if (latency_sample > 1 && (!iter_sync || sync_records == TT_SYNCREC_COMPLETION))
+        return usage_error("--latency-sample: needs --iteration-sync (and --sync-records "
+                           "callback or activity)%s", "");
     char probe[8192];
     if (tt_expand_output(output, 1, gzip, probe, sizeof probe) < 0)
         return usage_error("--output: path too long%s", "");
@@ -450,6 +469,7 @@ int main(int argc, char **argv)
     set_env("TALLY_TRACE_HOST_TIMELINE", tt_host_timeline_name(host_timeline));
     set_env("TALLY_TRACE_SYNC_RECORDS", tt_sync_records_name(sync_records));
     set_env("TALLY_TRACE_LAUNCH_TIMES", tt_launch_times_name(launch_times));
+    set_env_ll("TALLY_TRACE_LATENCY_SAMPLE", latency_sample);
     unsetenv("TALLY_TRACE_QUEUED_TIMES"); /* (an old spelling in our own environment) */
     set_env_ll("TALLY_TRACE_GZIP", gzip);
     set_env_ll("TALLY_TRACE_QUIET", quiet);

@@ -85,6 +85,8 @@ typedef struct tt_options {
     int sync_records;            /* TT_SYNCREC_* (LITE) */
     int launch_times;            /* TT_LAUNCH_* (LITE): where launch host times
                                     come from; default QUEUED */
+    int64_t latency_sample;      /* QUEUED: latency timestamps in one iteration of
+                                    every N (--iteration-sync); 1: all (default) */
     bool gzip;
     bool quiet;
     int64_t t0_unix_ns;          /* when tally-trace started (seconds count from here) */
@@ -177,6 +179,8 @@ enum {
                                  it one */
     TT_RF_NESTED = 1 << 4,    /* HOSTCALL: a driver launch made inside a timed
                                  runtime call (its times are the outer call's) */
+    TT_RF_LEAD_COPIED = 1 << 5, /* KERNEL: queued/submitted copied from a sampled
+                                   iteration (lite_sample.c), not CUPTI's */
 };
 
 /* CUPTI's enum values the writer and lite.c need (inject.c checks that they
@@ -222,6 +226,8 @@ typedef struct tt_lite_stats {
     uint64_t calls;             /* API records added */
     uint64_t launches;          /* ... for kernel launches (one per correlation id) */
     uint64_t launches_queued;   /* ... whose host time is CUPTI's queued timestamp */
+    uint64_t launches_copied;   /* ... whose host time was copied from a sampled
+                                   iteration (--latency-sample, lite_sample.c) */
     uint64_t launches_timed;    /* ... whose host start and end are the call's own,
                                    from callbacks (--launch-times callback) */
     uint64_t launches_clamped;  /* ... queued (or timed) after the GPU start:
@@ -287,6 +293,15 @@ uint32_t tt_lite_corr(const tt_lite_stats *st, uint32_t corr);
  * records the reconstruction added are then to be dropped
  * (tt_store_truncate). Safe on a zeroed st. */
 void tt_lite_restore(tt_store *s, tt_lite_stats *st);
+
+/* --latency-sample (lite_sample.c): give the kernels of iterations traced
+ * without latency timestamps the queued/submitted times of the nearest
+ * sampled iteration that made the same calls (TT_RF_LEAD_COPIED), before
+ * tt_lite_reconstruct. Iterations are the ITER records with a correlation
+ * id. Returns the number of launches given one, or -1 when out of memory. */
+long tt_lite_copy_leads(tt_store *s);
+/* After writing: take the copied times out again. */
+void tt_lite_uncopy_leads(tt_store *s);
 
 /* ---- launch host times from callbacks (hostcalls.c) ---- */
 

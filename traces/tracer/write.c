@@ -280,10 +280,10 @@ static void put_options(sink *o, const tt_options *op)
     /* (queued_times: what --launch-times queued was called before) */
     putf(o,
          ",\"host_timeline\":\"%s\",\"sync_records\":\"%s\",\"launch_times\":\"%s\","
-         "\"queued_times\":%s}",
+         "\"queued_times\":%s,\"latency_sample\":%" PRId64 "}",
          tt_host_timeline_name(op->host_timeline), tt_sync_records_name(op->sync_records),
          tt_launch_times_name(op->launch_times),
-         op->launch_times == TT_LAUNCH_QUEUED ? "true" : "false");
+         op->launch_times == TT_LAUNCH_QUEUED ? "true" : "false", op->latency_sample);
 }
 
 static const char *iteration_method(const tt_options *op)
@@ -334,6 +334,15 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
                      "correlation order as late as they can, at most their GPU start\",");
         putf(o, "\"launch_duration_ns\":\"submitted - queued when <= %d, else %d\",",
              TT_LITE_MAX_CALL_NS, TT_LITE_CALL_NS);
+        if (m->latency_timestamps && m->opts->latency_sample > 1) {
+            putf(o, "\"latency_sample\":%" PRId64 ",", m->opts->latency_sample);
+            puts_(o, "\"launch_start_unsampled\":\"queued timestamps in one iteration of "
+                     "every latency_sample only; the launches of the others have the host time "
+                     "of the nearest sampled iteration that made the same calls, measured from "
+                     "the last host-timed call before them (a wait) or the iteration boundary, at "
+                     "most their GPU start (launches_copied); where none matches they are placed "
+                     "like other calls\",");
+        }
     }
     switch (m->opts->sync_records) {
     case TT_SYNCREC_CALLBACK:
@@ -381,8 +390,10 @@ static void put_host_timeline(sink *o, const tt_trace_meta *m)
     if (l)
         putf(o,
              ",\"launches_timed\":%" PRIu64 ",\"copies_timed\":%" PRIu64
-             ",\"host_calls_unused\":%" PRIu64 ",\"host_calls_lost\":%" PRIu64,
-             l->launches_timed, l->copies_timed, l->host_calls_unused, l->host_calls_lost);
+             ",\"host_calls_unused\":%" PRIu64 ",\"host_calls_lost\":%" PRIu64
+             ",\"launches_copied\":%" PRIu64,
+             l->launches_timed, l->copies_timed, l->host_calls_unused, l->host_calls_lost,
+             l->launches_copied);
     puts_(o, "}");
 }
 
