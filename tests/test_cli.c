@@ -17,6 +17,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "tally/sim.h"
+
 static char sim[200];
 static char tmp[64];
 
@@ -74,6 +76,16 @@ static void test_help_version(void **state)
     assert_non_null(strstr(out, "tally-sim "));
     assert_int_equal(run_sim(out, sizeof out, "--help"), 0);
     assert_non_null(strstr(out, "--spec"));
+    /* every settable simulator parameter is named (the contention.* ones
+     * after the first may be shortened to what follows the dot) */
+    for (int i = 0; tl_sim_param_name(i); i++) {
+        const char *name = tl_sim_param_name(i);
+        const char *dot = strchr(name, '.');
+        if (!strstr(out, name) && !(dot && strstr(out, dot + 1)))
+            print_error("--help does not name --sim-param %s\n", name);
+        assert_true(strstr(out, name) || (dot && strstr(out, dot + 1)));
+    }
+    assert_non_null(strstr(out, "idle_handover_ns"));
     assert_int_equal(run_sim(out, sizeof out, "--list-policies"), 0);
     assert_non_null(strstr(out, "tally"));
     assert_non_null(strstr(out, "pipeswitch"));
