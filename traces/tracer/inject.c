@@ -553,7 +553,15 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
                                       size_t valid)
 {
-    if (!atomic_load(&g.inert)) {
+    /* TALLY_TRACE_DISCARD_RECORDS=1 (experimental, for overhead measurements
+     * only: the trace has no GPU records): CUPTI records as usual, we do not
+     * parse; tells CUPTI's own cost from ours (run_device.sh gpu_only_discard). */
+    static int discard = -1;
+    if (discard < 0) {
+        const char *d = getenv("TALLY_TRACE_DISCARD_RECORDS");
+        discard = d && strcmp(d, "1") == 0;
+    }
+    if (!atomic_load(&g.inert) && !discard) {
         pthread_mutex_lock(&g.mu);
         CUpti_Activity *rec = NULL;
         while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)

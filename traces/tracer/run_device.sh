@@ -54,6 +54,9 @@
 #      full            --host-timeline full (every API call recorded)
 #      gpu_only        --host-timeline none (kernels, copies, memsets; the
 #                      iteration sync and cudaDeviceReset callbacks stay)
+#      gpu_only_discard  the same, records not parsed (TALLY_TRACE_DISCARD_RECORDS=1,
+#                      experimental: CUPTI's cost without ours; empty trace)
+#      gpu_only_nosync gpu_only without --iteration-sync (no synchronize callbacks)
 #      torch_profiler  the PyTorch profiler (CPU + CUDA activities)
 #    New runs stop being started DEADLINE_S seconds after the start (a run
 #    takes ~13 s), so that the whole call stays within its time;
@@ -76,7 +79,8 @@
 # Variables: REPEATS (3), STEPS (60), CONFIGS (baseline lite lite_noqueued
 # lite_launchcb), DEADLINE_S (250), HOST_TIMELINE (lite), BERT_KERNEL,
 # BERT_KERNEL_FILE, LAUNCHCB_CAPTURE (1), COMPLETION_CAPTURE (0), SAMPLE_CAPTURE
-# (0), LATENCY_SAMPLE (10), OVERHEAD_ONLY (unset; set: build, then step 4 only), PIN_CPUS,
+# (0), LATENCY_SAMPLE (10), OVERHEAD_ONLY (unset; set: build, then step 4 only),
+# BATCH (32: the overhead runs' batch size), PIN_CPUS,
 # SKIP_OUTSIDE_SIGNALS, TRACER_TEST_BIN, TRACER_TEST_LIBS, TALLY_SIM, BUILD.
 #
 # The --launch-times decision (one call of the device tool, < 10 min):
@@ -341,7 +345,7 @@ if [ -n "${PIN_CPUS:-}" ]; then
         echo "PIN_CPUS=$PIN_CPUS: taskset missing or refused: runs are not pinned"
     fi
 fi
-RUN="$PIN python3 $WL/resnet50_train.py --steps $STEPS"
+RUN="$PIN python3 $WL/resnet50_train.py --steps $STEPS --batch ${BATCH:-32}"
 TS="--iteration-sync device:1"
 T="$PIN $T"
 read -r -a CL <<< "$CONFIGS"
@@ -369,6 +373,8 @@ for r in $(seq 1 "$REPEATS"); do
         lite_nosync) $T -q -o "$tr" $TS --activities kernel,memcpy,memset,nvtx,stream -- $RUN --json "$j" ;;
         full) $T -q -o "$tr" $TS --host-timeline full -- $RUN --json "$j" ;;
         gpu_only) $T -q -o "$tr" $TS --host-timeline none -- $RUN --json "$j" ;;
+        gpu_only_discard) TALLY_TRACE_DISCARD_RECORDS=1 $T -q -o "$tr" $TS --host-timeline none -- $RUN --json "$j" ;;
+        gpu_only_nosync) $T -q -o "$tr" --host-timeline none -- $RUN --json "$j" ;;
         torch_profiler) $RUN --profiler --json "$j" ;;
         *) echo "unknown configuration $c" ;;
         esac
