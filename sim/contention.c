@@ -138,15 +138,15 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     p->coalesce_groups = 8;
     p->coalesce_fraction = 1.0 / 16;
     /* Time slicing: the active context hands the GPU over once it has been
-     * without kernel work for 10 us, not at once. Bracketed by two H100
-     * measurements (experiments/results/hw/README.md, "Time slicing in the
-     * replay"): the replay's ViT/ResNet-50 time slicing (6 hand-overs per
-     * request, 2.37 ms before a request's first kernel) needs at least 7 us;
-     * a process idling 5 us between 10 us kernels beside a busy one (an idle
-     * GPU of ~16 us: its kernel alone takes 21 us from launch to return)
-     * loses the GPU every time (timeslice/idle_gap.txt), so less than 16 us.
+     * without kernel work for 7.5 us, not at once. Bracketed by two H100
+     * measurements (experiments/results/hw/README.md, "Revision 6"): the
+     * replay's ViT/ResNet-50 time slicing (6 hand-overs per request, 2.37 ms
+     * before a request's first kernel) needs at least 7 us; a context whose
+     * GPU idles 8-10 us between its kernels (the shortest a host can make)
+     * beside a busy one loses the GPU every time (timeslice/idle_sweep.txt),
+     * so less than 8.1 us. (Revision 6 had 10 us, from a looser bound.)
      * Other GPUs: not measured, at once as before. */
-    p->idle_handover_ns = h100 ? 10 * TL_NS_PER_US : 0;
+    p->idle_handover_ns = h100 ? 7500 : 0;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
