@@ -147,6 +147,15 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * so less than 8.1 us. (Revision 6 had 10 us, from a looser bound.)
      * Other GPUs: not measured, at once as before. */
     p->idle_handover_ns = h100 ? 7500 : 0;
+    /* ... and the context that gets it starts its first kernel 75 us later
+     * than it would on a GPU its own context left idle: the H100 replay under
+     * TGS (experiments/results/hw/diag_tgs/README.md), a request's first
+     * kernel after an idle of 1 ms or more comes 66-88 us (median per pair
+     * and idle range; 73 and 78 us after more than 3 ms) later when the GPU's
+     * last kernel was the other context's; the simulator showed no difference
+     * at all. Far below the 0.30 ms of a preempting switch (nothing to
+     * save), but not free. Other GPUs: not measured, 0. */
+    p->idle_switch_ns = h100 ? 75000 : 0;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
@@ -198,6 +207,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: coalesce_groups must be >= 0");
     if (p->idle_handover_ns < 0 || p->idle_handover_ns > 100 * TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: idle_handover_ns must be in [0, 100 ms]");
+    if (p->idle_switch_ns < 0 || p->idle_switch_ns > 100 * TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: idle_switch_ns must be in [0, 100 ms]");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: coalesce_fraction must be in [0, 1]");
     return 0;
@@ -233,6 +244,7 @@ static const pdesc pdescs[] = {
     PD("coalesce_groups", P_INT, coalesce_groups),
     PD("coalesce_fraction", P_DOUBLE, coalesce_fraction),
     PD("idle_handover_ns", P_NS, idle_handover_ns),
+    PD("idle_switch_ns", P_NS, idle_switch_ns),
 };
 #define N_PDESC (sizeof pdescs / sizeof pdescs[0])
 

@@ -130,7 +130,16 @@ void slice_update(sim *s)
                     tl_engine_cancel(&s->eng, s->idle_ev);
                     s->idle_ev = 0;
                 }
-                activate(s, next);
+                if (u && s->p.idle_switch_ns > 0) {
+                    /* Nothing to save, but the next context still takes
+                     * idle_switch_ns to start (the H100: 75 us). */
+                    s->switching = true;
+                    s->switch_to = next;
+                    s->switch_ev = tl_engine_at(&s->eng, sim_now(s) + s->p.idle_switch_ns,
+                                                switch_in_ev, s, next, 0);
+                } else {
+                    activate(s, next);
+                }
             } else if (!s->idle_ev) {
                 s->idle_ev = tl_engine_at(&s->eng, at, idle_ev_fn, s, NULL, 0);
             }

@@ -69,6 +69,9 @@ typedef struct tl_sim_params {
     tl_ns idle_handover_ns;    /* time slicing: how long the active context must stay
                                   without kernel work before another context with work
                                   gets the GPU (0: at once) */
+    tl_ns idle_switch_ns;      /* time slicing: nothing runs for this long when the GPU
+                                  passes from an idle context to another one (no state
+                                  to save; 0: the next context starts at once) */
 } tl_sim_params;
 
 typedef struct tl_sim_stats {
