@@ -431,6 +431,44 @@ static void test_timeslice_idle_handover(void **st)
     idle_handover_case(0, 4880 * US, 4980 * US);
 }
 
+/* idle_switch_ns: an idle hand-over still leaves the GPU empty for that long
+ * before the next context runs (the H100 replay under TGS: 75 us;
+ * experiments/results/hw/diag_tgs). A runs one 0.1 ms kernel from 0 and then
+ * idles; B's kernel arrives at 1 ms. A has been idle for far longer than
+ * idle_handover_ns, so B gets the GPU, but only idle_switch_ns later: at
+ * 1.075 ms (at 1 ms with 0, the default). A's second kernel arrives at 1.2 ms,
+ * when B has been idle since 1.175 ms: it too waits the switch, to 1.275 ms. */
+static void idle_switch_case(tl_ns sw, tl_ns want_b, tl_ns want_a2)
+{
+    h *x = open_h(0, -1);
+    x->p.idle_switch_ns = sw;
+    start_h(x);
+    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_op k = mk(132, 256, 32, 0, 100 * US);
+    launch(x, sa, &k, 0, 1);
+    timed_launch tb = { x, sb, &k, 2 }, ta = { x, sa, &k, 3 };
+    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &tb), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 1200 * US, launch_timed, &ta), 0);
+    run(x);
+    assert_int_equal(x->max_ctx_running, 1);
+    assert_int_equal(rec_of(x, 1)->start_ns, 0);
+    assert_int_equal(rec_of(x, 2)->start_ns, want_b);
+    assert_int_equal(rec_of(x, 3)->start_ns, want_a2);
+    close_h(x);
+}
+
+static void test_timeslice_idle_switch(void **st)
+{
+    (void)st;
+    h *x = open_h(0, -1);
+    assert_int_equal(x->p.idle_switch_ns, 0); /* not the default yet */
+    close_h(x);
+    idle_switch_case(75 * US, 1075 * US, 1275 * US);
+    idle_switch_case(0, 1 * MS, 1200 * US);
+}
+
 /* A context alone never switches, even with several contexts existing. */
 static void test_timeslice_alone_no_switch(void **st)
 {
@@ -1478,6 +1516,7 @@ int main(void)
         cmocka_unit_test(test_timeslice_stream_gap),
         cmocka_unit_test(test_timeslice_periodic),
         cmocka_unit_test(test_timeslice_idle_handover),
+        cmocka_unit_test(test_timeslice_idle_switch),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),
