@@ -154,10 +154,11 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * and idle range; 73 and 78 us after more than 3 ms) later when the GPU's
      * last kernel was the other context's; the simulator showed no difference
      * at all. Far below the 0.30 ms of a preempting switch (nothing to
-     * save), but not free. Not yet the default (0 everywhere) until the
-     * model revision that adopts it: the H100's measured value, 75000, is
-     * proposed there (and set by --sim-param idle_switch_ns=75000). */
-    p->idle_switch_ns = 0;
+     * save), but not free. (timeslice/idle_gap.txt, two small standalone
+     * processes, implies ~20 us for the busy one taking over: the cost may
+     * grow with the contexts' state; the replay's value is kept, it is the
+     * one measured on the workloads.) Other GPUs: not measured, 0. */
+    p->idle_switch_ns = h100 ? 75 * TL_NS_PER_US : 0;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;

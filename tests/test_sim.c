@@ -255,8 +255,9 @@ static void test_cost_waves_not_blocks(void **st)
  * A's k-th slice starts at (k-1) x 4.78 ms; after 4 slices A has 8.36 ms
  * done, its 5th slice starts at 19.12 and ends the kernel at 20.76 ms. B's
  * 4 slices start at 2.39, 7.17, 11.95, 16.73 (8.36 ms); A going idle at
- * 20.76 hands over after idle_handover_ns (the H100's 7.5 us), without a
- * switch gap: B ends at 20.7675 + 1.64 = 22.4075 ms. */
+ * 20.76 hands over after idle_handover_ns (the H100's 7.5 us), without the
+ * 0.30 ms of a preempting switch but with idle_switch_ns (75 us): B ends at
+ * 20.76 + 0.0075 + 0.075 + 1.64 = 22.4825 ms. */
 static void test_timeslice_two_contexts(void **st)
 {
     h *x = open_h(0, -1);
@@ -273,7 +274,7 @@ static void test_timeslice_two_contexts(void **st)
     assert_int_equal(ra->start_ns, 0);
     assert_int_equal(ra->end_ns, 20760000);
     assert_int_equal(rb->start_ns, 2390000);
-    assert_int_equal(rb->end_ns, 22407500);
+    assert_int_equal(rb->end_ns, 22482500);
     /* every run interval: full slices of 2.09 ms except the last of each;
      * 0.30 ms between one context stopping and the other starting */
     tl_ns last_stop = -1;
@@ -348,9 +349,9 @@ static void test_timeslice_stream_gap(void **st)
  * meets the end of the slice in progress, as on the H100 (timeslice/ in
  * experiments/results/hw). A runs 0.5 ms kernels from 0; B's first kernel
  * (0.1 ms) arrives at 1 ms and starts at 2.09 + 0.30 = 2.39 ms (not 1 + 2.39);
- * B then idles, A is back 7.5 us later (idle_handover_ns) at 2.4975 ms
- * without a switch gap, and B's second kernel, arriving at 5.2 ms, waits for
- * A's slice ending at 2.4975 + 2 x 2.09 = 6.6775 ms: it starts at 6.9775 ms. */
+ * B then idles, A is back 7.5 us (idle_handover_ns) + 75 us (idle_switch_ns)
+ * later, at 2.5725 ms, and B's second kernel, arriving at 5.2 ms, waits for
+ * A's slice ending at 2.5725 + 2 x 2.09 = 6.7525 ms: it starts at 7.0525 ms. */
 typedef struct timed_launch {
     h *x;
     tl_stream_id s;
@@ -382,7 +383,7 @@ static void test_timeslice_periodic(void **st)
     run(x);
     assert_int_equal(rec_of(x, 1)->start_ns, 2390 * US);
     assert_int_equal(rec_of(x, 1)->end_ns, 2490 * US);
-    assert_int_equal(rec_of(x, 2)->start_ns, 6977500);
+    assert_int_equal(rec_of(x, 2)->start_ns, 7052500);
     close_h(x);
 }
 
@@ -400,6 +401,7 @@ static void idle_handover_case(tl_ns handover, tl_ns want2, tl_ns want3)
 {
     h *x = open_h(0, -1);
     x->p.idle_handover_ns = handover;
+    x->p.idle_switch_ns = 0; /* the hand-over alone (idle_switch_case adds the switch-in) */
     start_h(x);
     tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
     tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
@@ -436,7 +438,7 @@ static void test_timeslice_idle_handover(void **st)
  * experiments/results/hw/diag_tgs). A runs one 0.1 ms kernel from 0 and then
  * idles; B's kernel arrives at 1 ms. A has been idle for far longer than
  * idle_handover_ns, so B gets the GPU, but only idle_switch_ns later: at
- * 1.075 ms (at 1 ms with 0, the default). A's second kernel arrives at 1.2 ms,
+ * 1.075 ms (at 1 ms with 0). A's second kernel arrives at 1.2 ms,
  * when B has been idle since 1.175 ms: it too waits the switch, to 1.275 ms. */
 static void idle_switch_case(tl_ns sw, tl_ns want_b, tl_ns want_a2)
 {
@@ -463,7 +465,7 @@ static void test_timeslice_idle_switch(void **st)
 {
     (void)st;
     h *x = open_h(0, -1);
-    assert_int_equal(x->p.idle_switch_ns, 0); /* not the default yet */
+    assert_int_equal(x->p.idle_switch_ns, 75 * US); /* the H100 default */
     close_h(x);
     idle_switch_case(75 * US, 1075 * US, 1275 * US);
     idle_switch_case(0, 1 * MS, 1200 * US);
