@@ -154,10 +154,11 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * and idle range; 73 and 78 us after more than 3 ms) later when the GPU's
      * last kernel was the other context's; the simulator showed no difference
      * at all. Far below the 0.30 ms of a preempting switch (nothing to
-     * save), but not free. (timeslice/idle_gap.txt, two small standalone
-     * processes, implies ~20 us for the busy one taking over: the cost may
-     * grow with the contexts' state; the replay's value is kept, it is the
-     * one measured on the workloads.) Other GPUs: not measured, 0. */
+     * save), but not free. (Standalone processes disagree both ways:
+     * timeslice/idle_gap.txt implies ~20 us for a busy one taking over,
+     * timeslice/switch_in.txt measures ~140 us for one starting on a GPU the
+     * other left idle 2 ms; the replay's value is kept, it is the one
+     * measured on the workloads.) Other GPUs: not measured, 0. */
     p->idle_switch_ns = h100 ? 75 * TL_NS_PER_US : 0;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
