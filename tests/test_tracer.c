@@ -973,6 +973,60 @@ static void test_lite_latency_sample(void **state)
     tt_store_free(&s);
 }
 
+/* --record-every 2 as the writer sees it: steps 0, 2 and 4 recorded (mk_step's
+ * records, a boundary before each, as --iteration-sync device:1 puts it when
+ * the previous step's device synchronize returns), steps 1, 3 and 5 left out
+ * (their boundary only, TT_ITER_SKIPPED, and no other record). The trace has
+ * exactly the three recorded iterations, each from its boundary to the next
+ * one (1 ms), with its 4 kernels, and replays as traced. */
+static void test_record_every_writes_recorded_only(void **state)
+{
+    (void)state;
+    tt_store s;
+    tt_store_init(&s);
+    for (int k = 0; k < 6; k++) {
+        uint64_t T = T0 + (uint64_t)k * US(1000);
+        if (k % 2 == 0)
+            mk_step(&s, k);
+        tt_rec *b = mk(&s, TT_R_ITER, 100 + 20 * (uint32_t)k, T - US(292), 0);
+        b->id = (uint32_t)k;
+        b->sub = k % 2 ? TT_ITER_SKIPPED : TT_ITER_RECORDED;
+    }
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    char path[300];
+    path_in_tmp(path, sizeof path, "record_every.json");
+    tt_options o;
+    char msg[512];
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    o.iter_sync = 1, o.iter_sync_kind = TT_SYNC_DEVICE, o.record_every = 2;
+    write_lite_h100(&s, &st, &o, true, path);
+    json_t *root = load_json(path);
+    assert_int_equal(count_iterations(root), 3);
+    assert_int_equal(jint(json_object_get(root, "options"), "record_every"), 2);
+    json_decref(root);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_trace_options lo = {.marker_prefix = "iteration#"};
+    tl_err err;
+    if (tl_trace_load(&t, path, &lo, &err) < 0)
+        fail_msg("tl_trace_load: %s", err.msg);
+    assert_int_equal(t.n_iters, 3);
+    for (uint32_t i = 0; i < t.n_iters; i++) {
+        tl_iter_stats is;
+        tl_iteration_stats(&t.iters[i], &is);
+        assert_int_equal(is.kernels, 4);
+        assert_int_equal(is.traced_ns, US(1000));
+    }
+    tl_fidelity f;
+    if (tl_fidelity_check(&t, NULL, &f, &err) < 0)
+        fail_msg("tl_fidelity_check: %s", err.msg);
+    assert_true(f.iter_err > -0.03 && f.iter_err < 0.03);
+    tl_trace_close(&t);
+    tt_lite_restore(&s, &st);
+    tt_store_free(&s);
+}
+
 /* --launch-times callback: the launch (and copy, memset) calls' own host
  * entry and exit, recorded by callbacks (HOSTCALL records, hostcalls.c). */
 static tt_rec *mk_hostcall(tt_store *s, uint32_t corr, uint64_t start, uint64_t end, int driver,
@@ -2043,6 +2097,7 @@ static void test_usage(void **state)
     assert_non_null(strstr(text, "--queued-times on|off"));
     assert_non_null(strstr(text, "--launch-times HOW"));
     assert_non_null(strstr(text, "--latency-sample N"));
+    assert_non_null(strstr(text, "--record-every N"));
     free(text);
 
     char *version[] = {tool, "--version", NULL};
@@ -2068,6 +2123,10 @@ static void test_usage(void **state)
         {tool, "--latency-sample", "10", "--", "/bin/true", NULL}, /* no --iteration-sync */
         {tool, "--latency-sample", "10", "--iteration-marker", "step#", "--", "/bin/true", NULL},
         {tool, "--latency-sample", "4", "--launch-times", "off", "--iteration-sync", "1", NULL},
+        {tool, "--record-every", "0", "--iteration-sync", "1", "--", "/bin/true", NULL},
+        {tool, "--record-every", "5", "--", "/bin/true", NULL}, /* no boundaries seen live */
+        {tool, "--record-every", "5", "--iteration-kernel", "k", "--", "/bin/true", NULL},
+        {tool, "--record-every", "5", "--latency-sample", "5", "--iteration-sync", "1", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = run(cases[i], out, err);
@@ -2467,6 +2526,30 @@ static void test_gpu_latency_sample(void **state)
     check_loads(json, NULL, 6, 4);
 }
 
+/* --record-every 2 on the GPU: CUPTI's GPU activity kinds turned off and on
+ * again at the boundaries while the program runs: the trace holds iterations
+ * 1, 3 and 5 of the window only, whole (4 kernels each), and none between. */
+static void test_gpu_record_every(void **state)
+{
+    (void)state;
+    if (!gpu_ready())
+        skip();
+    char json[300], man[300];
+    path_in_tmp(json, sizeof json, "every.json");
+    path_in_tmp(man, sizeof man, "every.manifest");
+    char *extra[] = {"--iteration-sync", "device:1", "--record-every", "2",
+                     "--start-after-iterations", "1", "--stop-after-iterations", "6", NULL};
+    char *mode[] = {"steps", "8", NULL};
+    int st = trace_prog(json, man, extra, mode);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    json_t *root = load_json(json);
+    assert_int_equal(count_iterations(root), 3);
+    print_message("record every 2: %d kernels in the file\n", count_type(root, "kernel"));
+    assert_int_equal(count_type(root, "kernel"), 12);
+    json_decref(root);
+    check_loads(json, NULL, 3, 4);
+}
+
 /* Skip two iterations, keep three: exactly steps 2..4 are in the file. */
 static void test_gpu_window(void **state)
 {
@@ -2625,6 +2708,7 @@ int main(void)
         cmocka_unit_test(test_lite_reconstruction),
         cmocka_unit_test(test_lite_callback_times),
         cmocka_unit_test(test_lite_latency_sample),
+        cmocka_unit_test(test_record_every_writes_recorded_only),
         cmocka_unit_test(test_hostcalls_log),
         cmocka_unit_test(test_lite_completions),
         cmocka_unit_test(test_lite_variants_on_captures),
@@ -2634,6 +2718,7 @@ int main(void)
         cmocka_unit_test(test_gpu_every_field),
         cmocka_unit_test(test_gpu_completions),
         cmocka_unit_test(test_gpu_latency_sample),
+        cmocka_unit_test(test_gpu_record_every),
         cmocka_unit_test(test_gpu_window),
         cmocka_unit_test(test_gpu_signals),
         cmocka_unit_test(test_gpu_reset_fork_gzip),

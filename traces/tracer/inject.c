@@ -124,6 +124,9 @@ static struct {
     bool latency_on;           /* --latency-sample: ... in the current iteration */
     bool latency_toggle_failed;/* CUPTI refused to turn them on or off: said once */
     uint64_t latency_toggles;
+    atomic_bool recording;     /* --record-every: GPU activity kinds and our
+                                  callbacks' records on (the iteration is kept) */
+    bool record_toggle_failed;
     tt_hc_log hc;              /* LITE, --launch-times callback: timed calls */
     char path[8448];
     int pid;
@@ -135,7 +138,8 @@ static struct {
     atomic_bool inert;         /* forked child, or setup failed: do nothing */
     struct sigaction old_act[65];
     bool have_old[65];
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_ts = UINT64_MAX, .stop_corr = UINT32_MAX};
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_ts = UINT64_MAX, .stop_corr = UINT32_MAX,
+       .recording = true};
 
 static void wake_writer(char req);
 static bool query_cbid[2][1024];
@@ -612,6 +616,48 @@ static void sample_latency_locked(uint64_t it)
     g.latency_toggles++;
 }
 
+/* --record-every N: record the window's first iteration and every N-th
+ * after it, nothing in the others (and before the window): the GPU activity
+ * kinds are turned off there (CUPTI's kernel records cost the launching
+ * thread ~2 us a launch: experiments/results/tracer/launch_cost), and our
+ * callbacks keep no calls. The iterations left out are marked
+ * TT_ITER_SKIPPED; the writer gives them no iteration range, so the trace
+ * holds whole recorded iterations only. Returns whether the iteration that
+ * starts here is left out. Called with g.mu held. */
+static bool sample_records_locked(uint64_t it)
+{
+    if (g.opts.record_every <= 1 || g.record_toggle_failed)
+        return false;
+    bool on = g.started && ((int64_t)it - g.first_iter) % g.opts.record_every == 0;
+    if (on != atomic_load(&g.recording)) {
+        static const struct {
+            unsigned bit;
+            CUpti_ActivityKind kind;
+        } gpu[] = {{TT_ACT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+                   {TT_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+                   {TT_ACT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}};
+        for (size_t i = 0; i < sizeof gpu / sizeof gpu[0]; i++) {
+            if (!(g.opts.activities & gpu[i].bit))
+                continue;
+            CUptiResult r = on ? cuptiActivityEnable(gpu[i].kind) : cuptiActivityDisable(gpu[i].kind);
+            if (r != CUPTI_SUCCESS) {
+                const char *err = "";
+                cuptiGetResultString(r, &err);
+                say("cannot turn CUPTI activity kind %d %s (%s): --record-every ignored from here",
+                    (int)gpu[i].kind, on ? "on" : "off", err);
+                g.record_toggle_failed = true;
+                for (size_t k = 0; k < sizeof gpu / sizeof gpu[0]; k++)
+                    if (g.opts.activities & gpu[k].bit) /* everything on again */
+                        cuptiActivityEnable(gpu[k].kind);
+                atomic_store(&g.recording, true);
+                return false;
+            }
+        }
+        atomic_store(&g.recording, on);
+    }
+    return g.started && !on;
+}
+
 /* A boundary: the iteration with this index starts at ts; its first API call
  * has correlation id corr. Either may be unknown (0): an NVTX range has no
  * correlation id, a kernel record no host time; they are resolved from the
@@ -638,6 +684,7 @@ static void boundary_locked(uint64_t ts, uint32_t corr)
         g.first_iter = (int64_t)it;
     }
     sample_latency_locked(it);
+    bool skipped = sample_records_locked(it);
     if (!g.started)
         return;
     if (g.opts.stop_iters > 0 && (int64_t)it >= g.first_iter + g.opts.stop_iters) {
@@ -649,8 +696,10 @@ static void boundary_locked(uint64_t ts, uint32_t corr)
         return;
     }
     tt_rec *r = add(TT_R_ITER);
-    if (r)
+    if (r) {
         r->start = ts, r->corr = corr, r->id = (uint32_t)it, r->tid = ts ? gettid_() : 0;
+        r->sub = skipped ? TT_ITER_SKIPPED : TT_ITER_RECORDED;
+    }
 }
 
 static void boundary(uint64_t ts, uint32_t corr)
@@ -746,6 +795,8 @@ static uint32_t event_id_locked(const void *ev)
  * and WithFlags variants begin alike, so one of each shape is read. */
 static void record_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
 {
+    if (!atomic_load(&g.recording)) /* --record-every: an iteration left out */
+        return;
     if (cd->callbackSite == CUPTI_API_ENTER) {
         if (cd->correlationData)
             *cd->correlationData = now_cupti();

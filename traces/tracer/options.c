@@ -105,6 +105,7 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
     o->sync_records = TT_SYNCREC_CALLBACK;
     o->launch_times = TT_LAUNCH_QUEUED;
     o->latency_sample = 1;
+    o->record_every = 1;
     o->max_records = 200u * 1000 * 1000; /* ~20 GB of records: a guard, not a plan */
 
     env_str("TALLY_TRACE_OUTPUT", o->output, sizeof o->output);
@@ -121,7 +122,8 @@ int tt_options_from_env(tt_options *o, char *msg, size_t msg_len)
         env_int("TALLY_TRACE_QUIET", 0, &quiet, msg, msg_len) < 0 ||
         env_int("TALLY_TRACE_T0_NS", 0, &t0, msg, msg_len) < 0 ||
         env_int("TALLY_TRACE_MAX_RECORDS", 1, &maxrec, msg, msg_len) < 0 ||
-        env_int("TALLY_TRACE_LATENCY_SAMPLE", 1, &o->latency_sample, msg, msg_len) < 0)
+        env_int("TALLY_TRACE_LATENCY_SAMPLE", 1, &o->latency_sample, msg, msg_len) < 0 ||
+        env_int("TALLY_TRACE_RECORD_EVERY", 1, &o->record_every, msg, msg_len) < 0)
         return -1;
     if (buf)
         o->buffer_size = (size_t)buf;

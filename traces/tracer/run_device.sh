@@ -41,6 +41,8 @@
 #      lite_noqueued   lite without kernel queued timestamps (--queued-times off)
 #      lite_sample     lite with queued timestamps in one iteration of every
 #                      LATENCY_SAMPLE (10) only (--latency-sample)
+#      lite_every      lite recording one iteration of every RECORD_EVERY (10)
+#                      only (--record-every)
 #      lite_launchcb_driver  the same with the driver's launch callbacks only
 #                      (TALLY_TRACE_LAUNCH_DOMAINS=driver, experimental)
 #      lite_launchcb   lite with launch times from callbacks on the launch,
@@ -365,6 +367,7 @@ for r in $(seq 1 "$REPEATS"); do
         lite_activity) $T -q -o "$tr" $TS --sync-records activity -- $RUN --json "$j" ;;
         lite_noqueued) $T -q -o "$tr" $TS --queued-times off -- $RUN --json "$j" ;;
         lite_sample) $T -q -o "$tr" $TS --latency-sample "$LATENCY_SAMPLE" -- $RUN --json "$j" ;;
+        lite_every) $T -q -o "$tr" $TS --record-every "${RECORD_EVERY:-10}" -- $RUN --json "$j" ;;
         lite_launchcb) $T -q -o "$tr" $TS --launch-times callback -- $RUN --json "$j" ;;
         lite_launchcb_driver) TALLY_TRACE_LAUNCH_DOMAINS=driver $T -q -o "$tr" $TS --launch-times callback -- $RUN --json "$j" ;;
         lite_completion) $T -q -o "$tr" $TS --sync-records completion -- $RUN --json "$j" ;;

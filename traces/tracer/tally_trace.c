@@ -72,6 +72,12 @@ static const char usage_text[] =
     "                                 and end; the cost is on the launching thread);\n"
     "                                 off: placed between their neighbours (cheapest,\n"
     "                                 but launches lose the host's lead over the GPU)\n"
+    "      --record-every N           record one iteration of every N only (the first\n"
+    "                                 of the window, then every N-th; needs --iteration-\n"
+    "                                 sync or --iteration-marker): CUPTI's GPU records\n"
+    "                                 cost ~2 us a launch, the iterations between pay\n"
+    "                                 nothing; the trace holds the recorded iterations,\n"
+    "                                 whole and exact (default 1: every iteration)\n"
     "      --latency-sample N         queued: collect the queued timestamps in one\n"
     "                                 iteration of every N only (needs --iteration-\n"
     "                                 sync); the other iterations' launches take the\n"
@@ -123,6 +129,7 @@ enum {
     OPT_QUEUED_TIMES,
     OPT_LAUNCH_TIMES,
     OPT_LATENCY_SAMPLE,
+    OPT_RECORD_EVERY,
 };
 
 static const struct option long_opts[] = {
@@ -142,6 +149,7 @@ static const struct option long_opts[] = {
     {"queued-times", required_argument, NULL, OPT_QUEUED_TIMES},
     {"launch-times", required_argument, NULL, OPT_LAUNCH_TIMES},
     {"latency-sample", required_argument, NULL, OPT_LATENCY_SAMPLE},
+    {"record-every", required_argument, NULL, OPT_RECORD_EVERY},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -283,7 +291,7 @@ static const char *sig_name(int sig)
 int main(int argc, char **argv)
 {
     char output[4096] = "tally-trace-%p.json";
-    long long start_iters = -1, stop_iters = -1, buffer = 0, latency_sample = 1;
+    long long start_iters = -1, stop_iters = -1, buffer = 0, latency_sample = 1, record_every = 1;
     const char *iter_sync = NULL;
     double start_s = -1, stop_s = -1;
     const char *activities = NULL, *marker = NULL, *kernel = NULL;
@@ -352,6 +360,10 @@ int main(int argc, char **argv)
             if (tt_parse_launch_times(optarg, &launch_times) < 0)
                 return usage_error("--launch-times: '%s' is not queued, callback or off", optarg);
             break;
+        case OPT_RECORD_EVERY:
+            if (parse_count(optarg, 1, &record_every) < 0)
+                return usage_error("--record-every: '%s' is not an integer >= 1", optarg);
+            break;
         case OPT_LATENCY_SAMPLE:
             if (parse_count(optarg, 1, &latency_sample) < 0)
                 return usage_error("--latency-sample: '%s' is not an integer >= 1", optarg);
@@ -415,6 +427,11 @@ int main(int argc, char **argv)
     if (latency_sample > 1 && (host_timeline != TT_HOST_LITE || launch_times != TT_LAUNCH_QUEUED))
         return usage_error("--latency-sample: needs the lite host timeline with --launch-times "
                            "queued%s", "");
+    /* Records are turned on and off at boundaries seen as they happen. */
+    if (record_every > 1 && !iter_sync && !marker)
+        return usage_error("--record-every: needs --iteration-sync or --iteration-marker%s", "");
+    if (record_every > 1 && latency_sample > 1)
+        return usage_error("--record-every and --latency-sample exclude each other%s", "");
     if (latency_sample > 1 && (!iter_sync || sync_records == TT_SYNCREC_COMPLETION))
         return usage_error("--latency-sample: needs --iteration-sync (and --sync-records "
                            "callback or activity)%s", "");
@@ -470,6 +487,7 @@ int main(int argc, char **argv)
     set_env("TALLY_TRACE_SYNC_RECORDS", tt_sync_records_name(sync_records));
     set_env("TALLY_TRACE_LAUNCH_TIMES", tt_launch_times_name(launch_times));
     set_env_ll("TALLY_TRACE_LATENCY_SAMPLE", latency_sample);
+    set_env_ll("TALLY_TRACE_RECORD_EVERY", record_every);
     unsetenv("TALLY_TRACE_QUEUED_TIMES"); /* (an old spelling in our own environment) */
     set_env_ll("TALLY_TRACE_GZIP", gzip);
     set_env_ll("TALLY_TRACE_QUIET", quiet);

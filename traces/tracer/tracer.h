@@ -87,6 +87,10 @@ typedef struct tt_options {
                                     come from; default QUEUED */
     int64_t latency_sample;      /* QUEUED: latency timestamps in one iteration of
                                     every N (--iteration-sync); 1: all (default) */
+    int64_t record_every;        /* record one iteration of every N (GPU activity
+                                    kinds and callbacks off in the others; needs
+                                    --iteration-sync or --iteration-marker);
+                                    1: every iteration (default) */
     bool gzip;
     bool quiet;
     int64_t t0_unix_ns;          /* when tally-trace started (seconds count from here) */
@@ -131,7 +135,9 @@ typedef enum tt_rec_type {
     TT_R_MARKER = 5,  /* NVTX range (start/end joined) or instant mark */
     TT_R_EVENT = 6,   /* cudaEventRecord: event id on a stream */
     TT_R_STREAM = 7,  /* stream creation: priority and flags */
-    TT_R_ITER = 8,    /* iteration boundary found by the tracer */
+    TT_R_ITER = 8,    /* iteration boundary found by the tracer; sub
+                         TT_ITER_SKIPPED: an iteration --record-every left out
+                         (it only ends the one before) */
     TT_R_DEAD = 9,    /* a record withdrawn before writing */
     TT_R_HOSTCALL = 10, /* LITE, --launch-times callback: the host entry (start)
                            and exit (end) of a launch, copy or memset call, from
@@ -182,6 +188,8 @@ enum {
     TT_RF_LEAD_COPIED = 1 << 5, /* KERNEL: queued/submitted copied from a sampled
                                    iteration (lite_sample.c), not CUPTI's */
 };
+
+enum { TT_ITER_RECORDED = 0, TT_ITER_SKIPPED = 1 };
 
 /* CUPTI's enum values the writer and lite.c need (inject.c checks that they
  * equal CUPTI's): both build without the CUPTI headers. */

@@ -280,10 +280,11 @@ static void put_options(sink *o, const tt_options *op)
     /* (queued_times: what --launch-times queued was called before) */
     putf(o,
          ",\"host_timeline\":\"%s\",\"sync_records\":\"%s\",\"launch_times\":\"%s\","
-         "\"queued_times\":%s,\"latency_sample\":%" PRId64 "}",
+         "\"queued_times\":%s,\"latency_sample\":%" PRId64 ",\"record_every\":%" PRId64 "}",
          tt_host_timeline_name(op->host_timeline), tt_sync_records_name(op->sync_records),
          tt_launch_times_name(op->launch_times),
-         op->launch_times == TT_LAUNCH_QUEUED ? "true" : "false", op->latency_sample);
+         op->launch_times == TT_LAUNCH_QUEUED ? "true" : "false", op->latency_sample,
+         op->record_every);
 }
 
 static const char *iteration_method(const tt_options *op)
@@ -630,7 +631,7 @@ int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, 
         case TT_R_ITER:
             /* Boundaries become ranges "iteration#N" from one boundary to
              * the next, which the loader splits on. */
-            if (prev_iter) {
+            if (prev_iter && prev_iter->sub != TT_ITER_SKIPPED) {
                 char name[48];
                 snprintf(name, sizeof name, "iteration#%u", prev_iter->id);
                 put_marker(&e, name, "tally-trace", prev_iter->start, r->start, prev_iter->tid);
@@ -646,7 +647,8 @@ int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, 
      * range (marker method) or with the trace (kernel method: the step ran to
      * completion). With the sync method, what follows the last synchronize
      * is no iteration. */
-    if (prev_iter && (m->window_stop_ts != UINT64_MAX || *m->opts->iter_kernel || range_end)) {
+    if (prev_iter && prev_iter->sub != TT_ITER_SKIPPED &&
+        (m->window_stop_ts != UINT64_MAX || *m->opts->iter_kernel || range_end)) {
         char name[48];
         snprintf(name, sizeof name, "iteration#%u", prev_iter->id);
         uint64_t end = m->window_stop_ts != UINT64_MAX ? m->window_stop_ts
