@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # launch_cost under each tracer configuration, ROUNDS rounds (5),
-# configurations rotated; PIN (e.g. 4-7) pins every run with taskset. From the
+# configurations rotated (CONFIGS, default all but lite_every_off); PIN (e.g.
+# 4-7) pins every run with taskset. From the
 # repository root, with the tracer built in $B:
 #   B=build/device experiments/results/tracer/launch_cost/run.sh > results.txt
 set -u
@@ -20,9 +21,13 @@ run() {
     lite_sample) $T $S --latency-sample 10 -- /tmp/launch_cost lite_sample ;;
     lite_noqueued) $T $S --launch-times off -- /tmp/launch_cost lite_noqueued ;;
     lite_launchcb) $T $S --launch-times callback -- /tmp/launch_cost lite_launchcb ;;
+    # recording only the window's first iteration: the launches after it run
+    # with CUPTI's GPU activity kinds off (what --record-every's skipped
+    # iterations cost)
+    lite_every_off) $T $S --record-every 100000 -- /tmp/launch_cost lite_every_off ;;
     esac
 }
-C=(untraced gpu_only gpu_only_discard lite lite_sample lite_noqueued lite_launchcb)
+read -r -a C <<< "${CONFIGS:-untraced gpu_only gpu_only_discard lite lite_sample lite_noqueued lite_launchcb}"
 for r in $(seq 1 "${ROUNDS:-5}"); do
     for i in $(seq 0 $((${#C[@]} - 1))); do
         run "${C[$(((i + r) % ${#C[@]}))]}"
