@@ -2126,6 +2126,7 @@ static void test_usage(void **state)
         {tool, "--record-every", "0", "--iteration-sync", "1", "--", "/bin/true", NULL},
         {tool, "--record-every", "5", "--", "/bin/true", NULL}, /* no boundaries seen live */
         {tool, "--record-every", "5", "--iteration-kernel", "k", "--", "/bin/true", NULL},
+        {tool, "--record-every", "5", "--iteration-marker", "step#", "--", "/bin/true", NULL},
         {tool, "--record-every", "5", "--latency-sample", "5", "--iteration-sync", "1", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

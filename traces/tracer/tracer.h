@@ -89,7 +89,7 @@ typedef struct tt_options {
                                     every N (--iteration-sync); 1: all (default) */
     int64_t record_every;        /* record one iteration of every N (GPU activity
                                     kinds and callbacks off in the others; needs
-                                    --iteration-sync or --iteration-marker);
+                                    --iteration-sync);
                                     1: every iteration (default) */
     bool gzip;
     bool quiet;
