@@ -588,6 +588,32 @@ static void wake_writer(char req)
     }
 }
 
+/* The activity groups of --activities and the CUPTI kinds they turn on. */
+static const struct act_kind {
+    unsigned bit;
+    CUpti_ActivityKind kind;
+} act_kinds[] = {
+    {TT_ACT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+    {TT_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+    {TT_ACT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},
+    {TT_ACT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME},
+    {TT_ACT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER},
+    {TT_ACT_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+    {TT_ACT_NVTX, CUPTI_ACTIVITY_KIND_MARKER},
+    {TT_ACT_EVENT, CUPTI_ACTIVITY_KIND_CUDA_EVENT},
+    {TT_ACT_STREAM, CUPTI_ACTIVITY_KIND_STREAM},
+};
+#define N_ACT_KINDS (sizeof act_kinds / sizeof act_kinds[0])
+/* The GPU's records: what --record-every turns off between its iterations. */
+#define TT_ACT_GPU_RECORDS (TT_ACT_KERNEL | TT_ACT_MEMCPY | TT_ACT_MEMSET)
+
+/* Iteration it is sampled (--latency-sample, --record-every N): the window's
+ * first, then every N-th; none before the window. Called with g.mu held. */
+static bool sampled_iteration(uint64_t it, int64_t every)
+{
+    return g.started && ((int64_t)it - g.first_iter) % every == 0;
+}
+
 /* --latency-sample N: CUPTI's latency timestamps (what gives launches their
  * host time, and widens the GPU's gap between back-to-back kernels) on in
  * the first iteration of the window and every N-th after it, off in the
@@ -600,7 +626,7 @@ static void sample_latency_locked(uint64_t it)
 {
     if (g.opts.latency_sample <= 1 || !g.latency_ts || g.latency_toggle_failed)
         return;
-    bool on = g.started && ((int64_t)it - g.first_iter) % g.opts.latency_sample == 0;
+    bool on = sampled_iteration(it, g.opts.latency_sample);
     if (on == g.latency_on)
         return;
     CUptiResult r = cuptiActivityEnableLatencyTimestamps(on);
@@ -628,27 +654,23 @@ static bool sample_records_locked(uint64_t it)
 {
     if (g.opts.record_every <= 1 || g.record_toggle_failed)
         return false;
-    bool on = g.started && ((int64_t)it - g.first_iter) % g.opts.record_every == 0;
+    bool on = sampled_iteration(it, g.opts.record_every);
     if (on != atomic_load(&g.recording)) {
-        static const struct {
-            unsigned bit;
-            CUpti_ActivityKind kind;
-        } gpu[] = {{TT_ACT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
-                   {TT_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
-                   {TT_ACT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}};
-        for (size_t i = 0; i < sizeof gpu / sizeof gpu[0]; i++) {
-            if (!(g.opts.activities & gpu[i].bit))
+        unsigned gpu = g.opts.activities & TT_ACT_GPU_RECORDS;
+        for (size_t i = 0; i < N_ACT_KINDS; i++) {
+            if (!(gpu & act_kinds[i].bit))
                 continue;
-            CUptiResult r = on ? cuptiActivityEnable(gpu[i].kind) : cuptiActivityDisable(gpu[i].kind);
+            CUpti_ActivityKind kind = act_kinds[i].kind;
+            CUptiResult r = on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
             if (r != CUPTI_SUCCESS) {
                 const char *err = "";
                 cuptiGetResultString(r, &err);
                 say("cannot turn CUPTI activity kind %d %s (%s): --record-every ignored from here",
-                    (int)gpu[i].kind, on ? "on" : "off", err);
+                    (int)kind, on ? "on" : "off", err);
                 g.record_toggle_failed = true;
-                for (size_t k = 0; k < sizeof gpu / sizeof gpu[0]; k++)
-                    if (g.opts.activities & gpu[k].bit) /* everything on again */
-                        cuptiActivityEnable(gpu[k].kind);
+                for (size_t k = 0; k < N_ACT_KINDS; k++)
+                    if (gpu & act_kinds[k].bit) /* everything on again */
+                        cuptiActivityEnable(act_kinds[k].kind);
                 atomic_store(&g.recording, true);
                 return false;
             }
@@ -1589,20 +1611,6 @@ static void find_queries(void)
 
 static int enable_activities(unsigned acts)
 {
-    struct {
-        unsigned bit;
-        CUpti_ActivityKind kind;
-    } map[] = {
-        {TT_ACT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
-        {TT_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
-        {TT_ACT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},
-        {TT_ACT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME},
-        {TT_ACT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER},
-        {TT_ACT_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
-        {TT_ACT_NVTX, CUPTI_ACTIVITY_KIND_MARKER},
-        {TT_ACT_EVENT, CUPTI_ACTIVITY_KIND_CUDA_EVENT},
-        {TT_ACT_STREAM, CUPTI_ACTIVITY_KIND_STREAM},
-    };
     /* LITE: kernels' host launch times come from CUPTI's latency timestamps
      * (queued, submitted), collected only when asked for before enabling. */
     if (g.opts.host_timeline == TT_HOST_LITE && g.opts.launch_times == TT_LAUNCH_QUEUED) {
@@ -1615,18 +1623,18 @@ static int enable_activities(unsigned acts)
                 "from their neighbours", err);
         }
     }
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-        if (!(acts & map[i].bit))
+    for (size_t i = 0; i < N_ACT_KINDS; i++) {
+        if (!(acts & act_kinds[i].bit))
             continue;
         if ((lite_callbacks() || lite_completions()) &&
-            (map[i].bit == TT_ACT_SYNC || map[i].bit == TT_ACT_EVENT))
+            (act_kinds[i].bit == TT_ACT_SYNC || act_kinds[i].bit == TT_ACT_EVENT))
             continue; /* from callbacks instead (setup_callbacks) */
-        CUptiResult r = cuptiActivityEnable(map[i].kind);
+        CUptiResult r = cuptiActivityEnable(act_kinds[i].kind);
         if (r != CUPTI_SUCCESS) {
             const char *err = "";
             cuptiGetResultString(r, &err);
-            say("cannot enable CUPTI activity kind %d: %s", (int)map[i].kind, err);
-            if (map[i].bit == TT_ACT_KERNEL)
+            say("cannot enable CUPTI activity kind %d: %s", (int)act_kinds[i].kind, err);
+            if (act_kinds[i].bit == TT_ACT_KERNEL)
                 return -1;
         }
     }
