@@ -103,8 +103,8 @@ static uint64_t copy_window(tt_store *s, const sample_elem *e, const sample_wind
     size_t n = w->hi - w->lo;
     uint64_t anchor_w = w->ts, anchor_x = x->ts, prev = 0, copied = 0;
     uint32_t last_corr = 0;
-    size_t next = 0; /* index of the next host-timed call, n if none; found lazily */
-    bool have_next = false;
+    size_t next = 0; /* index of the next host-timed call after i, n if none; found
+                        again once i has reached it */
     for (size_t i = 0; i < n; i++) {
         tt_rec *rw = tt_store_at(s, e[w->lo + i].rec);
         const tt_rec *rx = tt_store_at(s, e[x->lo + i].rec);
@@ -112,16 +112,13 @@ static uint64_t copy_window(tt_store *s, const sample_elem *e, const sample_wind
             anchor_w = rw->end, anchor_x = rx->end;
             if (rw->end > prev)
                 prev = rw->end;
-            have_next = false;
             continue;
         }
         if (rw->type != TT_R_KERNEL || !rx->queued)
             continue;
-        if (!have_next) {
+        if (next <= i)
             for (next = i + 1; next < n && !is_anchor(tt_store_at(s, e[w->lo + next].rec)); next++)
                 ;
-            have_next = true;
-        }
         /* the sampled offset from the anchor, stretched by how much longer
          * (or shorter) the host took to reach the next host-timed call */
         double off = rx->queued > anchor_x ? (double)(rx->queued - anchor_x) : 0;
