@@ -5,12 +5,20 @@ unchanged. Each step ends with torch.cuda.synchronize() so that its wall time
 is a true iteration time (and so that --iteration-sync 1 marks steps).
 
   python3 resnet50_train.py [--steps N] [--batch B] [--profiler] [--json OUT]
+                            [--turns IN,OUT]
 
 --profiler wraps the loop in the PyTorch profiler (CPU + CUDA activities),
 for the overhead comparison. Per-step times go to --json (seconds).
+--turns IN,OUT (two FIFOs): take turns with another copy of this program,
+step by step: wait for a byte on IN before each step, write one to OUT after
+it. Two runs in lockstep see the same machine state a step apart, so their
+step-by-step ratio is free of the machine's drift over seconds, which is
+larger than a tracer's cost on this program
+(experiments/results/tracer/lockstep/run.sh).
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -23,7 +31,13 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--profiler", action="store_true")
     p.add_argument("--json", default="")
+    p.add_argument("--turns", default="")
     a = p.parse_args()
+    turn_in = turn_out = None
+    if a.turns:
+        # O_RDWR: opening a FIFO so never blocks, whichever side comes first
+        fin, fout = a.turns.split(",")
+        turn_in, turn_out = os.open(fin, os.O_RDWR), os.open(fout, os.O_RDWR)
 
     torch.manual_seed(0)
     dev = torch.device("cuda")
@@ -49,9 +63,13 @@ def main():
         prof.__enter__()
     torch.cuda.synchronize()
     for _ in range(a.steps):
+        if turn_in is not None and os.read(turn_in, 1) != b"t":
+            raise SystemExit("resnet50_train: --turns: the other side is gone")
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
+        if turn_out is not None:
+            os.write(turn_out, b"t")
     if prof is not None:
         prof.__exit__(None, None, None)
     if a.json:

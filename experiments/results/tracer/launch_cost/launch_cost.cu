@@ -4,10 +4,14 @@
 // Prints the host time per launch call (median over iterations of the
 // launch loop's time / 500) and per iteration including the synchronize.
 // Run untraced and under tally-trace configurations (run.sh).
+// LAUNCH_COST_QUERIES=Q: each launch also makes Q cudaGetDevice and Q
+// cudaGetLastError calls, as a PyTorch op does around its launch (what a
+// tracer's runtime-API callbacks may cost on calls that launch nothing).
 //   nvcc -O2 -arch=sm_90 -o launch_cost launch_cost.cu
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -21,13 +25,21 @@ static double now_us()
 int main(int argc, char **argv)
 {
     const int per_iter = 500, warm = 20, iters = 200;
+    const char *qs = getenv("LAUNCH_COST_QUERIES");
+    const int queries = qs ? atoi(qs) : 0;
+    int dev;
     cudaStream_t s;
     cudaStreamCreate(&s);
     std::vector<double> launch_us, iter_us;
     for (int it = 0; it < warm + iters; it++) {
         double t0 = now_us();
-        for (int k = 0; k < per_iter; k++)
+        for (int k = 0; k < per_iter; k++) {
+            for (int q = 0; q < queries; q++) {
+                cudaGetDevice(&dev);
+                (void)cudaGetLastError();
+            }
             empty<<<1, 32, 0, s>>>();
+        }
         double t1 = now_us();
         cudaStreamSynchronize(s);
         double t2 = now_us();

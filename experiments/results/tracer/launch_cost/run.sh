@@ -25,6 +25,18 @@ run() {
     # with CUPTI's GPU activity kinds off (what --record-every's skipped
     # iterations cost)
     lite_every_off) $T $S --record-every 100000 -- /tmp/launch_cost lite_every_off ;;
+    # recording one iteration of ten (and twenty): the iterations between
+    # should cost what lite_every_off's do, unless toggling the kinds leaves
+    # something on
+    lite_every10) $T $S --record-every 10 -- /tmp/launch_cost lite_every10 ;;
+    lite_every20) $T $S --record-every 20 -- /tmp/launch_cost lite_every20 ;;
+    # the same with less left on, to find what the +0.5 us of lite_every_off
+    # is: no API callback at all (synchronize-completed callbacks only); GPU
+    # records only, no host timeline; no event or stream records either
+    every_off_completion) $T $S --record-every 100000 --sync-records completion -- /tmp/launch_cost every_off_completion ;;
+    every_off_none) $T $S --record-every 100000 --host-timeline none -- /tmp/launch_cost every_off_none ;;
+    every_off_noevent) $T $S --record-every 100000 --activities -event,-stream -- /tmp/launch_cost every_off_noevent ;;
+    every_off_min) $T $S --record-every 100000 --sync-records completion --activities kernel,memcpy,memset,sync -- /tmp/launch_cost every_off_min ;;
     esac
 }
 read -r -a C <<< "${CONFIGS:-untraced gpu_only gpu_only_discard lite lite_sample lite_noqueued lite_launchcb}"
