@@ -46,6 +46,11 @@ side() {
     # unrecorded one (what --record-every's steps between records cost), with
     # the default host timeline, or with GPU records only (nothing but the
     # iteration syncs' callbacks left on)
+    # --record-every 10 from iteration START_AFTER (100) on: the steps before
+    # the window have never had the GPU kinds turned back on (split_window.py
+    # compares them with the unrecorded steps inside it)
+    lite_every_late) echo "$pin $t --record-every ${RECORD_EVERY:-10} --start-after-iterations ${START_AFTER:-100} -- $pin $run" ;;
+    lite_every_late_flush) echo "env TALLY_TRACE_FLUSH_AFTER_RECORD=1 $pin $t --record-every ${RECORD_EVERY:-10} --start-after-iterations ${START_AFTER:-100} -- $pin $run" ;;
     every_off) echo "$pin $t --record-every 100000 -- $pin $run" ;;
     every_off_none) echo "$pin $t --record-every 100000 --host-timeline none -- $pin $run" ;;
     lite_every_completion) echo "$pin $t --record-every ${RECORD_EVERY:-10} --sync-records completion -- $pin $run" ;;
