@@ -87,7 +87,7 @@ _Static_assert((int)TT_NO_ID == (int)CUPTI_INVALID_STREAM_ID, "invalid id");
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* Requests to the writer thread, one byte each through the pipe. */
-enum { REQ_STOP = 'S', REQ_RESET = 'R', REQ_TIMER = 'T', REQ_FLUSH = 'F', REQ_SIGNAL = 0x80 /* | signo */ };
+enum { REQ_STOP = 'S', REQ_RESET = 'R', REQ_TIMER = 'T', REQ_SIGNAL = 0x80 /* | signo */ };
 
 static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT,
                                       SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
@@ -127,7 +127,6 @@ static struct {
     atomic_bool recording;     /* --record-every: GPU activity kinds and our
                                   callbacks' records on (the iteration is kept) */
     bool record_toggle_failed;
-    bool flush_after_record;   /* TALLY_TRACE_FLUSH_AFTER_RECORD=1 (experimental) */
     tt_hc_log hc;              /* LITE, --launch-times callback: timed calls */
     char path[8448];
     int pid;
@@ -677,13 +676,6 @@ static bool sample_records_locked(uint64_t it)
             }
         }
         atomic_store(&g.recording, on);
-        /* TALLY_TRACE_FLUSH_AFTER_RECORD=1 (experimental): deliver the
-         * recorded iteration's buffers as soon as recording stops, off the
-         * program's thread, in case CUPTI's outstanding buffer is what keeps
-         * the launches after it slower (experiments/results/tracer/README.md,
-         * lockstep) */
-        if (!on && g.flush_after_record)
-            wake_writer(REQ_FLUSH);
     }
     return g.started && !on;
 }
@@ -1415,9 +1407,7 @@ static void *writer_main(void *arg)
         if (read(g.req_pipe[0], &req, 1) != 1 || req == REQ_TIMER)
             continue; /* REQ_TIMER: the stop deadline changed; loop to re-read it */
         pthread_mutex_lock(&work_mu);
-        if (req == REQ_FLUSH) {
-            cuptiActivityFlushAll(0);
-        } else if (req == REQ_STOP) {
+        if (req == REQ_STOP) {
             finish_stop();
         } else if (req == REQ_RESET) {
             /* cudaDeviceReset returned: the context's records were delivered
@@ -1738,8 +1728,6 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
         atomic_store(&g.inert, true);
         return 1;
     }
-    const char *far = getenv("TALLY_TRACE_FLUSH_AFTER_RECORD");
-    g.flush_after_record = far && strcmp(far, "1") == 0;
     g.pid = (int)getpid();
     /* A fixed name (no %p) belongs to the process tally-trace started; its
      * children get the pid inserted, so that nobody overwrites anybody. */
