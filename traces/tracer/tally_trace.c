@@ -74,7 +74,8 @@ static const char usage_text[] =
     "                                 but launches lose the host's lead over the GPU)\n"
     "      --record-every N           record one iteration of every N only (the\n"
     "                                 window's first, then every N-th; needs\n"
-    "                                 --iteration-sync): CUPTI's GPU records cost\n"
+    "                                 --iteration-sync or -marker): CUPTI's GPU\n"
+    "                                 records cost\n"
     "                                 ~2 us a launch; turning them back on leaves\n"
     "                                 launches a little slower (host-bound ResNet-50,\n"
     "                                 N = 10: +4% against +13% for the default);\n"
@@ -430,12 +431,13 @@ int main(int argc, char **argv)
     if (latency_sample > 1 && (host_timeline != TT_HOST_LITE || launch_times != TT_LAUNCH_QUEUED))
         return usage_error("--latency-sample: needs the lite host timeline with --launch-times "
                            "queued%s", "");
-    /* Records are turned on and off at boundaries seen as they happen. */
-    /* (Not --iteration-marker yet: the NVTX ranges of the iterations left
-     * out would still be recorded, and a loader splitting on them would see
-     * empty iterations.) */
-    if (record_every > 1 && !iter_sync)
-        return usage_error("--record-every: needs --iteration-sync%s", "");
+    /* Records are turned on and off at boundaries seen as they happen:
+     * synchronize calls and NVTX ranges are, iteration kernels are found in
+     * the records being turned off. (With markers, the ranges of the
+     * iterations left out stay in the file, holding nothing: a loader drops
+     * an iteration without GPU work.) */
+    if (record_every > 1 && !iter_sync && !marker)
+        return usage_error("--record-every: needs --iteration-sync or --iteration-marker%s", "");
     if (record_every > 1 && latency_sample > 1)
         return usage_error("--record-every and --latency-sample exclude each other%s", "");
     if (latency_sample > 1 && (!iter_sync || sync_records == TT_SYNCREC_COMPLETION))
