@@ -213,6 +213,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: idle_handover_ns must be in [0, 100 ms]");
     if (p->idle_switch_ns < 0 || p->idle_switch_ns > 100 * TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: idle_switch_ns must be in [0, 100 ms]");
+    if (!(p->residency_speedup >= 0 && p->residency_speedup < 1))
+        return tl_errf(err, TL_ERANGE, "sim params: residency_speedup must be in [0, 1)");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: coalesce_fraction must be in [0, 1]");
     return 0;
@@ -249,6 +251,7 @@ static const pdesc pdescs[] = {
     PD("coalesce_fraction", P_DOUBLE, coalesce_fraction),
     PD("idle_handover_ns", P_NS, idle_handover_ns),
     PD("idle_switch_ns", P_NS, idle_switch_ns),
+    PD("residency_speedup", P_DOUBLE, residency_speedup),
 };
 #define N_PDESC (sizeof pdescs / sizeof pdescs[0])
 

@@ -25,6 +25,24 @@ enum { PLACE_DONE = 0, PLACE_ROOM = 1, PLACE_CAP = 2, PLACE_LATER = 3 };
 
 static uint64_t u64_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* A launch holding fewer of its blocks on an SM than the traced kernel did
+ * (a slice, a PTB launch with few workers per SM) runs each block faster:
+ * block time scales as 1 - r (1 - k / occupancy) with k its blocks per SM,
+ * relative to the kernel's own k (residency_speedup r; sim/README.md,
+ * "Residency"). Whole kernels keep their traced time. */
+static void scale_for_residency(sim *s, launch *l, int occ, uint64_t grid, uint64_t k_launch)
+{
+    double r = s->p.residency_speedup;
+    uint64_t sms = (uint64_t)s->gpu.sms;
+    uint64_t k_kernel = u64_min((grid + sms - 1) / sms, (uint64_t)occ);
+    if (k_launch == 0 || k_launch >= k_kernel)
+        return;
+    double f_kernel = 1 - r * (1 - (double)k_kernel / occ);
+    double f_launch = 1 - r * (1 - (double)k_launch / occ);
+    l->blk_ns = (tl_ns)((double)l->blk_ns * f_launch / f_kernel + 0.5);
+    l->blk_rem = 0;
+}
+
 void launch_kernel_prepare(sim *s, launch *l)
 {
     const tl_op *op = l->op;
@@ -75,6 +93,12 @@ void launch_kernel_prepare(sim *s, launch *l)
         l->blk_rem = dur % (tl_ns)waves;
     }
     uint64_t logical = l->block_end - l->block_begin;
+    if (s->p.residency_speedup > 0 && (l->ptb || logical < grid)) {
+        uint64_t cap = (uint64_t)(l->st->c->cap_sms > 0 ? l->st->c->cap_sms : s->gpu.sms);
+        scale_for_residency(s, l, occ, grid,
+                            l->ptb ? u64_min((uint64_t)l->max_per_sm, (uint64_t)occ)
+                                   : u64_min((logical + cap - 1) / cap, (uint64_t)occ));
+    }
     if (l->ptb) {
         sctx *c = l->st->c;
         l->max_per_sm = (int)u64_min((uint64_t)l->max_per_sm, (uint64_t)occ);

@@ -988,6 +988,44 @@ static void test_ptb_full_and_measure(void **st)
     close_h(x);
 }
 
+/* residency_speedup r = 0.4: 1000 blocks of 256 threads on 4 SMs, 8 per SM
+ * (1 ms a block, 32 waves). A PTB launch with 2 workers per SM runs each
+ * block at 1 - 0.4 (1 - 2/8) = 0.7 of it: 125 rounds of 0.7 ms; a slice of
+ * 4 blocks (1 per SM) at 1 - 0.4 (1 - 1/8) = 0.65 ms; a slice of 32 blocks
+ * (8 per SM, as the kernel) and the whole kernel keep their time. A kernel
+ * of 8 blocks was traced at 2 per SM: its 4-block slice runs 0.65 / 0.7 of
+ * its block time. */
+static void test_residency_speedup(void **st)
+{
+    h *x = open_h(4, 0);
+    x->p.residency_speedup = 0.4;
+    start_h(x);
+    tl_op op = mk(1000, 256, 32, 0, 32 * MS), small = mk(8, 256, 32, 0, 7 * MS);
+    tl_ns t;
+    tl_err err;
+    tl_kernel_desc k = { .op = &op, .ptb_workers_per_sm = 2 };
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 125 * 700 * US);
+    k = (tl_kernel_desc){ .op = &op, .block_begin = 0, .block_end = 4 };
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 650 * US);
+    k.block_end = 32;
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 1 * MS);
+    k = (tl_kernel_desc){ .op = &op };
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 32 * MS);
+    k = (tl_kernel_desc){ .op = &small, .block_begin = 0, .block_end = 4 };
+    assert_int_equal(tl_dev_measure(&x->d, &k, &t, &err), 0);
+    assert_int_equal(t, 6500 * US);
+    /* out of range: refused by name */
+    tl_sim_params p = x->p;
+    assert_int_equal(tl_sim_params_set(&p, "residency_speedup", "1", &err), 0);
+    assert_int_equal(tl_sim_params_validate(&p, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "residency_speedup"));
+    close_h(x);
+}
+
 /* A retreat before the launch starts: it completes, retreated, with nothing
  * done; a retreat after completion is harmless; non-PTB launches refuse. */
 static void test_ptb_retreat_early_and_late(void **st)
@@ -1506,6 +1544,7 @@ int main(void)
         cmocka_unit_test(test_partitions_after_idle),
         cmocka_unit_test(test_ptb_retreat_resume),
         cmocka_unit_test(test_ptb_full_and_measure),
+        cmocka_unit_test(test_residency_speedup),
         cmocka_unit_test(test_ptb_retreat_early_and_late),
         cmocka_unit_test(test_ptb_retreat_while_queued),
         cmocka_unit_test(test_slices),

@@ -72,6 +72,10 @@ typedef struct tl_sim_params {
     tl_ns idle_switch_ns;      /* time slicing: nothing runs for this long when the GPU
                                   passes from an idle context to another one (no state
                                   to save; 0: the next context starts at once) */
+    double residency_speedup;  /* in [0, 1): a slice or PTB launch with fewer blocks per
+                                  SM than its traced kernel runs each block faster, block
+                                  time x (1 - r (1 - k / occupancy)) relative to the
+                                  kernel's own k (0: block time does not depend on it) */
 } tl_sim_params;
 
 typedef struct tl_sim_stats {
