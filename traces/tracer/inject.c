@@ -127,7 +127,6 @@ static struct {
     atomic_bool recording;     /* --record-every: GPU activity kinds and our
                                   callbacks' records on (the iteration is kept) */
     bool record_toggle_failed;
-    bool toggle_context;       /* TALLY_TRACE_TOGGLE_CONTEXT=1 (experimental) */
     tt_hc_log hc;              /* LITE, --launch-times callback: timed calls */
     char path[8448];
     int pid;
@@ -662,18 +661,7 @@ static bool sample_records_locked(uint64_t it)
             if (!(gpu & act_kinds[i].bit))
                 continue;
             CUpti_ActivityKind kind = act_kinds[i].kind;
-            CUptiResult r = CUPTI_SUCCESS;
-            /* TALLY_TRACE_TOGGLE_CONTEXT=1 (experimental): per context, which
-             * supersedes the global setting, in case the global toggle is
-             * what leaves launches slower after a re-enable
-             * (experiments/results/tracer/README.md, lockstep) */
-            if (g.toggle_context && g.n_contexts > 0) {
-                for (int c = 0; c < g.n_contexts && r == CUPTI_SUCCESS; c++)
-                    r = on ? cuptiActivityEnableContext(g.contexts[c], kind)
-                           : cuptiActivityDisableContext(g.contexts[c], kind);
-            } else {
-                r = on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
-            }
+            CUptiResult r = on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
             if (r != CUPTI_SUCCESS) {
                 const char *err = "";
                 cuptiGetResultString(r, &err);
@@ -1740,8 +1728,6 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
         atomic_store(&g.inert, true);
         return 1;
     }
-    const char *tc = getenv("TALLY_TRACE_TOGGLE_CONTEXT");
-    g.toggle_context = tc && strcmp(tc, "1") == 0;
     g.pid = (int)getpid();
     /* A fixed name (no %p) belongs to the process tally-trace started; its
      * children get the pid inserted, so that nobody overwrites anybody. */

@@ -52,6 +52,7 @@ side() {
     lite_every_late) echo "$pin $t --record-every ${RECORD_EVERY:-10} --start-after-iterations ${START_AFTER:-100} -- $pin $run" ;;
     # (needs the tracer of commit aa8467e: the flush experiment, taken out)
     lite_every_late_flush) echo "env TALLY_TRACE_FLUSH_AFTER_RECORD=1 $pin $t --record-every ${RECORD_EVERY:-10} --start-after-iterations ${START_AFTER:-100} -- $pin $run" ;;
+    # (needs the tracer of commit b71884b: the per-context experiment, taken out)
     lite_every_late_ctx) echo "env TALLY_TRACE_TOGGLE_CONTEXT=1 $pin $t --record-every ${RECORD_EVERY:-10} --start-after-iterations ${START_AFTER:-100} -- $pin $run" ;;
     every_off) echo "$pin $t --record-every 100000 -- $pin $run" ;;
     every_off_none) echo "$pin $t --record-every 100000 --host-timeline none -- $pin $run" ;;
