@@ -160,6 +160,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * other left idle 2 ms; the replay's value is kept, it is the one
      * measured on the workloads.) Other GPUs: not measured, 0. */
     p->idle_switch_ns = h100 ? 75 * TL_NS_PER_US : 0;
+    p->residency_speedup = 0; /* experimental, off (sim/README.md, "Residency") */
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
