@@ -28,6 +28,11 @@
  *    With raw_rate, the observation is instead the number of high-priority
  *    kernels completed in the window (TGS's kernel rate, unnormalised).
  *  - The window timer runs only while some work is pending or in flight.
+ *  - Diagnostic: with TALLY_TGS_LOG=PATH in the environment every window
+ *    appends a CSV line to PATH (simulator and hardware alike: the same code):
+ *    time_ns,hp_solo_ns,hp_wall_ns,hp_kernels,observed,observation,best,
+ *    rate_before,rate_after; a line "# tgs run ..." starts each run. It reads
+ *    nothing back and changes no decision.
  *
  * Parameters:
  *   window_ms     ms      default 10     range [0.1, 10000]  controller period
@@ -45,6 +50,7 @@
  *                                        window instead of the normalised speed
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tally/policy.h"
@@ -58,6 +64,7 @@ typedef struct tgs_state {
     bool mps, raw_rate;
     /* runtime */
     tl_policy *p;
+    FILE *log;                             /* TALLY_TGS_LOG (diagnostic), or NULL */
     tl_stream_map *maps;
     bool *high;
     tl_task_queue *q;
@@ -216,11 +223,16 @@ static void window_timer(void *arg, tl_ns now)
 {
     tgs_state *st = arg;
     st->timer_armed = false;
-    if (st->raw_rate)
-        tl_tgs_ctl_update(&st->ctl, st->hp_kernels > 0, (double)st->hp_kernels);
-    else
-        tl_tgs_ctl_update(&st->ctl, st->wall_acc > 0,
-                          st->wall_acc > 0 ? st->solo_acc / st->wall_acc : 0);
+    bool observed = st->raw_rate ? st->hp_kernels > 0 : st->wall_acc > 0;
+    double obs = st->raw_rate ? (double)st->hp_kernels
+                 : observed   ? st->solo_acc / st->wall_acc
+                              : 0;
+    double best = tl_tgs_ctl_best(&st->ctl), rate = st->ctl.rate;
+    tl_tgs_ctl_update(&st->ctl, observed, obs);
+    if (st->log)
+        fprintf(st->log, "%lld,%.0f,%.0f,%llu,%d,%.6f,%.6f,%.6f,%.6f\n", (long long)now,
+                st->solo_acc, st->wall_acc, (unsigned long long)st->hp_kernels, observed, obs,
+                best, rate, st->ctl.rate);
     st->solo_acc = st->wall_acc = 0;
     st->hp_kernels = 0;
     add_tokens(st);
@@ -256,6 +268,13 @@ static int tgs_setup(tl_policy *p, tl_err *err)
     tl_tgs_ctl_init(&st->ctl, st->initial_rate, st->ssthresh, st->increase, st->decrease,
                     st->tolerance, st->min_rate, st->max_rate, st->history);
     add_tokens(st);
+    const char *log = getenv("TALLY_TGS_LOG");
+    if (log && *log) {
+        st->log = fopen(log, "a");
+        if (!st->log)
+            return tl_errf(err, TL_EIO, "policy tgs: TALLY_TGS_LOG=%s: cannot open", log);
+        fprintf(st->log, "# tgs run: %d jobs, window_ns %lld\n", p->n_jobs, (long long)st->window_ns);
+    }
     tl_job_ctx_plan plan = { .shared = false, .kind = st->mps ? TL_CTX_MPS : TL_CTX_TIMESLICED };
     return tl_policy_setup_jobs(p, &plan, NULL, st->maps, err);
 }
@@ -284,6 +303,9 @@ static void tgs_teardown(tl_policy *p)
     free(st->maps);
     free(st->high);
     free(st->last_end);
+    if (st->log)
+        fclose(st->log);
+    st->log = NULL;
     st->last_end = NULL;
     st->q = NULL;
     st->maps = NULL;
