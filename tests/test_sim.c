@@ -250,6 +250,20 @@ static void test_cost_waves_not_blocks(void **st)
 
 /* ---------- time slicing ---------- */
 
+/* Two time-sliced contexts, one stream each (the time-slicing cases). */
+static void two_timesliced(h *x, tl_stream_id *sa, tl_stream_id *sb)
+{
+    *sa = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+    *sb = stream(x, ctx(x, TL_CTX_TIMESLICED, 0, 0, 0), 0);
+}
+
+/* A busy: 30 kernels of 0.5 ms queued on sa from 0 (tags 100..129). */
+static void busy_a(h *x, tl_stream_id sa, const tl_op *ka)
+{
+    for (int i = 0; i < 30; i++)
+        launch(x, sa, ka, 0, 100 + (uint64_t)i);
+}
+
 /* Two time-sliced contexts, one 10 ms kernel each, launched at 0.
  * A runs [0, 2.09], gap to 2.39, B [2.39, 4.48], gap, A [4.78, 6.87], ...
  * A's k-th slice starts at (k-1) x 4.78 ms; after 4 slices A has 8.36 ms
@@ -262,9 +276,8 @@ static void test_timeslice_two_contexts(void **st)
 {
     h *x = open_h(0, -1);
     start_h(x);
-    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_stream_id sa, sb;
+    two_timesliced(x, &sa, &sb);
     tl_op op = mk(1056, 256, 32, 0, 10 * MS); /* one wave: one block group */
     launch(x, sa, &op, 0, 1);
     launch(x, sb, &op, 1, 2);
@@ -322,9 +335,8 @@ static void test_timeslice_stream_gap(void **st)
     h *x = open_h(0, -1);
     x->p.stream_gap_ns = 2 * US;
     start_h(x);
-    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_stream_id sa, sb;
+    two_timesliced(x, &sa, &sb);
     tl_op op = mk(132, 256, 32, 0, 500 * US); /* one wave */
     for (int i = 0; i < 8; i++) {
         launch(x, sa, &op, 0, 100 + (uint64_t)i);
@@ -371,12 +383,10 @@ static void test_timeslice_periodic(void **st)
     (void)st;
     h *x = open_h(0, -1);
     start_h(x);
-    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_stream_id sa, sb;
+    two_timesliced(x, &sa, &sb);
     tl_op ka = mk(132, 256, 32, 0, 500 * US), kb = mk(132, 256, 32, 0, 100 * US);
-    for (int i = 0; i < 30; i++)
-        launch(x, sa, &ka, 0, 100 + (uint64_t)i);
+    busy_a(x, sa, &ka);
     timed_launch t1 = { x, sb, &kb, 1 }, t2 = { x, sb, &kb, 2 };
     assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &t1), 0);
     assert_int_equal(tl_dev_timer(&x->d, 5200 * US, launch_timed, &t2), 0);
@@ -403,12 +413,10 @@ static void idle_handover_case(tl_ns handover, tl_ns want2, tl_ns want3)
     x->p.idle_handover_ns = handover;
     x->p.idle_switch_ns = 0; /* the hand-over alone (idle_switch_case adds the switch-in) */
     start_h(x);
-    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_stream_id sa, sb;
+    two_timesliced(x, &sa, &sb);
     tl_op ka = mk(132, 256, 32, 0, 500 * US), kb = mk(132, 256, 32, 0, 100 * US);
-    for (int i = 0; i < 30; i++)
-        launch(x, sa, &ka, 0, 100 + (uint64_t)i);
+    busy_a(x, sa, &ka);
     timed_launch t1 = { x, sb, &kb, 1 }, t2 = { x, sb, &kb, 2 }, t3 = { x, sb, &kb, 3 };
     assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &t1), 0);
     assert_int_equal(tl_dev_timer(&x->d, 2496 * US, launch_timed, &t2), 0);
@@ -445,9 +453,8 @@ static void idle_switch_case(tl_ns sw, tl_ns want_b, tl_ns want_a2)
     h *x = open_h(0, -1);
     x->p.idle_switch_ns = sw;
     start_h(x);
-    tl_ctx_id a = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_ctx_id b = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id sa = stream(x, a, 0), sb = stream(x, b, 0);
+    tl_stream_id sa, sb;
+    two_timesliced(x, &sa, &sb);
     tl_op k = mk(132, 256, 32, 0, 100 * US);
     launch(x, sa, &k, 0, 1);
     timed_launch tb = { x, sb, &k, 2 }, ta = { x, sa, &k, 3 };
