@@ -9,25 +9,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-__device__ __forceinline__ unsigned long long gt()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__global__ void spin(unsigned long long ns, unsigned long long *start, unsigned long long *end)
-{
-    __shared__ unsigned long long t0;
-    if (threadIdx.x == 0) {
-        t0 = gt();
-        atomicMin(start, t0);
-    }
-    __syncthreads();
-    while (gt() - t0 < ns) {}
-    __syncthreads();
-    if (threadIdx.x == 0) atomicMax(end, gt());
-}
+#include "../spin.cuh"
 
 static double median(std::vector<long long> v)
 {
@@ -56,7 +38,7 @@ int main()
                 if (graph) {
                     cudaGraph_t g;
                     cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-                    for (int i = 0; i < n; i++) spin<<<132, 128, 0, s>>>(ns, st + i, en + i);
+                    for (int i = 0; i < n; i++) spin_span<<<132, 128, 0, s>>>(ns, st + i, en + i);
                     cudaStreamEndCapture(s, &g);
                     cudaGraphInstantiate(&ge, g, 0);
                     cudaGraphDestroy(g);
@@ -67,7 +49,7 @@ int main()
                 if (graph)
                     cudaGraphLaunch(ge, s);
                 else
-                    for (int i = 0; i < n; i++) spin<<<132, 128, 0, s>>>(ns, st + i, en + i);
+                    for (int i = 0; i < n; i++) spin_span<<<132, 128, 0, s>>>(ns, st + i, en + i);
                 cudaEventRecord(b, s);
                 cudaEventSynchronize(b);
                 float ms;

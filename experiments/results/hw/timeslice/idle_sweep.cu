@@ -17,12 +17,7 @@
 #include <unistd.h>
 #include <cuda_runtime.h>
 
-__device__ __forceinline__ unsigned long long gt()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+#include "../spin.cuh"
 
 // B's kernel: every block spins ns; the first block to start stamps the
 // start, the last block to finish stamps the end and raises the host flag.
@@ -45,19 +40,6 @@ __global__ void stamped(unsigned long long ns, unsigned long long *start, unsign
             *flag = 1;
         }
     }
-}
-
-__global__ void spin(unsigned long long ns)
-{
-    __shared__ unsigned long long t0;
-    if (threadIdx.x == 0) t0 = gt();
-    __syncthreads();
-    while (gt() - t0 < ns) {}
-}
-
-static double now_us()
-{
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 struct run_result {
@@ -126,12 +108,7 @@ int main()
         _exit(0);
     }
     usleep(2500000);
-    pid_t a = fork();
-    if (a == 0) {
-        for (int i = 0; i < 400000; i++) spin<<<132, 128>>>(30000); // ~12 s of GPU work
-        cudaDeviceSynchronize();
-        _exit(0);
-    }
+    pid_t a = busy_neighbour(400000); // ~12 s of GPU work
     int st;
     waitpid(b, &st, 0);
     kill(a, SIGKILL);

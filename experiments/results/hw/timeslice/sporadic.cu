@@ -13,25 +13,7 @@
 #include <unistd.h>
 #include <cuda_runtime.h>
 
-__device__ __forceinline__ unsigned long long gt()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__global__ void spin(unsigned long long ns)
-{
-    __shared__ unsigned long long t0;
-    if (threadIdx.x == 0) t0 = gt();
-    __syncthreads();
-    while (gt() - t0 < ns) {}
-}
-
-static double now_us()
-{
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+#include "../spin.cuh"
 
 static std::vector<double> sporadic(int m)
 {
@@ -68,12 +50,7 @@ int main()
         _exit(0);
     }
     usleep(900000);
-    pid_t a = fork();
-    if (a == 0) {
-        for (int i = 0; i < 60000; i++) spin<<<132, 128>>>(30000); // ~1.8 s of GPU work
-        cudaDeviceSynchronize();
-        _exit(0);
-    }
+    pid_t a = busy_neighbour(60000); // ~1.8 s of GPU work
     int st;
     waitpid(b, &st, 0);
     waitpid(a, &st, 0);

@@ -17,12 +17,7 @@
 #include <unistd.h>
 #include <cuda_runtime.h>
 
-__device__ __forceinline__ unsigned long long gt()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+#include "../spin.cuh"
 
 __global__ void stamped(unsigned long long ns, unsigned long long *start)
 {

@@ -15,25 +15,7 @@
 #include <unistd.h>
 #include <cuda_runtime.h>
 
-__device__ __forceinline__ unsigned long long gt()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__global__ void spin(unsigned long long ns, unsigned long long *start, unsigned long long *end)
-{
-    __shared__ unsigned long long t0;
-    if (threadIdx.x == 0) {
-        t0 = gt();
-        atomicMin(start, t0);
-    }
-    __syncthreads();
-    while (gt() - t0 < ns) {}
-    __syncthreads();
-    if (threadIdx.x == 0) atomicMax(end, gt());
-}
+#include "../spin.cuh"
 
 struct rec { unsigned long long s, e; int who; };
 
@@ -51,14 +33,14 @@ int main(int argc, char **argv)
             cudaMalloc(&en, n * sizeof *en);
             cudaMemset(st, 0xff, n * sizeof *st);
             cudaMemset(en, 0, n * sizeof *en);
-            spin<<<132, 128>>>(1000, st, en); // warm up the context
+            spin_span<<<132, 128>>>(1000, st, en); // warm up the context
             cudaDeviceSynchronize();
             cudaMemset(st, 0xff, n * sizeof *st);
             cudaMemset(en, 0, n * sizeof *en);
             cudaDeviceSynchronize();
             __atomic_add_fetch(&go[0], 1, __ATOMIC_SEQ_CST);
             while (__atomic_load_n(&go[0], __ATOMIC_SEQ_CST) < 2) {}
-            for (int i = 0; i < n; i++) spin<<<132, 128>>>(us * 1000, st + i, en + i);
+            for (int i = 0; i < n; i++) spin_span<<<132, 128>>>(us * 1000, st + i, en + i);
             cudaDeviceSynchronize();
             std::vector<unsigned long long> hs(n), he(n);
             cudaMemcpy(hs.data(), st, n * sizeof *st, cudaMemcpyDeviceToHost);
