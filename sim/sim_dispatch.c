@@ -93,21 +93,21 @@ void launch_kernel_prepare(sim *s, launch *l)
         l->blk_rem = dur % (tl_ns)waves;
     }
     uint64_t logical = l->block_end - l->block_begin;
-    if (s->p.residency_speedup > 0 && (l->ptb || logical < grid)) {
-        uint64_t cap = (uint64_t)(l->st->c->cap_sms > 0 ? l->st->c->cap_sms : s->gpu.sms);
-        scale_for_residency(s, l, occ, grid,
-                            l->ptb ? u64_min((uint64_t)l->max_per_sm, (uint64_t)occ)
-                                   : u64_min((logical + cap - 1) / cap, (uint64_t)occ));
-    }
+    sctx *c = l->st->c;
     if (l->ptb) {
-        sctx *c = l->st->c;
         l->max_per_sm = (int)u64_min((uint64_t)l->max_per_sm, (uint64_t)occ);
+        if (s->p.residency_speedup > 0)
+            scale_for_residency(s, l, occ, grid, (uint64_t)l->max_per_sm);
         l->blk_ns += s->p.ptb_block_overhead_ns;
         l->blk_rem = 0;
         l->to_dispatch = u64_min(logical, (uint64_t)l->max_per_sm * (uint64_t)c->cap_sms);
     } else {
         l->max_per_sm = occ;
         l->to_dispatch = logical;
+        if (s->p.residency_speedup > 0 && logical < grid) { /* a slice */
+            uint64_t sms = (uint64_t)(c->cap_sms > 0 ? c->cap_sms : s->gpu.sms);
+            scale_for_residency(s, l, occ, grid, u64_min((logical + sms - 1) / sms, (uint64_t)occ));
+        }
     }
 }
 
