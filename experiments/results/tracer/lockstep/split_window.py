@@ -9,7 +9,10 @@ away from the toggles), and change_pct between the two. Every other pair
 as the null test of the drift within a run (kind "null"; its "between" column
 is all steps from START+1 on).
   python3 split_window.py DIR... [--start START] [--every N] [--warmup W]"""
-import argparse, glob, json, os, re, statistics
+import argparse, os, statistics, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summarize import pairs  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("dirs", nargs="+")
@@ -20,17 +23,9 @@ a = p.parse_args()
 start, n, warm = a.start, a.every, a.warmup
 print("dir,pair,config,kind,traced_side,before_window_ratio,between_records_ratio,change_pct")
 for d in a.dirs:
-    for fa in sorted(glob.glob(os.path.join(d, "p*_A_*.json"))):
-        k = re.match(r"p(\d+)_A_(\w+)\.json$", os.path.basename(fa))
-        fb = glob.glob(os.path.join(d, "p%s_B_*.json" % k.group(1)))
-        if not fb:
-            continue
-        ca = k.group(2)
-        cb = re.match(r"p\d+_B_(\w+)\.json$", os.path.basename(fb[0])).group(1)
+    for n_pair, ca, cb, A, B in pairs(d):
         if "baseline" not in (ca, cb):
             continue
-        A = json.load(open(fa))["step_s"]
-        B = json.load(open(fb[0]))["step_s"]
         t, base, cfg = (A, B, ca) if ca != "baseline" else (B, A, cb)
         r = [x / y for x, y in zip(t, base)]
         if len(r) <= start + n:
@@ -40,6 +35,6 @@ for d in a.dirs:
         between = ([r[i] for i in range(start, len(r)) if 1 <= (i - start) % n <= n - 2]
                    if window else r[start + 1:])
         mb, mw = statistics.median(before), statistics.median(between)
-        print("%s,%s,%s,%s,%s,%.4f,%.4f,%+.2f" % (os.path.basename(d.rstrip("/")), k.group(1), cfg,
+        print("%s,%d,%s,%s,%s,%.4f,%.4f,%+.2f" % (os.path.basename(d.rstrip("/")), n_pair, cfg,
               "window" if window else "null", "A" if ca != "baseline" else "B", mb, mw,
               100 * (mw / mb - 1)))

@@ -13,10 +13,10 @@ and prints both.
 import csv, glob, json, math, os, re, statistics, sys
 
 
-def main():
-    d = sys.argv[1]
-    warm = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-    rows = []
+def pairs(d):
+    """(pair number, config A, config B, A's step times, B's), every complete
+    pair in d, in pair order (split_window.py reads them the same way)."""
+    out = []
     for fa in glob.glob(os.path.join(d, "p*_A_*.json")):
         m = re.match(r"p(\d+)_A_(\w+)\.json$", os.path.basename(fa))
         if not m:
@@ -26,8 +26,16 @@ def main():
         if not fb:
             continue
         cb = re.match(r"p\d+_B_(\w+)\.json$", os.path.basename(fb[0])).group(1)
-        a = json.load(open(fa))["step_s"][warm:]
-        b = json.load(open(fb[0]))["step_s"][warm:]
+        out.append((n, ca, cb, json.load(open(fa))["step_s"], json.load(open(fb[0]))["step_s"]))
+    return sorted(out, key=lambda x: x[0])
+
+
+def main():
+    d = sys.argv[1]
+    warm = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    rows = []
+    for n, ca, cb, a, b in pairs(d):
+        a, b = a[warm:], b[warm:]
         k = min(len(a), len(b))
         if k == 0:
             continue
@@ -38,7 +46,6 @@ def main():
                          ratio_b_a=statistics.median(b[:k]) / statistics.median(a[:k]),
                          step_ratio_b_a=statistics.median(r),
                          step_ratio_p25=r[k // 4], step_ratio_p75=r[(3 * k) // 4]))
-    rows.sort(key=lambda x: x["pair"])
     if not rows:
         sys.exit("summarize.py: no complete pair in %s" % d)
     keys = list(rows[0])
