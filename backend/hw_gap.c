@@ -53,3 +53,42 @@ int tl_hw_stream_gap(tl_device *d, tl_stream_id s, const tl_op *op, int n, tl_hw
     free(sp.end);
     return r;
 }
+
+/* EXPERIMENT (session 5, taken out in the next commit): the replay's launch
+ * latency, n launches of op on stream s each on an idle GPU, the median time
+ * from tl_dev_launch to the kernel's start. It moves with the backend's GPU
+ * clock offset (0.71 and 11.44 us in two runs: experiments/results/hw/README.md). */
+static int cmp_ns(const void *a, const void *b)
+{
+    tl_ns x = *(const tl_ns *)a, y = *(const tl_ns *)b;
+    return (x > y) - (x < y);
+}
+
+int tl_hw_launch_latency(tl_device *d, tl_stream_id s, const tl_op *op, int n, tl_ns *out, tl_err *err)
+{
+    *out = 0;
+    if (n < 1)
+        return tl_errf(err, TL_EINVAL, "launch latency probe: at least 1 launch");
+    spans sp = {.start = tl_xcalloc((size_t)n, sizeof(tl_ns)), .end = tl_xcalloc((size_t)n, sizeof(tl_ns)),
+                .cap = n};
+    tl_ns *lat = tl_xcalloc((size_t)n, sizeof(tl_ns));
+    tl_kernel_desc kd = {.op = op, .job = 0};
+    int r = 0;
+    for (int i = 0; i < n && r == 0; i++) {
+        tl_ns t = tl_dev_now(d);
+        if ((r = tl_dev_launch(d, s, &kd, on_span, &sp, NULL)) < 0)
+            tl_errf(err, r, "launch latency probe: launch failed (%d)", r);
+        else if ((r = tl_dev_run(d, -1, err)) == 0 && sp.n != i + 1)
+            r = tl_errf(err, TL_EIO, "launch latency probe: launch %d did not complete", i);
+        if (r == 0)
+            lat[i] = sp.start[i] - t;
+    }
+    if (r == 0) {
+        qsort(lat, (size_t)n, sizeof *lat, cmp_ns);
+        *out = lat[n / 2];
+    }
+    free(lat);
+    free(sp.start);
+    free(sp.end);
+    return r;
+}
