@@ -99,6 +99,5 @@ int tl_cuda_sync(tl_device *d, tl_err *err);
 /* The replay's back-to-back gap (hw_gap.c): n launches of op (a kernel the
  * device has prepared) queued at once on stream s; tl_gap_summarize of them. */
 int tl_hw_stream_gap(tl_device *d, tl_stream_id s, const tl_op *op, int n, tl_hw_gap *out, tl_err *err);
-int tl_hw_launch_latency(tl_device *d, tl_stream_id s, const tl_op *op, int n, tl_ns *out, tl_err *err);
 
 #endif

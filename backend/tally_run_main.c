@@ -488,11 +488,6 @@ static int probe_stream_gap(tl_device *d, tl_hw_gap *g, tl_err *err)
         (r = tl_dev_stream_create(d, ctx, 0, &s, err)) < 0)
         return r;
     r = tl_hw_stream_gap(d, s, &op, 2000, g, err);
-    tl_ns latency = 0;
-    tl_err lerr = {0};
-    if (r >= 0 && tl_hw_launch_latency(d, s, &op, 200, &latency, &lerr) >= 0)
-        fprintf(stderr, "tally-run: launch latency of the replay: %.2f us (median of 200 launches "
-                        "on an idle GPU)\n", latency / 1e3);
     tl_cuda_forget_trace(d, &t);
     return r;
 }
