@@ -159,28 +159,51 @@ int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t 
     return found;
 }
 
+/* Meta keys tally-run records of its replay, and the simulator parameter each
+ * one sets. */
+static const struct { const char *meta, *param; } hw_meta_params[] = {
+    {"hw_stream_gap_ns", "stream_gap_ns"}, /* back-to-back gap, launched one by one */
+    {"hw_graph_gap_ns", "graph_gap_ns"},   /* the same inside a CUDA graph */
+};
+
+static bool user_set(const char *sim_params, const char *param)
+{
+    size_t n = strlen(param);
+    for (const char *at = sim_params; (at = strstr(at, param)); at += n)
+        if ((at == sim_params || at[-1] == ';') && at[n] == '=')
+            return true;
+    return false;
+}
+
 int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, size_t cap,
                             tl_err *err)
 {
     if (cap)
         applied[0] = '\0';
-    const char *sp = e->sim_params ? e->sim_params : "";
-    const char *at = strstr(sp, "stream_gap_ns=");
-    if (at && (at == sp || at[-1] == ';'))
-        return 0; /* the user's choice */
-    char gap[64];
-    int have = tl_validation_hw_meta(hw_db, "hw_stream_gap_ns", gap, sizeof gap, err);
-    if (have <= 0)
-        return have;
-    char kv[96];
-    snprintf(kv, sizeof kv, "stream_gap_ns=%s", gap);
-    int r = tl_experiment_set_sim_param(e, kv, err);
-    if (r < 0) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        return tl_errf(err, r, "%s: meta hw_stream_gap_ns '%s': %s", hw_db, gap, why);
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof hw_meta_params / sizeof hw_meta_params[0]; i++) {
+        const char *param = hw_meta_params[i].param, *meta = hw_meta_params[i].meta;
+        if (user_set(e->sim_params ? e->sim_params : "", param))
+            continue; /* the user's choice */
+        char val[64];
+        int have = tl_validation_hw_meta(hw_db, meta, val, sizeof val, err);
+        if (have < 0)
+            return have;
+        if (have == 0)
+            continue;
+        char kv[96];
+        snprintf(kv, sizeof kv, "%s=%s", param, val);
+        int r = tl_experiment_set_sim_param(e, kv, err);
+        if (r < 0) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return tl_errf(err, r, "%s: meta %s '%s': %s", hw_db, meta, val, why);
+        }
+        if (used < cap) {
+            int w = snprintf(applied + used, cap - used, "%s%s", used ? ";" : "", kv);
+            used += w > 0 ? (size_t)w : 0;
+        }
     }
-    snprintf(applied, cap, "%s", kv);
     return 0;
 }
 

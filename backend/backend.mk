@@ -34,7 +34,7 @@ ifneq ($(strip $(NVCC)),)
 
 BACKEND_CUDA_SRC := backend/cuda_device.c backend/cuda_calib.c backend/cuda_green.c \
                     backend/cuda_probe.c backend/hw_selftest.c backend/hw_contention.c backend/hw_gap.c \
-                    backend/worker.c
+                    backend/worker.c backend/graph_cache.c
 BACKEND_CUDA_OBJ := $(BACKEND_CUDA_SRC:%.c=$(BUILD)/%.o) $(BUILD)/backend/synth.o
 BACKEND_CUDA_LIB := $(BUILD)/backend/libtally_backend_cuda.a
 BACKEND_RUN      := $(BUILD)/tally-run

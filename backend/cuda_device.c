@@ -8,8 +8,6 @@
 
 #include "cuda_internal.h"
 
-#define NSLOTS 8192
-
 static tl_cuda *C(tl_device *d) { return (tl_cuda *)d->impl; }
 
 static tl_ns host_now(tl_cuda *c) { return tl_mono_ns() - c->t0; }
@@ -388,6 +386,119 @@ static int ctx_sms(tl_cuda *c, int ctx)
     return x->sms;
 }
 
+/* Batches (graph jobs, graph_cache.h) ------------------------------------------ */
+
+static int send_launch(tl_cuda *c, tl_dstream *s, tl_launch_id id, const tl_synth_launch *l, bool batch)
+{
+    tl_wmsg m;
+    memset(&m, 0, sizeof m);
+    m.type = TL_W_LAUNCH;
+    m.stream = s->remote;
+    m.id = id;
+    m.launch = *l;
+    m.batch = batch;
+    if (tl_worker_send(&c->workers[s->worker], &m)) {
+        fprintf(stderr, "tally-run: launch: the context's worker process is gone\n");
+        return TL_EIO;
+    }
+    return 0;
+}
+
+/* A local launch outside a graph: its own slot. */
+static int enqueue_local(tl_cuda *c, tl_dstream *s, tl_synth_launch *l, int *slot_out)
+{
+    int slot = tl_synth_slot_acquire(c->synth);
+    if (slot < 0) return TL_ENOMEM;
+    l->slot = (unsigned)slot;
+    /* No completion event: the kernel's last block writes the launch's
+     * generation into the host-mapped record, and the loop polls that (a
+     * memory read instead of an event record and queries per launch). */
+    int e = tl_synth_enqueue(c->synth, l, s->s);
+    if (e) {
+        fprintf(stderr, "tally-run: launch: %s\n", cudaGetErrorString((cudaError_t)e));
+        tl_synth_slot_release(c->synth, (unsigned)slot);
+        return TL_EIO;
+    }
+    *slot_out = slot;
+    return 0;
+}
+
+static int batch_failed(tl_cuda *c, int code, const char *what, int cuda_err)
+{
+    if (!c->flush_failed) {
+        c->flush_failed = code;
+        if (cuda_err) tl_cuda_errf(&c->flush_err, cuda_err, what);
+        else tl_errf(&c->flush_err, code, "%s", what);
+    }
+    return code;
+}
+
+/* Launch stream s's batch: as one CUDA graph, or, when the graphs hold too
+ * many slots to build another, one by one. Its pending entries are the last
+ * n_batch of the queue (anything else issued to s flushes the batch first). */
+static int flush_stream(tl_cuda *c, tl_dstream *s)
+{
+    size_t n = s->n_batch;
+    if (!n) return 0;
+    s->n_batch = 0;
+    c->open_batches--;
+    if (s->worker >= 0) {
+        tl_wmsg m;
+        memset(&m, 0, sizeof m);
+        m.type = TL_W_FLUSH;
+        m.stream = s->remote;
+        if (tl_worker_send(&c->workers[s->worker], &m))
+            return batch_failed(c, TL_EIO, "graph launch: the context's worker process is gone", 0);
+        return 0;
+    }
+    unsigned int *slots = tl_xcalloc(n, sizeof *slots);
+    int graph = -1;
+    int e = tl_gcache_launch(c->gcache, s->batch, n, s->s, slots, &graph);
+    for (size_t i = 0; i < n; i++) {
+        tl_pending *p = &s->q[(s->head + s->n - n + i) % s->cap];
+        p->unflushed = false;
+        if (e == TL_ENOMEM) {
+            p->batched = false;
+            int r = enqueue_local(c, s, &s->batch[i], &p->slot);
+            if (r) {
+                free(slots);
+                return batch_failed(c, r, "launch of a graph job's kernel failed", 0);
+            }
+        } else {
+            p->slot = e ? -1 : (int)slots[i];
+            p->graph = graph;
+        }
+        p->gen = p->slot >= 0 ? tl_synth_slot_gen(c->synth, (unsigned)p->slot) : 0;
+    }
+    free(slots);
+    if (e > 0) return batch_failed(c, TL_EIO, "CUDA graph launch", e);
+    return 0;
+}
+
+static int flush_error(tl_cuda *c, tl_err *err)
+{
+    if (err) *err = c->flush_err;
+    return c->flush_failed;
+}
+
+/* Called when the loop gets control back (end of a callback, top of the loop)
+ * and before anything that waits for the GPU. */
+static int flush_all(tl_cuda *c)
+{
+    for (int i = 0; i < c->n_streams && c->open_batches > 0; i++) flush_stream(c, &c->streams[i]);
+    return c->flush_failed;
+}
+
+static void batch_add(tl_cuda *c, tl_dstream *s, const tl_synth_launch *l)
+{
+    if (s->n_batch == s->cap_batch) {
+        s->cap_batch = s->cap_batch ? 2 * s->cap_batch : 256;
+        s->batch = tl_xrealloc(s->batch, s->cap_batch * sizeof *s->batch);
+    }
+    s->batch[s->n_batch++] = *l;
+    if (s->n_batch == 1) c->open_batches++;
+}
+
 static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl_launch_cb cb, void *arg,
                      tl_launch_id *out)
 {
@@ -404,8 +515,10 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     uint64_t total = tl_op_blocks(k->op);
     uint64_t end = k->block_end ? k->block_end : total;
     if (end > total || k->block_begin >= end) return TL_ERANGE;
-    int slot = s->worker >= 0 ? -1 : tl_synth_slot_acquire(c->synth);
-    if (slot < 0 && s->worker < 0) return TL_ENOMEM;
+    /* A graph job's whole-grid launches wait for the end of this loop turn and
+     * go as one graph; slices and PTB launches (a policy's own) go alone. */
+    bool batch = k->op->graph && !k->ptb_workers_per_sm && k->block_begin == 0 && end == total;
+    if (!batch && s->n_batch && flush_stream(c, s)) return c->flush_failed;
     tl_synth_launch l;
     memset(&l, 0, sizeof l);
     l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
@@ -417,33 +530,14 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     int sms = ctx_sms(c, s->ctx);
     l.workers = k->ptb_workers_per_sm ? k->ptb_workers_per_sm * (unsigned)sms : 0;
     l.iters = pl.iters;
-    l.slot = (unsigned)slot;
     l.salt = c->salt;
     c->salt += 0x9e3779b97f4a7c15ull >> 20;
-    cudaEvent_t ev = NULL;
     tl_launch_id id = c->next_id + 1;
-    if (s->worker >= 0) {
-        tl_wmsg m;
-        memset(&m, 0, sizeof m);
-        m.type = TL_W_LAUNCH;
-        m.stream = s->remote;
-        m.id = id;
-        m.launch = l;
-        if (tl_worker_send(&c->workers[s->worker], &m)) {
-            fprintf(stderr, "tally-run: launch: the context's worker process is gone\n");
-            return TL_EIO;
-        }
-    } else {
-        /* No completion event: the kernel's last block writes the launch's
-         * generation into the host-mapped record, and the loop polls that
-         * (a memory read instead of an event record and queries per launch). */
-        int e = tl_synth_enqueue(c->synth, &l, s->s);
-        if (e) {
-            fprintf(stderr, "tally-run: launch: %s\n", cudaGetErrorString((cudaError_t)e));
-            tl_synth_slot_release(c->synth, (unsigned)slot);
-            return TL_EIO;
-        }
-    }
+    int slot = -1, r = 0;
+    if (s->worker >= 0) r = send_launch(c, s, id, &l, batch);
+    else if (batch) batch_add(c, s, &l);
+    else r = enqueue_local(c, s, &l, &slot);
+    if (r) return r;
     tl_pending *p = q_push(s);
     p->remote = s->worker >= 0;
     p->id = ++c->next_id;
@@ -451,7 +545,9 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     p->is_kernel = true;
     p->ptb = l.workers > 0;
     p->slot = slot;
-    p->ev_end = ev;
+    p->batched = batch;
+    p->unflushed = batch && !p->remote;
+    p->graph = -1;
     p->gen = slot >= 0 ? tl_synth_slot_gen(c->synth, (unsigned)slot) : 0;
     p->cb = cb;
     p->arg = arg;
@@ -464,6 +560,7 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
     p->issued_ns = host_now(c);
     c->inflight++;
+    if (batch && s->worker >= 0) batch_add(c, s, &l); /* the worker holds the launch; FLUSH closes it */
     tl_watchdog_kick(c->watchdog, true);
     if (out) *out = p->id;
     return 0;
@@ -501,6 +598,7 @@ static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_
     if (sid < 0 || sid >= c->n_streams || !op || (op->kind != TL_OP_MEMCPY && op->kind != TL_OP_MEMSET))
         return TL_EINVAL;
     tl_dstream *s = &c->streams[sid];
+    if (s->n_batch && flush_stream(c, s)) return c->flush_failed;
     size_t bytes = op->bytes ? op->bytes : 1;
     if (s->worker >= 0) {
         tl_wmsg m;
@@ -638,7 +736,8 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
             r->retreated = done < count;
         }
         r->next_block = p->begin + done;
-        if (!p->remote) tl_synth_slot_release(c->synth, (unsigned)p->slot);
+        if (!p->remote && p->batched) tl_gcache_done(c->gcache, p->graph);
+        else if (!p->remote) tl_synth_slot_release(c->synth, (unsigned)p->slot);
         if (p->job >= 0 && p->job < c->n_jstats) {
             tl_job_stats *js = &c->jstats[p->job];
             js->sm_busy_ns += (tl_ns)((double)dur * p->avg_sms);
@@ -732,6 +831,7 @@ static int poll_completions(tl_device *d, tl_err *err)
                 if (!p->r_done) break;
                 if (p->r_failed) return tl_errf(err, TL_EIO, "GPU work failed in a context worker");
             } else if (p->is_kernel) {
+                if (p->unflushed) break;
                 if (tl_synth_record(c->synth, (unsigned)p->slot)->gen != p->gen) {
                     /* Not done yet; now and then ask the stream whether it failed. */
                     if ((++c->spins & 1023) == 0) {
@@ -768,6 +868,7 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
 {
     tl_cuda *c = C(d);
     for (;;) {
+        if (flush_all(c)) return flush_error(c, err);
         int r = poll_completions(d, err);
         if (r < 0) return r;
         tl_ns now = host_now(c);
@@ -783,6 +884,7 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
             enter_cb(c, t.at < now ? t.at : now);
             t.cb(t.arg, c->logical);
             c->in_cb--;
+            if (flush_all(c)) return flush_error(c, err);
             fired++;
             now = host_now(c);
         }
@@ -846,6 +948,7 @@ static int cu_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err 
             *out = c->meas[i].ns;
             return 0;
         }
+    if (flush_all(c)) return flush_error(c, err); /* what is queued goes before the timed run */
     c->measuring = true;
     r = tl_cuda_time_launch(c, &l, 5, c->calib_stream, out, err);
     c->measuring = false;
@@ -868,6 +971,14 @@ static void cu_close(tl_device *d)
     tl_cuda *c = C(d);
     if (!c) return;
     cudaDeviceSynchronize();
+    tl_gcache_stats gs = {0};
+    if (c->gcache) tl_gcache_get_stats(c->gcache, &gs);
+    if (gs.launches || gs.no_room)
+        fprintf(stderr, "tally-run: CUDA graphs: %llu launches of %llu kernels; %llu instantiated (%.1f ms in all, "
+                        "longest %.2f ms); %llu dropped for slots; %llu batches launched one by one (no slots)\n",
+                (unsigned long long)gs.launches, (unsigned long long)gs.nodes, (unsigned long long)gs.instantiations,
+                gs.instantiate_ns / 1e6, gs.instantiate_max_ns / 1e6, (unsigned long long)gs.evictions,
+                (unsigned long long)gs.no_room);
     tl_watchdog_stop(c->watchdog);
     for (int i = 0; i < c->n_workers; i++) tl_worker_stop(&c->workers[i]);
     free(c->workers);
@@ -878,6 +989,7 @@ static void cu_close(tl_device *d)
     for (int i = 0; i < c->n_streams; i++) {
         if (c->streams[i].worker < 0) cudaStreamDestroy(c->streams[i].s);
         free(c->streams[i].q);
+        free(c->streams[i].batch);
     }
     for (int i = 0; i < c->n_ctxs; i++)
         if (c->ctxs[i].green && c->drv.GreenCtxDestroy) c->drv.GreenCtxDestroy(c->ctxs[i].green);
@@ -887,6 +999,7 @@ static void cu_close(tl_device *d)
     if (c->calib_stream) cudaStreamDestroy(c->calib_stream);
     if (c->host_buf) cudaFreeHost(c->host_buf);
     if (c->dev_buf) cudaFree(c->dev_buf);
+    tl_gcache_free(c->gcache);
     tl_synth_close(c->synth);
     tl_calib_db_close(&c->calib);
     free(c->streams);
@@ -981,7 +1094,8 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     if (r) goto fail;
     if ((r = tl_cuda_calib_load(c, err))) goto fail;
     if ((r = tl_calib_db_measure_each(&c->calib, c->info.name, meas_put, c, err))) goto fail;
-    if ((e = tl_synth_open(&c->synth, NSLOTS))) { r = tl_cuda_errf(err, e, "synthetic kernels"); goto fail; }
+    if ((e = tl_synth_open(&c->synth, TL_GCACHE_PROCESS_SLOTS))) { r = tl_cuda_errf(err, e, "synthetic kernels"); goto fail; }
+    c->gcache = tl_gcache_new(c->synth);
     if ((e = (int)cudaStreamCreateWithPriority(&c->ctl_stream, cudaStreamNonBlocking, d->gpu.stream_prio_greatest)) ||
         (e = (int)cudaStreamCreateWithFlags(&c->calib_stream, cudaStreamNonBlocking))) {
         r = tl_cuda_errf(err, e, "control streams");
@@ -1006,9 +1120,11 @@ fail:
 void tl_cuda_get_info(tl_device *d, tl_cuda_info *out) { *out = C(d)->info; }
 void tl_cuda_get_calib_stats(tl_device *d, tl_cuda_calib_stats *out) { *out = C(d)->cstats; }
 void tl_cuda_get_loop_stats(tl_device *d, tl_cuda_loop_stats *out) { *out = C(d)->loop; }
+void tl_cuda_get_graph_stats(tl_device *d, tl_gcache_stats *out) { tl_gcache_get_stats(C(d)->gcache, out); }
 
 int tl_cuda_sync(tl_device *d, tl_err *err)
 {
+    if (flush_all(C(d))) return flush_error(C(d), err);
     int e = (int)cudaDeviceSynchronize();
     return e ? tl_cuda_errf(err, e, "cudaDeviceSynchronize") : 0;
 }

@@ -18,6 +18,10 @@
  * occupy, min(blocks launched, SMs of its context), an approximation: the
  * device cannot see per-SM residency.
  *
+ * Graph jobs (ops marked graph): the whole-grid launches issued to a stream in
+ * one turn of the loop run as one CUDA graph, launched when the turn ends
+ * (graph_cache.h); slices and PTB launches of such jobs go one by one.
+ *
  * Contexts: the first TL_CTX_TIMESLICED context is the process's own primary
  * context; TL_CTX_PARTITION contexts are green contexts carved from the SMs not
  * yet given to another partition. TL_CTX_MPS and further TL_CTX_TIMESLICED
@@ -29,6 +33,7 @@
 
 #include <stdbool.h>
 
+#include "graph_cache.h"
 #include "tally/device.h"
 #include "tally/trace.h"
 
@@ -93,6 +98,8 @@ int tl_cuda_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_pla
 void tl_cuda_get_info(tl_device *d, tl_cuda_info *out);
 void tl_cuda_get_calib_stats(tl_device *d, tl_cuda_calib_stats *out);
 void tl_cuda_get_loop_stats(tl_device *d, tl_cuda_loop_stats *out);
+/* Graph jobs' CUDA graphs so far (graph_cache.h). */
+void tl_cuda_get_graph_stats(tl_device *d, tl_gcache_stats *out);
 /* Wait for all GPU work to finish (without running callbacks). */
 int tl_cuda_sync(tl_device *d, tl_err *err);
 

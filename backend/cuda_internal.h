@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "cuda_device.h"
+#include "graph_cache.h"
 #include "synth.h"
 #include "worker.h"
 
@@ -28,6 +29,9 @@ typedef struct tl_pending {
     double avg_sms;
     tl_ns issued_ns;
     unsigned int gen;         /* local kernels: generation its record will carry */
+    bool batched;             /* a node of a graph batch (graph_cache.h) */
+    bool unflushed;           /* ... whose batch is not launched yet (slot unknown) */
+    int graph;                /* local batched kernels: tl_gcache handle */
     /* ops on a worker's stream: filled from its TL_W_DONE message */
     bool remote, r_done, r_failed;
     uint64_t r_start_gt, r_end_gt;
@@ -43,6 +47,9 @@ typedef struct tl_dstream {
     int remote;               /* the worker's stream index */
     tl_pending *q;            /* ring */
     size_t head, n, cap;
+    tl_synth_launch *batch;   /* graph launches issued this loop turn, not launched yet:
+                                 the last n_batch entries of q */
+    size_t n_batch, cap_batch;
 } tl_dstream;
 
 typedef struct tl_dctx {
@@ -149,6 +156,11 @@ typedef struct tl_cuda {
     volatile bool measuring;  /* inside measure() (for the watchdog's report) */
     tl_ns logical;            /* event time seen by callbacks (monotonic) */
     tl_cuda_loop_stats loop;
+
+    tl_gcache *gcache;        /* CUDA graphs of graph jobs' batches */
+    int open_batches;         /* streams with n_batch > 0 */
+    int flush_failed;         /* a batch launch failed after its launch calls returned 0: */
+    tl_err flush_err;         /* ... tl_dev_run returns this */
 
     tl_worker *workers;       /* context workers (worker.h) */
     int n_workers;

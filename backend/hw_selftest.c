@@ -11,9 +11,10 @@
 #include "cuda_device.h"
 
 /* A tiny trace holding the synthetic ops, so the device knows their names. */
-enum { K_LONG, K_SHORT, K_PTB, K_COMPUTE, K_MEMORY, K_TINY, K_N };
+enum { K_LONG, K_SHORT, K_PTB, K_COMPUTE, K_MEMORY, K_TINY, K_GRAPH, K_N };
 static char *names[] = {"", "selftest_gemm_long", "selftest_gemm_short", "selftest_elementwise_ptb",
-                        "selftest_conv_compute", "selftest_copy_memory", "selftest_tiny_memory"};
+                        "selftest_conv_compute", "selftest_copy_memory", "selftest_tiny_memory",
+                        "selftest_tiny_graph"};
 
 static void make_trace(tl_trace *t, tl_op *ops)
 {
@@ -26,6 +27,7 @@ static void make_trace(tl_trace *t, tl_op *ops)
         [K_COMPUTE] = {132 * 4, 256, 500 * TL_NS_PER_US},
         [K_MEMORY] = {132 * 16, 256, 200 * TL_NS_PER_US},
         [K_TINY] = {132, 128, 5 * TL_NS_PER_US},
+        [K_GRAPH] = {132, 128, 5 * TL_NS_PER_US}, /* K_TINY, launched as a CUDA graph */
     };
     for (int i = 0; i < K_N; i++) {
         ops[i].kind = TL_OP_KERNEL;
@@ -36,7 +38,9 @@ static void make_trace(tl_trace *t, tl_op *ops)
         ops[i].block[1] = ops[i].block[2] = 1;
         ops[i].regs = 32;
         ops[i].dur_ns = shape[i].dur;
+        ops[i].event = -1;
     }
+    ops[K_GRAPH].graph = 1;
     static tl_iteration it;
     it.ops = ops;
     it.n_ops = K_N;
@@ -268,6 +272,7 @@ done_part:
     }
     /* 6. back to back: what one queued launch costs beyond its kernel, for a
      * 5 us and a 30 us kernel (hw_gap.c). */
+    tl_hw_gap tiny_gap = {0};
     {
         int kinds[2] = {K_TINY, K_SHORT};
         for (int v = 0; v < 2; v++) {
@@ -277,7 +282,35 @@ done_part:
                          "kernel median %.2f us, end-to-next-start gap median %.2f us\n",
                     names[kinds[v] + 1], g.launches, g.issue_ns / 1e3, g.period_ns / 1e3, g.kernel_ns / 1e3,
                     g.gap_ns / 1e3);
+            if (v == 0) tiny_gap = g;
         }
+    }
+    /* 8. CUDA graphs (graph_cache.h): the 5 us kernel as a graph job's, 500
+     * launches issued in one turn go as one graph; the same batch again must
+     * reuse it; the same on a second context's stream (a worker process). */
+    {
+        tl_hw_gap g[2];
+        tl_gcache_stats gs;
+        for (int pass = 0; pass < 2; pass++)
+            if ((r = tl_hw_stream_gap(&dev, s_lo, &ops[K_GRAPH], 500, &g[pass], err)) < 0) goto out;
+        tl_cuda_get_graph_stats(&dev, &gs);
+        fprintf(out, "selftest: graph: 2 x %d launches: %llu graph launches of %llu kernels, %llu instantiated "
+                     "(%.2f ms); gap inside the graph %.2f / %.2f us vs %.2f launched one by one",
+                g[0].launches, (unsigned long long)gs.launches, (unsigned long long)gs.nodes,
+                (unsigned long long)gs.instantiations, gs.instantiate_ns / 1e6, g[0].gap_ns / 1e3, g[1].gap_ns / 1e3,
+                tiny_gap.gap_ns / 1e3);
+        check(out, "graph", gs.launches == 2 && gs.nodes == 1000 && gs.instantiations == 1 &&
+                                g[1].gap_ns < tiny_gap.gap_ns, &fails);
+        tl_ctx_config wc = {.kind = TL_CTX_TIMESLICED, .job = 1};
+        tl_ctx_id wctx;
+        tl_stream_id ws;
+        tl_hw_gap wg;
+        if ((r = tl_dev_ctx_create(&dev, &wc, &wctx, err)) < 0 || (r = tl_dev_stream_create(&dev, wctx, 0, &ws, err)) < 0 ||
+            (r = tl_hw_stream_gap(&dev, ws, &ops[K_GRAPH], 500, &wg, err)) < 0)
+            goto out;
+        fprintf(out, "selftest: graph in a worker process: %d launches done, gap inside the graph %.2f us",
+                wg.launches, wg.gap_ns / 1e3);
+        check(out, "graph worker", wg.launches == 500 && wg.gap_ns < tiny_gap.gap_ns, &fails);
     }
     /* 7. copy bandwidth: what a model upload (PipeSwitch) or a copy without a
      * traced duration takes; the simulator's GPU table has pcie_gbps for it. */

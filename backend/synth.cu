@@ -399,6 +399,13 @@ extern "C" void tl_synth_slot_release(tl_synth *s, unsigned int slot)
     s->free_list[s->n_free++] = slot;
 }
 
+extern "C" unsigned int tl_synth_slots_free(const tl_synth *s) { return s->n_free; }
+
+extern "C" void tl_synth_rec_arm(tl_synth *s, unsigned int slot)
+{
+    if (slot < s->nslots) s->recs_h[slot].gen = 0;
+}
+
 extern "C" const volatile tl_synth_rec *tl_synth_record(const tl_synth *s, unsigned int slot)
 {
     return &s->recs_h[slot];

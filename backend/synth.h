@@ -78,6 +78,11 @@ int tl_synth_variant_cap(int variant);
  * record was read. Returns -1 when all are in flight. */
 int tl_synth_slot_acquire(tl_synth *s);
 void tl_synth_slot_release(tl_synth *s, unsigned int slot);
+/* Slots not in use (graph_cache.c keeps some for ordinary launches). */
+unsigned int tl_synth_slots_free(const tl_synth *s);
+/* Clear a slot's host record before its launch is started again without
+ * tl_synth_enqueue (a relaunched CUDA graph whose node owns the slot). */
+void tl_synth_rec_arm(tl_synth *s, unsigned int slot);
 /* Host record of a slot (valid after the launch completed). */
 const volatile tl_synth_rec *tl_synth_record(const tl_synth *s, unsigned int slot);
 /* Generation stamped into the slot's next launch (for retreat and checks). */

@@ -68,8 +68,10 @@ static void usage(FILE *f)
 "  -v, --verbose            calibration details on stderr\n"
 "\n"
 "Before its runs, run measures the gap the replay's kernels leave between them\n"
-"on a stream and records it in the database (meta hw_stream_gap_ns), which\n"
-"tally-validate then simulates with.\n"
+"on a stream and records it in the database (meta hw_stream_gap_ns; with graph\n"
+"jobs also inside a CUDA graph: hw_graph_gap_ns), which tally-validate then\n"
+"simulates with. Jobs with \"graph\": true launch each iteration's kernels as\n"
+"one CUDA graph (cached per distinct iteration and stream).\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
 "70 internal error or watchdog, 73 cannot write the database.\n");
@@ -460,8 +462,9 @@ static int cuda_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_e
 
 /* The replay's back-to-back gap on this GPU, before the runs (hw_gap.c):
  * 2000 queued 5 us kernels of 132 x 128 threads, the size of many of a
- * framework's small kernels. */
-static int probe_stream_gap(tl_device *d, tl_hw_gap *g, tl_err *err)
+ * framework's small kernels; graph: the same kernels launched as one CUDA
+ * graph, as graph jobs' are (graph_cache.h). */
+static int probe_stream_gap(tl_device *d, bool graph, tl_hw_gap *g, tl_err *err)
 {
     static char *names[] = {"", "tally_stream_gap_probe"};
     tl_op op;
@@ -473,6 +476,7 @@ static int probe_stream_gap(tl_device *d, tl_hw_gap *g, tl_err *err)
     op.regs = 32;
     op.dur_ns = 5 * TL_NS_PER_US;
     op.event = -1;
+    op.graph = graph;
     tl_iteration it = {.ops = &op, .n_ops = 1};
     tl_trace t;
     memset(&t, 0, sizeof t);
@@ -550,22 +554,30 @@ static int cmd_run(cli *c, int argc, char **argv)
             tl_cuda_forget_trace(&d, &t);
             tl_trace_close(&t);
         }
-    tl_hw_gap gap = {0};
-    bool have_gap = false;
-    if (r >= 0) {
+    /* [0]: launched one by one (meta hw_stream_gap_ns); [1]: inside a CUDA
+     * graph (hw_graph_gap_ns), probed when a job is launched as graphs */
+    static const char *const gap_meta[2] = {"hw_stream_gap_ns", "hw_graph_gap_ns"};
+    tl_hw_gap gap[2];
+    bool have_gap[2] = {false, false};
+    bool graphs = false;
+    for (int s = 0; s < e.n_sets; s++)
+        for (int j = 0; j < e.sets[s].n_jobs; j++) graphs |= e.sets[s].jobs[j].graph;
+    for (int g = 0; g < (graphs ? 2 : 1) && r >= 0; g++) {
         /* a probe that fails costs the record, not the runs */
         tl_err gerr = {0};
-        have_gap = probe_stream_gap(&d, &gap, &gerr) >= 0;
-        tl_cuda_loop_stats ls;
+        tl_cuda_loop_stats l0, ls;
+        tl_cuda_get_loop_stats(&d, &l0);
+        have_gap[g] = probe_stream_gap(&d, g == 1, &gap[g], &gerr) >= 0;
         tl_cuda_get_loop_stats(&d, &ls);
-        if (have_gap)
-            fprintf(stderr, "tally-run: back-to-back gap of the replay's kernels: %.2f us (median of %d; "
+        if (have_gap[g])
+            fprintf(stderr, "tally-run: back-to-back gap of the replay's kernels%s: %.2f us (median of %d; "
                             "kernel %.2f us, period %.2f us; GPU clock offset raised %llu times, by "
-                            "%.2f us in all); recorded as meta hw_stream_gap_ns\n",
-                    gap.gap_ns / 1e3, gap.launches, gap.kernel_ns / 1e3, gap.period_ns / 1e3,
-                    (unsigned long long)ls.offset_raises, ls.offset_raised_ns / 1e3);
+                            "%.2f us in all); recorded as meta %s\n",
+                    g ? " inside a CUDA graph" : "", gap[g].gap_ns / 1e3, gap[g].launches, gap[g].kernel_ns / 1e3,
+                    gap[g].period_ns / 1e3, (unsigned long long)(ls.offset_raises - l0.offset_raises),
+                    (ls.offset_raised_ns - l0.offset_raised_ns) / 1e3, gap_meta[g]);
         else
-            fprintf(stderr, "tally-run: warning: %s; meta hw_stream_gap_ns not recorded\n", gerr.msg);
+            fprintf(stderr, "tally-run: warning: %s; meta %s not recorded\n", gerr.msg, gap_meta[g]);
     }
     tl_dev_close(&d);
     if (r < 0) {
@@ -582,13 +594,15 @@ static int cmd_run(cli *c, int argc, char **argv)
     c->so.clocks = clocks;
     r = tl_sweep_run(&e, &c->so, stdout, &err);
     tl_experiment_close(&e);
-    if (r >= 0 && have_gap) {
+    for (int g = 0; g < 2 && r >= 0; g++) {
+        if (!have_gap[g])
+            continue;
         /* with the runs, for tally-validate (the latest measurement wins) */
         tl_results db;
         char v[32];
-        snprintf(v, sizeof v, "%lld", (long long)gap.gap_ns);
+        snprintf(v, sizeof v, "%lld", (long long)gap[g].gap_ns);
         if ((r = tl_results_open(&db, c->so.db_path, &err)) >= 0) {
-            r = tl_results_set_meta(&db, "hw_stream_gap_ns", v, &err);
+            r = tl_results_set_meta(&db, gap_meta[g], v, &err);
             tl_results_close(&db);
         }
     }

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "graph_cache.h"
 #include "worker.h"
 
 static void inbox_push(tl_worker *w, const tl_wmsg *m)
@@ -150,6 +151,7 @@ typedef struct wpend {
     uint64_t id;
     bool kernel;
     int slot;
+    int graph;               /* >= 0: a node of that cached graph (done when its record says so) */
     cudaEvent_t e0, e1;
 } wpend;
 
@@ -157,7 +159,64 @@ typedef struct wstream {
     cudaStream_t s;
     wpend *q;
     size_t head, n, cap;
+    tl_synth_launch *batch;  /* LAUNCHes with batch set, until FLUSH */
+    uint64_t *batch_ids;
+    size_t n_batch, cap_batch;
 } wstream;
+
+static void wq_push(wstream *s, const wpend *w)
+{
+    void *q = s->q;
+    tl_ring_reserve(&q, sizeof *s->q, &s->head, s->n, &s->cap, 64);
+    s->q = q;
+    s->q[(s->head + s->n) % s->cap] = *w;
+    s->n++;
+}
+
+/* An ordinary launch: its own slot, an event after it. */
+static int launch_one(tl_synth *syn, wstream *s, tl_synth_launch *l, wpend *w)
+{
+    w->kernel = true;
+    w->graph = -1;
+    w->slot = tl_synth_slot_acquire(syn);
+    l->slot = (unsigned)w->slot;
+    int e = w->slot < 0 ? (int)cudaErrorMemoryAllocation : tl_synth_enqueue(syn, l, s->s);
+    if (!e) e = (int)cudaEventCreateWithFlags(&w->e1, cudaEventDisableTiming);
+    if (!e) e = (int)cudaEventRecord(w->e1, s->s);
+    return e;
+}
+
+/* FLUSH: the stream's batch as one graph (graph_cache.h), or one by one when
+ * the cached graphs hold too many slots. Returns a cudaError_t. */
+static int launch_batch(tl_synth *syn, tl_gcache *gc, wstream *s, size_t *inflight)
+{
+    size_t n = s->n_batch;
+    s->n_batch = 0;
+    if (!n) return 0;
+    unsigned int *slots = calloc(n, sizeof *slots);
+    int graph = -1;
+    int e = slots ? tl_gcache_launch(gc, s->batch, n, s->s, slots, &graph) : (int)cudaErrorMemoryAllocation;
+    for (size_t i = 0; i < n && e <= 0; i++) {
+        wpend w;
+        memset(&w, 0, sizeof w);
+        w.id = s->batch_ids[i];
+        if (e == TL_ENOMEM) {
+            int le = launch_one(syn, s, &s->batch[i], &w);
+            if (le) {
+                e = le;
+                break;
+            }
+        } else {
+            w.kernel = true;
+            w.slot = (int)slots[i];
+            w.graph = graph;
+        }
+        wq_push(s, &w);
+        (*inflight)++;
+    }
+    free(slots);
+    return e > 0 ? e : 0;
+}
 
 static void reply_error(int fd, const char *fmt, const char *what)
 {
@@ -174,12 +233,14 @@ int tl_worker_main(int fd, int device)
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     tl_synth *syn = NULL;
+    tl_gcache *gc = NULL;
     int e = (int)cudaSetDevice(device);
-    if (!e) e = tl_synth_open(&syn, 4096);
+    if (!e) e = tl_synth_open(&syn, TL_GCACHE_PROCESS_SLOTS);
     if (e) {
         reply_error(fd, "CUDA: %s", cudaGetErrorString((cudaError_t)e));
         return 1;
     }
+    gc = tl_gcache_new(syn);
     cudaStream_t ctl;
     int least = 0, greatest = 0;
     cudaDeviceGetStreamPriorityRange(&least, &greatest);
@@ -235,19 +296,25 @@ int tl_worker_main(int fd, int device)
                     break;
                 }
                 wstream *s = &ss[m.stream];
+                if (m.type == TL_W_LAUNCH && m.batch) {
+                    if (s->n_batch == s->cap_batch) {
+                        s->cap_batch = s->cap_batch ? 2 * s->cap_batch : 256;
+                        s->batch = tl_xrealloc(s->batch, s->cap_batch * sizeof *s->batch);
+                        s->batch_ids = tl_xrealloc(s->batch_ids, s->cap_batch * sizeof *s->batch_ids);
+                    }
+                    s->batch[s->n_batch] = m.launch;
+                    s->batch_ids[s->n_batch++] = m.id;
+                    break;
+                }
                 wpend w;
                 memset(&w, 0, sizeof w);
                 w.id = m.id;
                 w.slot = -1;
+                w.graph = -1;
                 if (m.type == TL_W_LAUNCH) {
-                    w.kernel = true;
-                    w.slot = tl_synth_slot_acquire(syn);
-                    m.launch.slot = (unsigned)w.slot;
                     m.launch.salt = salt;
                     salt += 0x9e3779b97f4a7c15ull >> 20;
-                    e = w.slot < 0 ? (int)cudaErrorMemoryAllocation : tl_synth_enqueue(syn, &m.launch, s->s);
-                    if (!e) e = (int)cudaEventCreateWithFlags(&w.e1, cudaEventDisableTiming);
-                    if (!e) e = (int)cudaEventRecord(w.e1, s->s);
+                    e = launch_one(syn, s, &m.launch, &w);
                 } else {
                     size_t bytes = m.bytes ? m.bytes : 1;
                     if (bytes > buf_bytes) {
@@ -271,14 +338,18 @@ int tl_worker_main(int fd, int device)
                     reply_error(fd, "worker: %s", cudaGetErrorString((cudaError_t)e));
                     break;
                 }
-                void *q = s->q;
-                tl_ring_reserve(&q, sizeof *s->q, &s->head, s->n, &s->cap, 64);
-                s->q = q;
-                s->q[(s->head + s->n) % s->cap] = w;
-                s->n++;
+                wq_push(s, &w);
                 inflight++;
                 break;
             }
+            case TL_W_FLUSH:
+                if (m.stream < 0 || m.stream >= n_ss) {
+                    reply_error(fd, "worker: unknown stream%s", "");
+                    break;
+                }
+                if ((e = launch_batch(syn, gc, &ss[m.stream], &inflight)))
+                    reply_error(fd, "worker: graph launch: %s", cudaGetErrorString((cudaError_t)e));
+                break;
             case TL_W_RETREAT:
                 for (int i = 0; i < n_ss; i++)
                     for (size_t j = 0; j < ss[i].n; j++) {
@@ -297,8 +368,13 @@ int tl_worker_main(int fd, int device)
             wstream *s = &ss[i];
             while (s->n) {
                 wpend *w = &s->q[s->head];
-                cudaError_t q = cudaEventQuery(w->e1);
-                if (q == cudaErrorNotReady) break;
+                cudaError_t q = cudaSuccess;
+                if (w->graph >= 0) {
+                    if (tl_synth_record(syn, (unsigned)w->slot)->gen != tl_synth_slot_gen(syn, (unsigned)w->slot)) break;
+                } else {
+                    q = cudaEventQuery(w->e1);
+                    if (q == cudaErrorNotReady) break;
+                }
                 tl_wmsg r;
                 memset(&r, 0, sizeof r);
                 r.type = TL_W_DONE;
@@ -311,14 +387,15 @@ int tl_worker_main(int fd, int device)
                     r.end_gt = rec->end_gt;
                     r.claimed = rec->claimed;
                     if (rec->gen != tl_synth_slot_gen(syn, (unsigned)w->slot)) r.end_gt = r.start_gt = 0;
-                    tl_synth_slot_release(syn, (unsigned)w->slot);
+                    if (w->graph >= 0) tl_gcache_done(gc, w->graph);
+                    else tl_synth_slot_release(syn, (unsigned)w->slot);
                 } else {
                     float ms = 0;
                     cudaEventElapsedTime(&ms, w->e0, w->e1);
                     r.dur_ns = (int64_t)((double)ms * 1e6);
                     cudaEventDestroy(w->e0);
                 }
-                cudaEventDestroy(w->e1);
+                if (w->e1) cudaEventDestroy(w->e1);
                 send(fd, &r, sizeof r, MSG_NOSIGNAL);
                 s->head = (s->head + 1) % s->cap;
                 s->n--;
@@ -327,6 +404,7 @@ int tl_worker_main(int fd, int device)
         }
     }
     cudaDeviceSynchronize();
+    tl_gcache_free(gc);
     tl_synth_close(syn);
     return 0;
 }

@@ -7,7 +7,8 @@
  * and each such context is a child 'tally-run __worker FD DEVICE' that only
  * executes: it receives stream creations, synthetic launches (already
  * planned: kind, variant, units per block, block range, PTB workers), copies
- * and retreats over a SOCK_SEQPACKET socket pair, and reports each completion
+ * and retreats over a SOCK_SEQPACKET socket pair (a graph job's launches come
+ * as a batch closed by FLUSH and run as one CUDA graph), and reports each completion
  * with the kernel's %globaltimer stamps (one clock for every process on the
  * GPU, so the parent maps them with its own offset). The parent's event loop
  * polls the sockets with the CUDA events; callbacks still run on its thread.
@@ -34,6 +35,7 @@ enum {
     TL_W_QUIT,        /* parent -> worker: finish and exit */
     TL_W_DONE,        /* worker -> parent: id completed (stamps, claimed, dur_ns) */
     TL_W_ERROR,       /* worker -> parent: text */
+    TL_W_FLUSH,       /* parent -> worker: launch 'stream''s batch (LAUNCHes with batch set) as one graph */
 };
 
 typedef struct tl_wmsg {
@@ -49,6 +51,7 @@ typedef struct tl_wmsg {
     uint32_t claimed;
     int64_t dur_ns;
     int32_t sms;           /* READY: SMs the worker's context reports */
+    int32_t batch;         /* LAUNCH: 1 = hold it for the stream's next FLUSH (graph_cache.h) */
     char text[160];
 } tl_wmsg;
 

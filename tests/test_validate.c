@@ -585,6 +585,22 @@ static void test_self_validation(void **state)
     assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "");
     tl_experiment_close(&e);
+    /* the gap inside a CUDA graph (graph jobs) sets graph_gap_ns beside it;
+     * a user's graph_gap_ns keeps only that one from being set */
+    assert_int_equal(tl_results_open(&db, hw, &err), 0);
+    assert_int_equal(tl_results_set_meta(&db, "hw_graph_gap_ns", "2500", &err), 0);
+    tl_results_close(&db);
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
+    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    assert_string_equal(applied, "stream_gap_ns=6100;graph_gap_ns=2500");
+    tl_experiment_close(&e);
+    tl_experiment_init(&e);
+    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
+    assert_int_equal(tl_experiment_set_sim_param(&e, "graph_gap_ns=900", &err), 0);
+    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    assert_string_equal(applied, "stream_gap_ns=6100");
+    tl_experiment_close(&e);
     assert_int_equal(tl_results_open(&db, hw, &err), 0);
     assert_int_equal(tl_results_set_meta(&db, "hw_stream_gap_ns", "-5", &err), 0);
     tl_results_close(&db);

@@ -128,8 +128,9 @@ int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char
  * 1 and the value in buf if there, 0 if not, < 0 on errors. Read-only. */
 int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t cap, tl_err *err);
 /* The simulator parameters tally-run recorded of its replay in hw_db (meta
- * hw_stream_gap_ns: the synthetic kernels' back-to-back gap) and e does not
- * set already, set on e; "KEY=VALUE" of what was set in applied ("" none). */
+ * hw_stream_gap_ns: the synthetic kernels' back-to-back gap -> stream_gap_ns;
+ * hw_graph_gap_ns: the same inside a CUDA graph -> graph_gap_ns) and e does
+ * not set already, set on e; "KEY=VALUE;..." of what was set in applied ("" none). */
 int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, size_t cap,
                             tl_err *err);
 /* Simulate e into sim_db (runs already there are kept: resume). */

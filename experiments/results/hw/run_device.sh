@@ -25,6 +25,14 @@
 #              work on the host (tally, tgs, pipeswitch) and under
 #              priority-streams, 5 s after 1 s: the cost of their host
 #              round trips with no other job (OUTDIR/be_alone.db)
+#   graph-smoke  selftest (with its CUDA-graph checks), then the graph headline
+#              spec 2 s after 1 s under priority-streams, tally, mps and
+#              time-slicing: OUTDIR/graph_smoke.db
+#   graph-rep1 the graph headline spec (tally_headline.json: every job launched
+#              as CUDA graphs), all six policies, 8 s after 2 s, repetition 1:
+#              OUTDIR/graph_1.db
+#   graph-rep2 repetition 2 on a copy of graph_1.db from GRAPH_DB (default:
+#              this folder's headline_graph.db): OUTDIR/graph_2.db
 # The calibration cache is this folder's calib.sqlite (copied to OUTDIR and
 # used from there, so that new entries come back).
 set -u
@@ -76,6 +84,19 @@ for step in "$@"; do
         h100=traces/bundled/h100
         $B run -J "name=resnet50-train,trace=$h100/resnet50_train_b32_steps.json.gz,role=training,model_mb=100" \
                -p tally -p tgs -p pipeswitch -p priority-streams -t 5 -w 1 -S 1 -q -d "$out/be_alone.db"
+        echo "rc=$?" ;;
+    graph-smoke)
+        $B selftest
+        echo "rc=$?"
+        $B run -s experiments/specs/tally_headline.json -t 2 -w 1 -r 1 -p priority-streams -p tally -p mps \
+               -p time-slicing -q -d "$out/graph_smoke.db"
+        echo "rc=$?" ;;
+    graph-rep1)
+        $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 1 -q -d "$out/graph_1.db"
+        echo "rc=$?" ;;
+    graph-rep2)
+        cp "${GRAPH_DB:-experiments/results/hw/headline_graph.db}" "$out/graph_2.db"
+        $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 2 -q -d "$out/graph_2.db"
         echo "rc=$?" ;;
     *) echo "unknown step $step"; exit 64 ;;
     esac

@@ -1,0 +1,208 @@
+/* Cached CUDA graphs of synthetic launches (design in graph_cache.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "graph_cache.h"
+
+typedef struct cached_graph {
+    uint64_t hash;
+    void *stream;
+    tl_synth_launch *key;     /* n launches, slot and salt zeroed */
+    size_t n;
+    unsigned int *slots;      /* owned while cached */
+    cudaGraphExec_t exec;     /* NULL: free entry */
+    size_t outstanding;       /* nodes of its latest launch not yet done */
+    uint64_t last_use;
+} cached_graph;
+
+struct tl_gcache {
+    tl_synth *synth;
+    cached_graph *g;
+    size_t n_g, cap_g;
+    tl_synth_launch *scratch;
+    size_t cap_scratch;
+    uint64_t tick;
+    unsigned long long salt;
+    tl_gcache_stats st;
+};
+
+tl_gcache *tl_gcache_new(tl_synth *s)
+{
+    tl_gcache *g = tl_xcalloc(1, sizeof *g);
+    g->synth = s;
+    g->salt = 0x5bd1e995ull << 20;
+    return g;
+}
+
+static void drop(tl_gcache *g, cached_graph *c)
+{
+    cudaGraphExecDestroy(c->exec);
+    for (size_t i = 0; i < c->n; i++) tl_synth_slot_release(g->synth, c->slots[i]);
+    free(c->key);
+    free(c->slots);
+    memset(c, 0, sizeof *c);
+    g->st.cached--;
+}
+
+void tl_gcache_free(tl_gcache *g)
+{
+    if (!g) return;
+    for (size_t i = 0; i < g->n_g; i++)
+        if (g->g[i].exec) drop(g, &g->g[i]);
+    free(g->g);
+    free(g->scratch);
+    free(g);
+}
+
+/* The launch with what varies per launch (slot, salt) and padding zeroed, so
+ * that equal batches compare equal byte for byte. */
+static tl_synth_launch normalized(const tl_synth_launch *l)
+{
+    tl_synth_launch k;
+    memset(&k, 0, sizeof k);
+    k.kind = l->kind;
+    k.variant = l->variant;
+    memcpy(k.block, l->block, sizeof k.block);
+    k.smem = l->smem;
+    k.begin = l->begin;
+    k.end = l->end;
+    k.workers = l->workers;
+    k.iters = l->iters;
+    return k;
+}
+
+static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Free slots until n more are available beside the reserve, dropping idle
+ * graphs least recently used first. */
+static int make_room(tl_gcache *g, size_t n)
+{
+    while (tl_synth_slots_free(g->synth) < n + TL_GCACHE_RESERVE) {
+        cached_graph *lru = NULL;
+        for (size_t i = 0; i < g->n_g; i++) {
+            cached_graph *c = &g->g[i];
+            if (c->exec && !c->outstanding && (!lru || c->last_use < lru->last_use)) lru = c;
+        }
+        if (!lru) return TL_ENOMEM;
+        drop(g, lru);
+        g->st.evictions++;
+    }
+    return 0;
+}
+
+static cached_graph *new_entry(tl_gcache *g)
+{
+    for (size_t i = 0; i < g->n_g; i++)
+        if (!g->g[i].exec) return &g->g[i];
+    if (g->n_g == g->cap_g) {
+        g->cap_g = g->cap_g ? 2 * g->cap_g : 64;
+        g->g = tl_xrealloc(g->g, g->cap_g * sizeof *g->g);
+    }
+    cached_graph *c = &g->g[g->n_g++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+/* Capture the batch on its stream (kernels do not run while captured) and
+ * instantiate it; its nodes keep the slots taken here. */
+static int build(tl_gcache *g, cached_graph *c, const tl_synth_launch *key, size_t n, void *stream,
+                 uint64_t hash)
+{
+    tl_ns t0 = tl_mono_ns();
+    int r = make_room(g, n);
+    if (r) return r;
+    unsigned int *slots = tl_xcalloc(n, sizeof *slots);
+    for (size_t i = 0; i < n; i++) slots[i] = (unsigned int)tl_synth_slot_acquire(g->synth);
+    cudaStream_t st = (cudaStream_t)stream;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    int e = (int)cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed);
+    if (!e) {
+        for (size_t i = 0; i < n && !e; i++) {
+            tl_synth_launch l = key[i];
+            l.slot = slots[i];
+            l.salt = g->salt;
+            g->salt += 0x9e3779b97f4a7c15ull >> 20;
+            e = tl_synth_enqueue(g->synth, &l, stream);
+        }
+        /* End the capture whatever happened, or the stream stays capturing. */
+        int e2 = (int)cudaStreamEndCapture(st, &graph);
+        if (!e) e = e2;
+    }
+    if (!e) e = (int)cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (e) {
+        cudaGetLastError();
+        for (size_t i = 0; i < n; i++) tl_synth_slot_release(g->synth, slots[i]);
+        free(slots);
+        return e;
+    }
+    c->hash = hash;
+    c->stream = stream;
+    c->key = tl_xmalloc(n * sizeof *key);
+    memcpy(c->key, key, n * sizeof *key);
+    c->n = n;
+    c->slots = slots;
+    c->exec = exec;
+    g->st.cached++;
+    g->st.instantiations++;
+    tl_ns dt = tl_mono_ns() - t0;
+    g->st.instantiate_ns += dt;
+    if (dt > g->st.instantiate_max_ns) g->st.instantiate_max_ns = dt;
+    return 0;
+}
+
+int tl_gcache_launch(tl_gcache *g, const tl_synth_launch *ls, size_t n, void *stream, unsigned int *slots,
+                     int *graph)
+{
+    if (n == 0) return (int)cudaErrorInvalidValue;
+    if (n > g->cap_scratch) {
+        g->cap_scratch = n;
+        g->scratch = tl_xrealloc(g->scratch, n * sizeof *g->scratch);
+    }
+    for (size_t i = 0; i < n; i++) g->scratch[i] = normalized(&ls[i]);
+    uint64_t hash = fnv1a(&stream, sizeof stream, fnv1a(g->scratch, n * sizeof *g->scratch, 0xcbf29ce484222325ull));
+    cached_graph *hit = NULL;
+    for (size_t i = 0; i < g->n_g && !hit; i++) {
+        cached_graph *c = &g->g[i];
+        if (c->exec && !c->outstanding && c->hash == hash && c->n == n && c->stream == stream &&
+            !memcmp(c->key, g->scratch, n * sizeof *g->scratch))
+            hit = c;
+    }
+    if (!hit) {
+        hit = new_entry(g);
+        int r = build(g, hit, g->scratch, n, stream, hash);
+        if (r == TL_ENOMEM) g->st.no_room++;
+        if (r) return r;
+    }
+    for (size_t i = 0; i < n; i++) tl_synth_rec_arm(g->synth, hit->slots[i]);
+    int e = (int)cudaGraphLaunch(hit->exec, (cudaStream_t)stream);
+    if (e) {
+        cudaGetLastError();
+        return e;
+    }
+    hit->outstanding = n;
+    hit->last_use = ++g->tick;
+    memcpy(slots, hit->slots, n * sizeof *slots);
+    *graph = (int)(hit - g->g);
+    g->st.launches++;
+    g->st.nodes += n;
+    return 0;
+}
+
+void tl_gcache_done(tl_gcache *g, int graph)
+{
+    if (graph < 0 || (size_t)graph >= g->n_g) return;
+    cached_graph *c = &g->g[graph];
+    if (c->outstanding) c->outstanding--;
+}
+
+void tl_gcache_get_stats(const tl_gcache *g, tl_gcache_stats *out) { *out = g->st; }

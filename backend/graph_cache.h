@@ -1,0 +1,69 @@
+/* CUDA-graph launches of synthetic kernels (backend-private).
+ *
+ * A job marked "graph" in the spec launches each iteration as one CUDA graph
+ * (tl_trace_as_graph marks its ops). The device collects the whole-grid
+ * launches a policy issues to one stream in one turn of the event loop and
+ * hands them here as one batch, which runs as one graph launch: the GPU then
+ * starts the kernels back to back the way a graph does, with no host launch
+ * call between them.
+ *
+ * Instantiating a graph costs far more than launching it, so executable graphs
+ * are cached by their exact launch list (kernel, shape, work units per block,
+ * block range) and stream. A replay cycles through the trace's iterations, so
+ * after one pass every batch is a hit, as a framework's captured graph is.
+ *
+ * Kernel parameters of a cached graph never change: each node owns a synth
+ * slot for as long as the graph is cached (the slot's generation, and so the
+ * value its record will carry, stays fixed) and its memory salt is fixed at
+ * capture. Before each launch the nodes' host records are re-armed. A graph is
+ * relaunched only once every node of its previous launch was reported done
+ * (tl_gcache_done); a batch whose graph still runs gets a second copy. When
+ * slots run short, idle graphs are dropped, least recently used first.
+ *
+ * Lookup is a linear scan over cached graphs comparing a 64-bit hash first: a
+ * run holds a few hundred graphs (one per distinct trace iteration segment).
+ */
+#ifndef TALLY_BACKEND_GRAPH_CACHE_H
+#define TALLY_BACKEND_GRAPH_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "synth.h"
+#include "tally/common.h"
+
+/* Synth slots a replaying process opens: cached graphs hold one per node
+ * (a few hundred thousand nodes x ~0.8 KB of device counters each at most). */
+#define TL_GCACHE_PROCESS_SLOTS (1u << 17)
+/* Slots eviction leaves free for ordinary launches. */
+#define TL_GCACHE_RESERVE 4096u
+
+typedef struct tl_gcache tl_gcache;
+
+typedef struct tl_gcache_stats {
+    uint64_t launches;        /* graph launches */
+    uint64_t nodes;           /* kernels launched inside them */
+    uint64_t instantiations;  /* graphs captured and instantiated */
+    uint64_t evictions;       /* idle graphs dropped for their slots */
+    uint64_t no_room;         /* batches refused: not enough slots (launched one by one) */
+    tl_ns instantiate_ns;     /* host time capturing and instantiating, in all */
+    tl_ns instantiate_max_ns; /* ... the longest one */
+    size_t cached;            /* graphs held now */
+} tl_gcache_stats;
+
+tl_gcache *tl_gcache_new(tl_synth *s);
+/* Destroys the graphs and gives their slots back: call with the GPU idle. */
+void tl_gcache_free(tl_gcache *g);
+
+/* Launch ls[0..n) (whole-grid synthetic launches: workers 0; slot and salt
+ * are ignored) as one CUDA graph on stream (a cudaStream_t). On success
+ * slots[i] is the slot node i reports through and *graph the handle to pass to
+ * tl_gcache_done once per node. Returns 0, a cudaError_t (> 0), or TL_ENOMEM
+ * when the slots cannot be found (nothing launched: launch them one by one). */
+int tl_gcache_launch(tl_gcache *g, const tl_synth_launch *ls, size_t n, void *stream, unsigned int *slots,
+                     int *graph);
+/* One node of graph's latest launch is done and its record was read. */
+void tl_gcache_done(tl_gcache *g, int graph);
+void tl_gcache_get_stats(const tl_gcache *g, tl_gcache_stats *out);
+
+#endif
