@@ -193,12 +193,21 @@ int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, 
             continue;
         char kv[96];
         snprintf(kv, sizeof kv, "%s=%s", param, val);
+        tl_sim_params before;
+        tl_sim_params_default(&before, &e->gpu);
+        if (tl_sim_params_apply(&before, e->sim_params, err) < 0)
+            return tl_errf(err, TL_EINVAL, "%s: the simulator parameters '%s' do not apply",
+                           hw_db, e->sim_params);
         int r = tl_experiment_set_sim_param(e, kv, err);
         if (r < 0) {
             char why[sizeof err->msg];
             snprintf(why, sizeof why, "%s", err->msg);
             return tl_errf(err, r, "%s: meta %s '%s': %s", hw_db, meta, val, why);
         }
+        /* The hardware runs' graph jobs arrived at a load of their capacity
+         * with the gap they were given (not the replay's): so do the twin's. */
+        if (!strcmp(param, "graph_gap_ns") && e->graph_capacity_gap_ns <= 0)
+            e->graph_capacity_gap_ns = before.graph_gap_ns;
         if (used < cap) {
             int w = snprintf(applied + used, cap - used, "%s%s", used ? ";" : "", kv);
             used += w > 0 ? (size_t)w : 0;

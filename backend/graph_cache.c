@@ -13,6 +13,7 @@ typedef struct cached_graph {
     tl_synth_launch *key;     /* n launches, slot and salt zeroed */
     size_t n;
     unsigned int *slots;      /* owned while cached */
+    void *publish;            /* device list for the publish kernel (synth.h) */
     cudaGraphExec_t exec;     /* NULL: free entry */
     size_t outstanding;       /* nodes of its latest launch not yet done */
     uint64_t last_use;
@@ -40,6 +41,7 @@ tl_gcache *tl_gcache_new(tl_synth *s)
 static void drop(tl_gcache *g, cached_graph *c)
 {
     cudaGraphExecDestroy(c->exec);
+    tl_synth_publish_free(c->publish);
     for (size_t i = 0; i < c->n; i++) tl_synth_slot_release(g->synth, c->slots[i]);
     free(c->key);
     free(c->slots);
@@ -124,15 +126,18 @@ static int build(tl_gcache *g, cached_graph *c, const tl_synth_launch *key, size
     cudaStream_t st = (cudaStream_t)stream;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
-    int e = (int)cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed);
+    void *publish = NULL;
+    int e = tl_synth_publish_new(g->synth, slots, n, &publish);
+    if (!e) e = (int)cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed);
     if (!e) {
         for (size_t i = 0; i < n && !e; i++) {
             tl_synth_launch l = key[i];
             l.slot = slots[i];
             l.salt = g->salt;
             g->salt += 0x9e3779b97f4a7c15ull >> 20;
-            e = tl_synth_enqueue(g->synth, &l, stream);
+            e = tl_synth_enqueue_node(g->synth, &l, stream);
         }
+        if (!e) e = tl_synth_enqueue_publish(g->synth, publish, n, stream);
         /* End the capture whatever happened, or the stream stays capturing. */
         int e2 = (int)cudaStreamEndCapture(st, &graph);
         if (!e) e = e2;
@@ -141,10 +146,12 @@ static int build(tl_gcache *g, cached_graph *c, const tl_synth_launch *key, size
     if (graph) cudaGraphDestroy(graph);
     if (e) {
         cudaGetLastError();
+        tl_synth_publish_free(publish);
         for (size_t i = 0; i < n; i++) tl_synth_slot_release(g->synth, slots[i]);
         free(slots);
         return e;
     }
+    c->publish = publish;
     c->hash = hash;
     c->stream = stream;
     c->key = tl_xmalloc(n * sizeof *key);

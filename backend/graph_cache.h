@@ -12,6 +12,12 @@
  * block range) and stream. A replay cycles through the trace's iterations, so
  * after one pass every batch is a hit, as a framework's captured graph is.
  *
+ * The graph's kernels are synth "nodes" (synth.h): their blocks only stamp
+ * times, and one publish kernel at the graph's end writes every node's record.
+ * So the host learns of a graph's kernels all at once when it ends, as it does
+ * of a real graph's (their start and end times are still each kernel's own),
+ * and the GPU starts each next kernel without the per-launch completion work.
+ *
  * Kernel parameters of a cached graph never change: each node owns a synth
  * slot for as long as the graph is cached (the slot's generation, and so the
  * value its record will carry, stays fixed) and its memory salt is fixed at

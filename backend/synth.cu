@@ -41,6 +41,7 @@ struct kargs {
     unsigned long long salt;
     unsigned int iters;
     unsigned int gen;
+    unsigned int node;             // 1: a CUDA-graph node: stamps only (node_exit)
     float *sink;                   // written only if the impossible happens
 };
 
@@ -98,6 +99,17 @@ __device__ __forceinline__ void block_exit(const kargs &a)
     *(volatile unsigned int *)&a.rec->gen = a.gen;
 }
 
+// A graph node's block end (tl_synth_enqueue_node): only its group's latest
+// end, with an atomic whose result nobody waits for. No exit counting, reset or
+// record: the graph's publish kernel (k_publish) does that for all its nodes
+// at once, so the next node starts as soon as the hardware lets it.
+__device__ __forceinline__ void node_exit(const kargs &a)
+{
+    unsigned long long t = gtimer();
+    unsigned long long *ge = &a.slot->g_end[blockIdx.x % TL_GROUPS];
+    if (t > *(volatile unsigned long long *)ge) atomicMax(ge, t);
+}
+
 template <int KIND, int NACC>
 __device__ __forceinline__ void do_block(const kargs &a, unsigned long long lb)
 {
@@ -150,7 +162,10 @@ __device__ __forceinline__ void plain_body(const kargs &a)
     if (threadIdx.x + threadIdx.y + threadIdx.z == 0) stamp_start(a.slot);
     do_block<KIND, NACC>(a, a.begin + blockIdx.x);
     __syncthreads();
-    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) block_exit(a);
+    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+        if (a.node) node_exit(a);
+        else block_exit(a);
+    }
 }
 
 // Persistent thread blocks: pull logical blocks from the slot's counter until
@@ -195,6 +210,31 @@ typedef void (*kfn)(kargs);
 const kfn kernels[TL_SYNTH_NVARIANTS][4] = {TL_VARIANTS(TL_ROW)};
 #define TL_CAP(V, CAP, NACC) CAP,
 const int caps[TL_SYNTH_NVARIANTS] = {TL_VARIANTS(TL_CAP)};
+
+// After a graph's nodes: fold each node's group ends, reset its slot, and
+// publish its record, the generation last. list: n slots, then their
+// generations.
+__global__ void k_publish(const unsigned int *list, unsigned int n, slot_dev *slots, tl_synth_rec *recs)
+{
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const unsigned int sl = list[i];
+    volatile slot_dev *s = &slots[sl];
+    unsigned long long en = 0;
+    for (int g = 0; g < TL_GROUPS; g++) {
+        unsigned long long v = s->g_end[g];
+        if (v > en) en = v;
+        s->g_end[g] = 0;
+    }
+    const unsigned long long st = s->start;
+    s->start = ~0ull;
+    __threadfence();
+    recs[sl].start_gt = st;
+    recs[sl].end_gt = en;
+    recs[sl].claimed = 0;
+    __threadfence_system();
+    *(volatile unsigned int *)&recs[sl].gen = list[n + i];
+}
 
 __global__ void k_clock(volatile unsigned long long *pub, volatile int *stop, unsigned long long limit_ns)
 {
@@ -413,7 +453,7 @@ extern "C" const volatile tl_synth_rec *tl_synth_record(const tl_synth *s, unsig
 
 extern "C" unsigned int tl_synth_slot_gen(const tl_synth *s, unsigned int slot) { return s->gen[slot]; }
 
-extern "C" int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *stream)
+static int enqueue(tl_synth *s, const tl_synth_launch *l, void *stream, bool node)
 {
     if (l->variant < 0 || l->variant >= TL_SYNTH_NVARIANTS || l->kind < 0 || l->kind > 1 ||
         l->slot >= s->nslots || l->end <= l->begin)
@@ -446,6 +486,7 @@ extern "C" int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *str
     a.salt = l->salt % s->n4;
     a.iters = l->iters;
     a.gen = s->gen[l->slot];
+    a.node = node;
     a.sink = s->sink;
     s->recs_h[l->slot].gen = 0;
     unsigned long long grid = ptb ? l->workers : a.count;
@@ -460,6 +501,55 @@ extern "C" int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *str
     cudaError_t le = cudaGetLastError();
     hist(s, l->slot, le ? 'E' : 'L', l);
     return (int)le;
+}
+
+extern "C" int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *stream)
+{
+    return enqueue(s, l, stream, false);
+}
+
+extern "C" int tl_synth_enqueue_node(tl_synth *s, const tl_synth_launch *l, void *stream)
+{
+    if (l->workers) return (int)cudaErrorInvalidValue;
+    return enqueue(s, l, stream, true);
+}
+
+extern "C" int tl_synth_publish_new(tl_synth *s, const unsigned int *slots, size_t n, void **list)
+{
+    *list = NULL;
+    unsigned int *h = (unsigned int *)malloc(2 * n * sizeof *h);
+    if (!h) return (int)cudaErrorMemoryAllocation;
+    for (size_t i = 0; i < n; i++) {
+        if (slots[i] >= s->nslots) {
+            free(h);
+            return (int)cudaErrorInvalidValue;
+        }
+        h[i] = slots[i];
+        h[n + i] = s->gen[slots[i]];
+    }
+    int e = (int)cudaMalloc(list, 2 * n * sizeof *h);
+    if (!e) e = (int)cudaMemcpy(*list, h, 2 * n * sizeof *h, cudaMemcpyHostToDevice);
+    free(h);
+    if (e && *list) {
+        cudaFree(*list);
+        *list = NULL;
+    }
+    return e;
+}
+
+extern "C" void tl_synth_publish_free(void *list)
+{
+    if (list) cudaFree(list);
+}
+
+extern "C" int tl_synth_enqueue_publish(tl_synth *s, void *list, size_t n, void *stream)
+{
+    if (!n || n > 0x7fffffffull) return (int)cudaErrorInvalidValue;
+    unsigned int blocks = (unsigned int)((n + 255) / 256);
+    cudaGetLastError();
+    k_publish<<<blocks, 256, 0, (cudaStream_t)stream>>>((const unsigned int *)list, (unsigned int)n, s->slots,
+                                                        s->recs_d);
+    return (int)cudaGetLastError();
 }
 
 extern "C" int tl_synth_retreat(tl_synth *s, unsigned int slot, void *ctl_stream)

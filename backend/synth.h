@@ -22,6 +22,7 @@
 #define TALLY_BACKEND_SYNTH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "synth_version.h"
@@ -91,6 +92,17 @@ unsigned int tl_synth_slot_gen(const tl_synth *s, unsigned int slot);
 /* Enqueue the launch on 'stream' (a cudaStream_t passed as void*). Returns 0 or
  * a cudaError_t. */
 int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *stream);
+/* CUDA-graph nodes (graph_cache.h). A node launch (workers 0) does the same
+ * work, but its blocks only stamp the slot's start and their group's end: no
+ * exit counting, reset or record, so that nodes follow each other as closely
+ * as a graph's kernels do. A publish kernel queued after a graph's nodes folds
+ * their stamps into their host records (generation last) and resets their
+ * slots; its list (device memory, from tl_synth_publish_new) names the slots
+ * and the generations their records carry, fixed while the graph owns them. */
+int tl_synth_enqueue_node(tl_synth *s, const tl_synth_launch *l, void *stream);
+int tl_synth_publish_new(tl_synth *s, const unsigned int *slots, size_t n, void **list);
+void tl_synth_publish_free(void *list);
+int tl_synth_enqueue_publish(tl_synth *s, void *list, size_t n, void *stream);
 /* Tell a PTB launch's workers to stop after their current logical block: an
  * asynchronous 4-byte copy into the slot on 'ctl_stream'. */
 int tl_synth_retreat(tl_synth *s, unsigned int slot, void *ctl_stream);

@@ -91,10 +91,13 @@ static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
 }
 
 /* The graph gap the runs simulate with (the GPU's default, or the
- * experiment's sim_params): graph jobs' solo capacity counts it. Parameters
+ * experiment's sim_params, or graph_capacity_gap_ns where set): graph jobs'
+ * solo capacity counts it. Parameters
  * that do not parse leave the default here; the device refuses them later. */
 static tl_ns graph_gap_of(const tl_experiment *e)
 {
+    if (e->graph_capacity_gap_ns > 0)
+        return e->graph_capacity_gap_ns;
     tl_sim_params p;
     tl_sim_params_default(&p, &e->gpu);
     tl_err ignored;

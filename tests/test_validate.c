@@ -594,6 +594,12 @@ static void test_self_validation(void **state)
     assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
     assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "stream_gap_ns=6100;graph_gap_ns=2500");
+    /* graph jobs' arrivals stay those of the hardware runs: their capacity
+     * counts the gap the hardware runs were given (the GPU's default) */
+    tl_sim_params dp;
+    tl_sim_params_default(&dp, &e.gpu);
+    assert_int_equal(e.graph_capacity_gap_ns, dp.graph_gap_ns);
+    assert_true(dp.graph_gap_ns != 2500);
     tl_experiment_close(&e);
     tl_experiment_init(&e);
     assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);

@@ -76,6 +76,10 @@ typedef struct tl_experiment {
                                     "KEY=VALUE;..." in key order; NULL: the defaults */
     bool hardware;               /* runs on a real GPU (tally-run): the simulator's model
                                     revision is not part of their configs and keys */
+    tl_ns graph_capacity_gap_ns; /* > 0: graph jobs' solo capacity, and so their arrivals
+                                    at a load, count this gap instead of the simulated
+                                    graph_gap_ns (a simulated twin of hardware runs keeps
+                                    their arrival times: tally-validate); not in run keys */
 } tl_experiment;
 
 /* One run of the grid. policy < 0 means the 'alone' baseline of job alone_job. */
