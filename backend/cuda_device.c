@@ -975,9 +975,11 @@ static void cu_close(tl_device *d)
     if (c->gcache) tl_gcache_get_stats(c->gcache, &gs);
     if (gs.launches || gs.no_room)
         fprintf(stderr, "tally-run: CUDA graphs: %llu launches of %llu kernels; %llu instantiated (%.1f ms in all, "
-                        "longest %.2f ms); %llu dropped for slots; %llu batches launched one by one (no slots)\n",
+                        "longest %.2f ms); %llu updated (%llu nodes, %.1f ms in all); %llu dropped for slots; "
+                        "%llu batches launched one by one (no slots)\n",
                 (unsigned long long)gs.launches, (unsigned long long)gs.nodes, (unsigned long long)gs.instantiations,
-                gs.instantiate_ns / 1e6, gs.instantiate_max_ns / 1e6, (unsigned long long)gs.evictions,
+                gs.instantiate_ns / 1e6, gs.instantiate_max_ns / 1e6, (unsigned long long)gs.updates,
+                (unsigned long long)gs.node_updates, gs.update_ns / 1e6, (unsigned long long)gs.evictions,
                 (unsigned long long)gs.no_room);
     tl_watchdog_stop(c->watchdog);
     for (int i = 0; i < c->n_workers; i++) tl_worker_stop(&c->workers[i]);

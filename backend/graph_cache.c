@@ -8,13 +8,13 @@
 #include "graph_cache.h"
 
 typedef struct cached_graph {
-    uint64_t hash;
+    uint64_t shape_hash;      /* of the launches without their work units */
+    uint64_t exact_hash;      /* ... and with them, as set now */
     void *stream;
-    tl_synth_launch *key;     /* n launches, slot and salt zeroed */
+    tl_synth_launch *key;     /* n launches as set now (slot and salt zeroed) */
     size_t n;
     unsigned int *slots;      /* owned while cached */
-    void *publish;            /* device list for the publish kernel (synth.h) */
-    cudaGraphExec_t exec;     /* NULL: free entry */
+    tl_synth_graph *graph;    /* NULL: free entry */
     size_t outstanding;       /* nodes of its latest launch not yet done */
     uint64_t last_use;
 } cached_graph;
@@ -40,8 +40,7 @@ tl_gcache *tl_gcache_new(tl_synth *s)
 
 static void drop(tl_gcache *g, cached_graph *c)
 {
-    cudaGraphExecDestroy(c->exec);
-    tl_synth_publish_free(c->publish);
+    tl_synth_graph_free(c->graph);
     for (size_t i = 0; i < c->n; i++) tl_synth_slot_release(g->synth, c->slots[i]);
     free(c->key);
     free(c->slots);
@@ -53,7 +52,7 @@ void tl_gcache_free(tl_gcache *g)
 {
     if (!g) return;
     for (size_t i = 0; i < g->n_g; i++)
-        if (g->g[i].exec) drop(g, &g->g[i]);
+        if (g->g[i].graph) drop(g, &g->g[i]);
     free(g->g);
     free(g->scratch);
     free(g);
@@ -76,11 +75,37 @@ static tl_synth_launch normalized(const tl_synth_launch *l)
     return k;
 }
 
+#define FNV_BASIS 0xcbf29ce484222325ull
+
 static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
 {
     const unsigned char *b = p;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
     return h;
+}
+
+/* Both hashes of a normalized batch: with and without the work units. */
+static void hashes(const tl_synth_launch *k, size_t n, void *stream, uint64_t *shape, uint64_t *exact)
+{
+    uint64_t hs = fnv1a(&stream, sizeof stream, FNV_BASIS), he = hs;
+    for (size_t i = 0; i < n; i++) {
+        tl_synth_launch s = k[i];
+        he = fnv1a(&s, sizeof s, he);
+        s.iters = 0;
+        hs = fnv1a(&s, sizeof s, hs);
+    }
+    *shape = hs;
+    *exact = he;
+}
+
+static bool same_shape(const tl_synth_launch *a, const tl_synth_launch *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tl_synth_launch x = a[i], y = b[i];
+        x.iters = y.iters = 0;
+        if (memcmp(&x, &y, sizeof x)) return false;
+    }
+    return true;
 }
 
 /* Free slots until n more are available beside the reserve, dropping idle
@@ -91,7 +116,7 @@ static int make_room(tl_gcache *g, size_t n)
         cached_graph *lru = NULL;
         for (size_t i = 0; i < g->n_g; i++) {
             cached_graph *c = &g->g[i];
-            if (c->exec && !c->outstanding && (!lru || c->last_use < lru->last_use)) lru = c;
+            if (c->graph && !c->outstanding && (!lru || c->last_use < lru->last_use)) lru = c;
         }
         if (!lru) return TL_ENOMEM;
         drop(g, lru);
@@ -103,7 +128,7 @@ static int make_room(tl_gcache *g, size_t n)
 static cached_graph *new_entry(tl_gcache *g)
 {
     for (size_t i = 0; i < g->n_g; i++)
-        if (!g->g[i].exec) return &g->g[i];
+        if (!g->g[i].graph) return &g->g[i];
     if (g->n_g == g->cap_g) {
         g->cap_g = g->cap_g ? 2 * g->cap_g : 64;
         g->g = tl_xrealloc(g->g, g->cap_g * sizeof *g->g);
@@ -113,57 +138,61 @@ static cached_graph *new_entry(tl_gcache *g)
     return c;
 }
 
-/* Capture the batch on its stream (kernels do not run while captured) and
- * instantiate it; its nodes keep the slots taken here. */
+/* Build and instantiate a graph for the batch; its nodes keep the slots
+ * taken here. */
 static int build(tl_gcache *g, cached_graph *c, const tl_synth_launch *key, size_t n, void *stream,
-                 uint64_t hash)
+                 uint64_t shape, uint64_t exact)
 {
     tl_ns t0 = tl_mono_ns();
     int r = make_room(g, n);
     if (r) return r;
     unsigned int *slots = tl_xcalloc(n, sizeof *slots);
-    for (size_t i = 0; i < n; i++) slots[i] = (unsigned int)tl_synth_slot_acquire(g->synth);
-    cudaStream_t st = (cudaStream_t)stream;
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    void *publish = NULL;
-    int e = tl_synth_publish_new(g->synth, slots, n, &publish);
-    if (!e) e = (int)cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed);
-    if (!e) {
-        for (size_t i = 0; i < n && !e; i++) {
-            tl_synth_launch l = key[i];
-            l.slot = slots[i];
-            l.salt = g->salt;
-            g->salt += 0x9e3779b97f4a7c15ull >> 20;
-            e = tl_synth_enqueue_node(g->synth, &l, stream);
-        }
-        if (!e) e = tl_synth_enqueue_publish(g->synth, publish, n, stream);
-        /* End the capture whatever happened, or the stream stays capturing. */
-        int e2 = (int)cudaStreamEndCapture(st, &graph);
-        if (!e) e = e2;
+    tl_synth_launch *ls = tl_xmalloc(n * sizeof *ls);
+    for (size_t i = 0; i < n; i++) {
+        slots[i] = (unsigned int)tl_synth_slot_acquire(g->synth);
+        ls[i] = key[i];
+        ls[i].slot = slots[i];
+        ls[i].salt = g->salt;
+        g->salt += 0x9e3779b97f4a7c15ull >> 20;
     }
-    if (!e) e = (int)cudaGraphInstantiate(&exec, graph, 0);
-    if (graph) cudaGraphDestroy(graph);
+    tl_synth_graph *graph = NULL;
+    int e = tl_synth_graph_new(g->synth, ls, n, &graph);
+    free(ls);
     if (e) {
-        cudaGetLastError();
-        tl_synth_publish_free(publish);
         for (size_t i = 0; i < n; i++) tl_synth_slot_release(g->synth, slots[i]);
         free(slots);
         return e;
     }
-    c->publish = publish;
-    c->hash = hash;
+    c->shape_hash = shape;
+    c->exact_hash = exact;
     c->stream = stream;
     c->key = tl_xmalloc(n * sizeof *key);
     memcpy(c->key, key, n * sizeof *key);
     c->n = n;
     c->slots = slots;
-    c->exec = exec;
+    c->graph = graph;
     g->st.cached++;
     g->st.instantiations++;
     tl_ns dt = tl_mono_ns() - t0;
     g->st.instantiate_ns += dt;
     if (dt > g->st.instantiate_max_ns) g->st.instantiate_max_ns = dt;
+    return 0;
+}
+
+/* An idle graph of the batch's shape takes the batch's work units. */
+static int update(tl_gcache *g, cached_graph *c, const tl_synth_launch *key, uint64_t exact)
+{
+    tl_ns t0 = tl_mono_ns();
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->key[i].iters == key[i].iters) continue;
+        int e = tl_synth_graph_set_iters(c->graph, i, key[i].iters);
+        if (e) return e;
+        c->key[i].iters = key[i].iters;
+        g->st.node_updates++;
+    }
+    c->exact_hash = exact;
+    g->st.updates++;
+    g->st.update_ns += tl_mono_ns() - t0;
     return 0;
 }
 
@@ -176,26 +205,29 @@ int tl_gcache_launch(tl_gcache *g, const tl_synth_launch *ls, size_t n, void *st
         g->scratch = tl_xrealloc(g->scratch, n * sizeof *g->scratch);
     }
     for (size_t i = 0; i < n; i++) g->scratch[i] = normalized(&ls[i]);
-    uint64_t hash = fnv1a(&stream, sizeof stream, fnv1a(g->scratch, n * sizeof *g->scratch, 0xcbf29ce484222325ull));
-    cached_graph *hit = NULL;
+    uint64_t shape, exact;
+    hashes(g->scratch, n, stream, &shape, &exact);
+    /* An idle graph of exactly this batch; else one of its shape (least
+     * recently used: most likely to be reused last) to update. */
+    cached_graph *hit = NULL, *like = NULL;
     for (size_t i = 0; i < g->n_g && !hit; i++) {
         cached_graph *c = &g->g[i];
-        if (c->exec && !c->outstanding && c->hash == hash && c->n == n && c->stream == stream &&
-            !memcmp(c->key, g->scratch, n * sizeof *g->scratch))
-            hit = c;
+        if (!c->graph || c->outstanding || c->shape_hash != shape || c->n != n || c->stream != stream) continue;
+        if (c->exact_hash == exact && !memcmp(c->key, g->scratch, n * sizeof *g->scratch)) hit = c;
+        else if ((!like || c->last_use < like->last_use) && same_shape(c->key, g->scratch, n)) like = c;
     }
-    if (!hit) {
+    int e = 0;
+    if (!hit && like) {
+        hit = like;
+        e = update(g, hit, g->scratch, exact);
+    } else if (!hit) {
         hit = new_entry(g);
-        int r = build(g, hit, g->scratch, n, stream, hash);
-        if (r == TL_ENOMEM) g->st.no_room++;
-        if (r) return r;
+        e = build(g, hit, g->scratch, n, stream, shape, exact);
+        if (e == TL_ENOMEM) g->st.no_room++;
     }
-    for (size_t i = 0; i < n; i++) tl_synth_rec_arm(g->synth, hit->slots[i]);
-    int e = (int)cudaGraphLaunch(hit->exec, (cudaStream_t)stream);
-    if (e) {
-        cudaGetLastError();
-        return e;
-    }
+    if (e) return e;
+    e = tl_synth_graph_launch(g->synth, hit->graph, hit->slots, stream);
+    if (e) return e;
     hit->outstanding = n;
     hit->last_use = ++g->tick;
     memcpy(slots, hit->slots, n * sizeof *slots);

@@ -7,23 +7,25 @@
  * starts the kernels back to back the way a graph does, with no host launch
  * call between them.
  *
- * Instantiating a graph costs far more than launching it, so executable graphs
- * are cached by their exact launch list (kernel, shape, work units per block,
- * block range) and stream. A replay cycles through the trace's iterations, so
- * after one pass every batch is a hit, as a framework's captured graph is.
+ * Instantiating a graph costs far more than launching it (0.1-30 ms on the
+ * H100 against a few us), so graphs are cached by stream and shape (kernel,
+ * block shape, block range of every launch): a batch whose graph exists but
+ * was built for other work units per block (the traced durations differ from
+ * iteration to iteration) updates those nodes' parameters in the executable
+ * graph (cudaGraphExecKernelNodeSetParams) and launches it. A framework's
+ * captured graph is likewise built once and launched per iteration.
  *
  * The graph's kernels are synth "nodes" (synth.h): their blocks only stamp
- * times, and one publish kernel at the graph's end writes every node's record.
+ * times, and publish kernels at the graph's end write every node's record.
  * So the host learns of a graph's kernels all at once when it ends, as it does
  * of a real graph's (their start and end times are still each kernel's own),
  * and the GPU starts each next kernel without the per-launch completion work.
  *
- * Kernel parameters of a cached graph never change: each node owns a synth
- * slot for as long as the graph is cached (the slot's generation, and so the
- * value its record will carry, stays fixed) and its memory salt is fixed at
- * capture. Before each launch the nodes' host records are re-armed. A graph is
+ * A cached graph's nodes each own a synth slot for as long as the graph is
+ * cached (the slot's generation, and so the value its record will carry, stays
+ * fixed) and their memory salts are fixed when it is built. A graph is
  * relaunched only once every node of its previous launch was reported done
- * (tl_gcache_done); a batch whose graph still runs gets a second copy. When
+ * (tl_gcache_done); a batch whose graph still runs gets a second one. When
  * slots run short, idle graphs are dropped, least recently used first.
  *
  * Lookup is a linear scan over cached graphs comparing a 64-bit hash first: a
@@ -49,10 +51,13 @@ typedef struct tl_gcache tl_gcache;
 typedef struct tl_gcache_stats {
     uint64_t launches;        /* graph launches */
     uint64_t nodes;           /* kernels launched inside them */
-    uint64_t instantiations;  /* graphs captured and instantiated */
+    uint64_t instantiations;  /* graphs built and instantiated */
+    uint64_t updates;         /* launches of a graph updated to other work units */
+    uint64_t node_updates;    /* ... nodes updated in them */
+    tl_ns update_ns;          /* host time updating, in all */
     uint64_t evictions;       /* idle graphs dropped for their slots */
     uint64_t no_room;         /* batches refused: not enough slots (launched one by one) */
-    tl_ns instantiate_ns;     /* host time capturing and instantiating, in all */
+    tl_ns instantiate_ns;     /* host time building and instantiating, in all */
     tl_ns instantiate_max_ns; /* ... the longest one */
     size_t cached;            /* graphs held now */
 } tl_gcache_stats;

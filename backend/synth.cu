@@ -212,13 +212,20 @@ const kfn kernels[TL_SYNTH_NVARIANTS][4] = {TL_VARIANTS(TL_ROW)};
 const int caps[TL_SYNTH_NVARIANTS] = {TL_VARIANTS(TL_CAP)};
 
 // After a graph's nodes: fold each node's group ends, reset its slot, and
-// publish its record, the generation last. list: n slots, then their
-// generations.
-__global__ void k_publish(const unsigned int *list, unsigned int n, slot_dev *slots, tl_synth_rec *recs)
+// publish its record, the generation last. The list travels by value in the
+// kernel's parameters (no device allocation to make or free mid-run).
+#define TL_PUBLISH_CHUNK 128
+struct publish_list {
+    unsigned int n;
+    unsigned int slot[TL_PUBLISH_CHUNK];
+    unsigned int gen[TL_PUBLISH_CHUNK];
+};
+
+__global__ void k_publish(publish_list l, slot_dev *slots, tl_synth_rec *recs)
 {
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const unsigned int sl = list[i];
+    unsigned int i = threadIdx.x;
+    if (i >= l.n) return;
+    const unsigned int sl = l.slot[i];
     volatile slot_dev *s = &slots[sl];
     unsigned long long en = 0;
     for (int g = 0; g < TL_GROUPS; g++) {
@@ -233,7 +240,7 @@ __global__ void k_publish(const unsigned int *list, unsigned int n, slot_dev *sl
     recs[sl].end_gt = en;
     recs[sl].claimed = 0;
     __threadfence_system();
-    *(volatile unsigned int *)&recs[sl].gen = list[n + i];
+    *(volatile unsigned int *)&recs[sl].gen = l.gen[i];
 }
 
 __global__ void k_clock(volatile unsigned long long *pub, volatile int *stop, unsigned long long limit_ns)
@@ -441,11 +448,6 @@ extern "C" void tl_synth_slot_release(tl_synth *s, unsigned int slot)
 
 extern "C" unsigned int tl_synth_slots_free(const tl_synth *s) { return s->n_free; }
 
-extern "C" void tl_synth_rec_arm(tl_synth *s, unsigned int slot)
-{
-    if (slot < s->nslots) s->recs_h[slot].gen = 0;
-}
-
 extern "C" const volatile tl_synth_rec *tl_synth_record(const tl_synth *s, unsigned int slot)
 {
     return &s->recs_h[slot];
@@ -453,7 +455,17 @@ extern "C" const volatile tl_synth_rec *tl_synth_record(const tl_synth *s, unsig
 
 extern "C" unsigned int tl_synth_slot_gen(const tl_synth *s, unsigned int slot) { return s->gen[slot]; }
 
-static int enqueue(tl_synth *s, const tl_synth_launch *l, void *stream, bool node)
+/* A launch made ready: kernel, shape and arguments (shared by stream
+ * launches and graph nodes). Returns 0 or a cudaError_t. */
+typedef struct ready_launch {
+    kfn f;
+    unsigned int grid;
+    dim3 block;
+    int dyn;
+    kargs a;
+} ready_launch;
+
+static int prepare(tl_synth *s, const tl_synth_launch *l, bool node, ready_launch *out)
 {
     if (l->variant < 0 || l->variant >= TL_SYNTH_NVARIANTS || l->kind < 0 || l->kind > 1 ||
         l->slot >= s->nslots || l->end <= l->begin)
@@ -476,7 +488,8 @@ static int enqueue(tl_synth *s, const tl_synth_launch *l, void *stream, bool nod
         }
         s->smem_attr_set[l->variant][col] = s->smem_optin - st;
     }
-    kargs a;
+    kargs &a = out->a;
+    memset(&a, 0, sizeof a);
     a.buf = s->buf;
     a.n4 = s->n4;
     a.slot = &s->slots[l->slot];
@@ -488,16 +501,27 @@ static int enqueue(tl_synth *s, const tl_synth_launch *l, void *stream, bool nod
     a.gen = s->gen[l->slot];
     a.node = node;
     a.sink = s->sink;
-    s->recs_h[l->slot].gen = 0;
     unsigned long long grid = ptb ? l->workers : a.count;
     if (ptb && grid > a.count) grid = a.count;
     if (grid > 0x7fffffffull) return (int)cudaErrorInvalidConfiguration;
-    dim3 b(l->block[0], l->block[1], l->block[2]);
+    out->f = f;
+    out->grid = (unsigned int)grid;
+    out->block = dim3(l->block[0], l->block[1], l->block[2]);
+    out->dyn = dyn;
+    return 0;
+}
+
+static int enqueue(tl_synth *s, const tl_synth_launch *l, void *stream)
+{
+    ready_launch r;
+    int e = prepare(s, l, false, &r);
+    if (e) return e;
+    s->recs_h[l->slot].gen = 0;
     /* cudaGetLastError also returns errors of earlier calls: clear them
      * first, or a launch that went ahead would be taken for a failed one
      * (and its slot reused while it runs). */
     cudaGetLastError();
-    f<<<(unsigned int)grid, b, dyn, (cudaStream_t)stream>>>(a);
+    r.f<<<r.grid, r.block, r.dyn, (cudaStream_t)stream>>>(r.a);
     cudaError_t le = cudaGetLastError();
     hist(s, l->slot, le ? 'E' : 'L', l);
     return (int)le;
@@ -505,51 +529,124 @@ static int enqueue(tl_synth *s, const tl_synth_launch *l, void *stream, bool nod
 
 extern "C" int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *stream)
 {
-    return enqueue(s, l, stream, false);
+    return enqueue(s, l, stream);
 }
 
-extern "C" int tl_synth_enqueue_node(tl_synth *s, const tl_synth_launch *l, void *stream)
+/* ---- CUDA graphs of node launches (synth.h) ---- */
+
+struct tl_synth_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    size_t n;
+    cudaGraphNode_t *nodes;   // the launches' nodes, in order (publish nodes not kept)
+    kargs *args;              // their arguments as set now
+    ready_launch *shape;      // their kernel and shape (for updates)
+};
+
+extern "C" void tl_synth_graph_free(tl_synth_graph *g)
 {
-    if (l->workers) return (int)cudaErrorInvalidValue;
-    return enqueue(s, l, stream, true);
+    if (!g) return;
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    if (g->graph) cudaGraphDestroy(g->graph);
+    free(g->nodes);
+    free(g->args);
+    free(g->shape);
+    free(g);
 }
 
-extern "C" int tl_synth_publish_new(tl_synth *s, const unsigned int *slots, size_t n, void **list)
+static cudaKernelNodeParams node_params(ready_launch *r, void **argp)
 {
-    *list = NULL;
-    unsigned int *h = (unsigned int *)malloc(2 * n * sizeof *h);
-    if (!h) return (int)cudaErrorMemoryAllocation;
-    for (size_t i = 0; i < n; i++) {
-        if (slots[i] >= s->nslots) {
-            free(h);
-            return (int)cudaErrorInvalidValue;
+    cudaKernelNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.func = (void *)r->f;
+    p.gridDim = dim3(r->grid, 1, 1);
+    p.blockDim = r->block;
+    p.sharedMemBytes = (unsigned int)r->dyn;
+    argp[0] = &r->a;
+    p.kernelParams = argp;
+    return p;
+}
+
+extern "C" int tl_synth_graph_new(tl_synth *s, const tl_synth_launch *ls, size_t n, tl_synth_graph **out)
+{
+    *out = NULL;
+    if (!n) return (int)cudaErrorInvalidValue;
+    tl_synth_graph *g = (tl_synth_graph *)calloc(1, sizeof *g);
+    if (!g) return (int)cudaErrorMemoryAllocation;
+    g->n = n;
+    g->nodes = (cudaGraphNode_t *)calloc(n, sizeof *g->nodes);
+    g->args = (kargs *)calloc(n, sizeof *g->args);
+    g->shape = (ready_launch *)calloc(n, sizeof *g->shape);
+    int e = g->nodes && g->args && g->shape ? 0 : (int)cudaErrorMemoryAllocation;
+    if (!e) e = (int)cudaGraphCreate(&g->graph, 0);
+    cudaGraphNode_t prev = NULL;
+    for (size_t i = 0; i < n && !e; i++) {
+        if (ls[i].workers) e = (int)cudaErrorInvalidValue; /* PTB launches are not nodes */
+        if (e || (e = prepare(s, &ls[i], true, &g->shape[i]))) break;
+        g->args[i] = g->shape[i].a;
+        void *argp[1];
+        cudaKernelNodeParams p = node_params(&g->shape[i], argp);
+        e = (int)cudaGraphAddKernelNode(&g->nodes[i], g->graph, prev ? &prev : NULL, prev ? 1 : 0, &p);
+        prev = g->nodes[i];
+        hist(s, ls[i].slot, e ? 'E' : 'L', &ls[i]);
+    }
+    /* Publish nodes after the last launch, one per TL_PUBLISH_CHUNK slots. */
+    for (size_t at = 0; at < n && !e; at += TL_PUBLISH_CHUNK) {
+        publish_list l;
+        memset(&l, 0, sizeof l);
+        l.n = (unsigned int)(n - at < TL_PUBLISH_CHUNK ? n - at : TL_PUBLISH_CHUNK);
+        for (unsigned int i = 0; i < l.n; i++) {
+            l.slot[i] = ls[at + i].slot;
+            l.gen[i] = s->gen[ls[at + i].slot];
         }
-        h[i] = slots[i];
-        h[n + i] = s->gen[slots[i]];
+        slot_dev *sl = s->slots;
+        tl_synth_rec *rc = s->recs_d;
+        void *argp[3] = {&l, &sl, &rc};
+        cudaKernelNodeParams p;
+        memset(&p, 0, sizeof p);
+        p.func = (void *)k_publish;
+        p.gridDim = dim3(1, 1, 1);
+        p.blockDim = dim3(TL_PUBLISH_CHUNK, 1, 1);
+        p.kernelParams = argp;
+        cudaGraphNode_t node;
+        e = (int)cudaGraphAddKernelNode(&node, g->graph, &prev, 1, &p);
+        prev = node;
     }
-    int e = (int)cudaMalloc(list, 2 * n * sizeof *h);
-    if (!e) e = (int)cudaMemcpy(*list, h, 2 * n * sizeof *h, cudaMemcpyHostToDevice);
-    free(h);
-    if (e && *list) {
-        cudaFree(*list);
-        *list = NULL;
+    if (!e) e = (int)cudaGraphInstantiate(&g->exec, g->graph, 0);
+    if (e) {
+        cudaGetLastError();
+        tl_synth_graph_free(g);
+        return e;
     }
-    return e;
+    *out = g;
+    return 0;
 }
 
-extern "C" void tl_synth_publish_free(void *list)
+extern "C" int tl_synth_graph_set_iters(tl_synth_graph *g, size_t i, unsigned int iters)
 {
-    if (list) cudaFree(list);
+    if (i >= g->n) return (int)cudaErrorInvalidValue;
+    if (g->args[i].iters == iters) return 0;
+    ready_launch r = g->shape[i];
+    r.a = g->args[i];
+    r.a.iters = iters;
+    void *argp[1];
+    cudaKernelNodeParams p = node_params(&r, argp);
+    int e = (int)cudaGraphExecKernelNodeSetParams(g->exec, g->nodes[i], &p);
+    if (e) {
+        cudaGetLastError();
+        return e;
+    }
+    g->args[i].iters = iters;
+    return 0;
 }
 
-extern "C" int tl_synth_enqueue_publish(tl_synth *s, void *list, size_t n, void *stream)
+extern "C" int tl_synth_graph_launch(tl_synth *s, tl_synth_graph *g, const unsigned int *slots, void *stream)
 {
-    if (!n || n > 0x7fffffffull) return (int)cudaErrorInvalidValue;
-    unsigned int blocks = (unsigned int)((n + 255) / 256);
+    for (size_t i = 0; i < g->n; i++) s->recs_h[slots[i]].gen = 0;
     cudaGetLastError();
-    k_publish<<<blocks, 256, 0, (cudaStream_t)stream>>>((const unsigned int *)list, (unsigned int)n, s->slots,
-                                                        s->recs_d);
-    return (int)cudaGetLastError();
+    int e = (int)cudaGraphLaunch(g->exec, (cudaStream_t)stream);
+    if (e) cudaGetLastError();
+    return e;
 }
 
 extern "C" int tl_synth_retreat(tl_synth *s, unsigned int slot, void *ctl_stream)

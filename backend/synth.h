@@ -81,9 +81,6 @@ int tl_synth_slot_acquire(tl_synth *s);
 void tl_synth_slot_release(tl_synth *s, unsigned int slot);
 /* Slots not in use (graph_cache.c keeps some for ordinary launches). */
 unsigned int tl_synth_slots_free(const tl_synth *s);
-/* Clear a slot's host record before its launch is started again without
- * tl_synth_enqueue (a relaunched CUDA graph whose node owns the slot). */
-void tl_synth_rec_arm(tl_synth *s, unsigned int slot);
 /* Host record of a slot (valid after the launch completed). */
 const volatile tl_synth_rec *tl_synth_record(const tl_synth *s, unsigned int slot);
 /* Generation stamped into the slot's next launch (for retreat and checks). */
@@ -92,17 +89,21 @@ unsigned int tl_synth_slot_gen(const tl_synth *s, unsigned int slot);
 /* Enqueue the launch on 'stream' (a cudaStream_t passed as void*). Returns 0 or
  * a cudaError_t. */
 int tl_synth_enqueue(tl_synth *s, const tl_synth_launch *l, void *stream);
-/* CUDA-graph nodes (graph_cache.h). A node launch (workers 0) does the same
- * work, but its blocks only stamp the slot's start and their group's end: no
- * exit counting, reset or record, so that nodes follow each other as closely
- * as a graph's kernels do. A publish kernel queued after a graph's nodes folds
- * their stamps into their host records (generation last) and resets their
- * slots; its list (device memory, from tl_synth_publish_new) names the slots
- * and the generations their records carry, fixed while the graph owns them. */
-int tl_synth_enqueue_node(tl_synth *s, const tl_synth_launch *l, void *stream);
-int tl_synth_publish_new(tl_synth *s, const unsigned int *slots, size_t n, void **list);
-void tl_synth_publish_free(void *list);
-int tl_synth_enqueue_publish(tl_synth *s, void *list, size_t n, void *stream);
+/* CUDA graphs (graph_cache.h) of "node" launches. A node does the same work
+ * as a launch, but its blocks only stamp the slot's start and their group's
+ * end: no exit counting, reset or record, so that nodes follow each other as
+ * closely as a graph's kernels do. Publish kernels at the graph's end (one per
+ * 128 nodes) fold the stamps into the nodes' host records (generation last:
+ * the one each slot has now, so the slots must stay with the graph) and reset
+ * the slots. The launches need their slot and salt set; workers must be 0.
+ * Only a node's work units can change once the graph exists (set_iters).
+ * Launch re-arms the nodes' host records; a graph must not be launched again
+ * before every record of its previous launch was read. */
+typedef struct tl_synth_graph tl_synth_graph;
+int tl_synth_graph_new(tl_synth *s, const tl_synth_launch *ls, size_t n, tl_synth_graph **out);
+int tl_synth_graph_set_iters(tl_synth_graph *g, size_t i, unsigned int iters);
+int tl_synth_graph_launch(tl_synth *s, tl_synth_graph *g, const unsigned int *slots, void *stream);
+void tl_synth_graph_free(tl_synth_graph *g);
 /* Tell a PTB launch's workers to stop after their current logical block: an
  * asynchronous 4-byte copy into the slot on 'ctl_stream'. */
 int tl_synth_retreat(tl_synth *s, unsigned int slot, void *ctl_stream);
