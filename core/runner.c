@@ -535,13 +535,15 @@ static void host_continue(job_rt *j)
             finish_iteration_on_host(j, now);
             return;
         }
-        if (j->outstanding >= TL_LAUNCH_QUEUE_DEPTH) {
-            /* The launch queue is full: the API call blocks (CUDA does). */
+        const tl_op *op = &it->ops[j->op_index];
+        /* The launch queue is full: the API call blocks (CUDA does). A CUDA
+         * graph's iteration takes one entry of it, not one per kernel, so
+         * graph jobs run ahead as far as MAX_INFLIGHT iterations instead. */
+        if (!op->graph && j->outstanding >= TL_LAUNCH_QUEUE_DEPTH) {
             j->host = HOST_BLOCKED;
             j->block_stream = -3;
             return;
         }
-        const tl_op *op = &it->ops[j->op_index];
         bool waits = false;
         switch (op->kind) {
         case TL_OP_KERNEL:
