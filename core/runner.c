@@ -537,9 +537,10 @@ static void host_continue(job_rt *j)
         }
         const tl_op *op = &it->ops[j->op_index];
         /* The launch queue is full: the API call blocks (CUDA does). A CUDA
-         * graph's iteration takes one entry of it, not one per kernel, so
-         * graph jobs run ahead as far as MAX_INFLIGHT iterations instead. */
-        if (!op->graph && j->outstanding >= TL_LAUNCH_QUEUE_DEPTH) {
+         * graph job launches its iteration at once (one graph launch), so it
+         * blocks only before an iteration, never in the middle of one: its
+         * GPU work then comes in the same pieces every iteration. */
+        if (j->outstanding >= TL_LAUNCH_QUEUE_DEPTH && (!op->graph || j->op_index == 0)) {
             j->host = HOST_BLOCKED;
             j->block_stream = -3;
             return;

@@ -106,8 +106,8 @@ typedef struct tl_sim_stats {
  * callback_launch_latency_ns measured in place (13.6 us, was 12.4); 7: the
  * H100's idle_handover_ns 7.5 us (measured below 8.1 us: idle_sweep); 8:
  * the H100's idle_switch_ns 75 us (an idle hand-over's switch-in, diag_tgs);
- * 9: a graph job's iteration takes one launch-queue entry, not one per op
- * (runner.c): graph training runs up to 64 iterations ahead of the GPU. */
+ * 9: a graph job's host blocks on a full launch queue only before an
+ * iteration, never inside one (runner.c: a graph launch is one call). */
 #define TL_SIM_MODEL_REVISION 9
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
