@@ -155,6 +155,36 @@ static void test_host_runs_ahead_gpu_bound(void **state)
     tl_run_result_close(&res);
 }
 
+/* The launch queue (1024 pending launches) with 600 1-us kernels an iteration,
+ * issued at once. Launched one by one, the host blocks mid-iteration: iteration
+ * 1 gets 424 launches at 0 and one per completion after, so it is issued by 176
+ * us, iteration 2 (starting then) by 776 us. As a CUDA graph (op.graph) an
+ * iteration is one launch: the host blocks only before one. Iteration 1 is
+ * issued whole at 0 (600 pending < 1024); iteration 2 starts at 0 but waits
+ * until 1200 - 177 = 1023 are pending, at 177 us, and is then issued whole, so
+ * iteration 3 starts at 177 us. */
+static void test_graph_blocks_between_iterations(void **state)
+{
+    static tl_op ops[600];
+    for (int graph = 0; graph < 2; graph++) {
+        for (int i = 0; i < 600; i++) {
+            ops[i] = kernel(0, 0, 0, 1 * US);
+            ops[i].graph = (uint8_t)graph;
+        }
+        tl_trace t;
+        tl_iteration it;
+        make_trace(&t, &it, ops, 600, 0);
+        tl_job_spec job = { .name = "train", .trace = &t, .role = TL_ROLE_TRAINING };
+        tl_run_result res;
+        run(&job, 1, 0, 3000 * US, &res);
+        assert_true(res.n_recs >= 4);
+        assert_int_equal(res.recs[1].start_ns, 0);
+        assert_int_equal(res.recs[2].start_ns, graph ? 0 : 176 * US);
+        assert_int_equal(res.recs[3].start_ns, graph ? 177 * US : 776 * US);
+        tl_run_result_close(&res);
+    }
+}
+
 /* Requests at 0 and 50 us, 100 us of GPU each, served one at a time: the
  * second waits for the first: latency 150 us, service 100 us. */
 static void test_inference_queueing(void **state)
@@ -248,6 +278,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_training_closed_loop),
         cmocka_unit_test(test_host_runs_ahead_gpu_bound),
+        cmocka_unit_test(test_graph_blocks_between_iterations),
         cmocka_unit_test(test_inference_queueing),
         cmocka_unit_test(test_cross_stream_event_wait),
         cmocka_unit_test(test_event_sync),
