@@ -451,26 +451,22 @@ static int flush_stream(tl_cuda *c, tl_dstream *s)
             return batch_failed(c, TL_EIO, "graph launch: the context's worker process is gone", 0);
         return 0;
     }
-    unsigned int *slots = tl_xcalloc(n, sizeof *slots);
+    const unsigned int *slots = NULL;
     int graph = -1;
-    int e = tl_gcache_launch(c->gcache, s->batch, n, s->s, slots, &graph);
+    int e = tl_gcache_launch(c->gcache, s->batch, n, s->s, &slots, &graph);
     for (size_t i = 0; i < n; i++) {
         tl_pending *p = &s->q[(s->head + s->n - n + i) % s->cap];
         p->unflushed = false;
         if (e == TL_ENOMEM) {
             p->batched = false;
             int r = enqueue_local(c, s, &s->batch[i], &p->slot);
-            if (r) {
-                free(slots);
-                return batch_failed(c, r, "launch of a graph job's kernel failed", 0);
-            }
+            if (r) return batch_failed(c, r, "launch of a graph job's kernel failed", 0);
         } else {
             p->slot = e ? -1 : (int)slots[i];
             p->graph = graph;
         }
         p->gen = p->slot >= 0 ? tl_synth_slot_gen(c->synth, (unsigned)p->slot) : 0;
     }
-    free(slots);
     if (e > 0) return batch_failed(c, TL_EIO, "CUDA graph launch", e);
     return 0;
 }
@@ -535,8 +531,7 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     tl_launch_id id = c->next_id + 1;
     int slot = -1, r = 0;
     if (s->worker >= 0) r = send_launch(c, s, id, &l, batch);
-    else if (batch) batch_add(c, s, &l);
-    else r = enqueue_local(c, s, &l, &slot);
+    else if (!batch) r = enqueue_local(c, s, &l, &slot);
     if (r) return r;
     tl_pending *p = q_push(s);
     p->remote = s->worker >= 0;
@@ -560,7 +555,7 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
     p->issued_ns = host_now(c);
     c->inflight++;
-    if (batch && s->worker >= 0) batch_add(c, s, &l); /* the worker holds the launch; FLUSH closes it */
+    if (batch) batch_add(c, s, &l); /* launched (a worker's: closed by FLUSH) at the end of the turn */
     tl_watchdog_kick(c->watchdog, true);
     if (out) *out = p->id;
     return 0;

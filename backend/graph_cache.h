@@ -68,11 +68,12 @@ void tl_gcache_free(tl_gcache *g);
 
 /* Launch ls[0..n) (whole-grid synthetic launches: workers 0; slot and salt
  * are ignored) as one CUDA graph on stream (a cudaStream_t). On success
- * slots[i] is the slot node i reports through and *graph the handle to pass to
- * tl_gcache_done once per node. Returns 0, a cudaError_t (> 0), or TL_ENOMEM
- * when the slots cannot be found (nothing launched: launch them one by one). */
-int tl_gcache_launch(tl_gcache *g, const tl_synth_launch *ls, size_t n, void *stream, unsigned int *slots,
-                     int *graph);
+ * (*slots)[i] is the slot node i reports through (the cache's array, valid
+ * until the next call) and *graph the handle to pass to tl_gcache_done once per
+ * node. Returns 0, a cudaError_t (> 0), or TL_ENOMEM when the slots cannot be
+ * found (nothing launched: launch them one by one). */
+int tl_gcache_launch(tl_gcache *g, const tl_synth_launch *ls, size_t n, void *stream,
+                     const unsigned int **slots, int *graph);
 /* One node of graph's latest launch is done and its record was read. */
 void tl_gcache_done(tl_gcache *g, int graph);
 void tl_gcache_get_stats(const tl_gcache *g, tl_gcache_stats *out);

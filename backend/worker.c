@@ -193,9 +193,9 @@ static int launch_batch(tl_synth *syn, tl_gcache *gc, wstream *s, size_t *inflig
     size_t n = s->n_batch;
     s->n_batch = 0;
     if (!n) return 0;
-    unsigned int *slots = calloc(n, sizeof *slots);
+    const unsigned int *slots = NULL;
     int graph = -1;
-    int e = slots ? tl_gcache_launch(gc, s->batch, n, s->s, slots, &graph) : (int)cudaErrorMemoryAllocation;
+    int e = tl_gcache_launch(gc, s->batch, n, s->s, &slots, &graph);
     for (size_t i = 0; i < n && e <= 0; i++) {
         wpend w;
         memset(&w, 0, sizeof w);
@@ -214,7 +214,6 @@ static int launch_batch(tl_synth *syn, tl_gcache *gc, wstream *s, size_t *inflig
         wq_push(s, &w);
         (*inflight)++;
     }
-    free(slots);
     return e > 0 ? e : 0;
 }
 
