@@ -480,6 +480,28 @@ static void test_errors(void **state)
 
 /* ---- the simulator against itself ------------------------------------------------ */
 
+/* tally-run's record of its replay (meta key = value) in the hardware database. */
+static void set_hw_meta(const char *hw, const char *key, const char *value)
+{
+    tl_results db;
+    tl_err err;
+    assert_int_equal(tl_results_open(&db, hw, &err), 0);
+    assert_int_equal(tl_results_set_meta(&db, key, value, &err), 0);
+    tl_results_close(&db);
+}
+
+/* The validation experiment of spec and hw, with the user's simulator
+ * parameter user_kv (NULL: none); tl_validation_hw_params' result on it. */
+static int hw_params_with(tl_experiment *e, const char *spec, const char *hw, const char *user_kv,
+                          char *applied, size_t cap, tl_err *err)
+{
+    tl_experiment_init(e);
+    assert_int_equal(tl_validation_experiment(e, spec, hw, NULL, -1, err), 0);
+    if (user_kv)
+        assert_int_equal(tl_experiment_set_sim_param(e, user_kv, err), 0);
+    return tl_validation_hw_params(e, hw, applied, cap, err);
+}
+
 static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
 {
     (void)arg;
@@ -563,14 +585,9 @@ static void test_self_validation(void **state)
     /* tally-run's record of its replay's back-to-back gap: the simulated twin
      * runs with it (the report says so), unless the user set the gap; a bad
      * value is refused, naming the database */
-    tl_results db;
     char applied[128];
-    assert_int_equal(tl_results_open(&db, hw, &err), 0);
-    assert_int_equal(tl_results_set_meta(&db, "hw_stream_gap_ns", "6100", &err), 0);
-    tl_results_close(&db);
-    tl_experiment_init(&e);
-    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
-    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    set_hw_meta(hw, "hw_stream_gap_ns", "6100");
+    assert_int_equal(hw_params_with(&e, spec_path, hw, NULL, applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "stream_gap_ns=6100");
     const char *gapdb = path_in("self_sim_gap.db");
     assert_int_equal(tl_validation_simulate(&e, gapdb, 1, true, &err), 0);
@@ -579,20 +596,13 @@ static void test_self_validation(void **state)
     assert_non_null(strstr(v.sim_params, "stream_gap_ns=6100"));
     assert_int_equal(v.matched, v.hw_runs);
     tl_validation_close(&v);
-    tl_experiment_init(&e);
-    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
-    assert_int_equal(tl_experiment_set_sim_param(&e, "stream_gap_ns=0", &err), 0);
-    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    assert_int_equal(hw_params_with(&e, spec_path, hw, "stream_gap_ns=0", applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "");
     tl_experiment_close(&e);
     /* the gap inside a CUDA graph (graph jobs) sets graph_gap_ns beside it;
      * a user's graph_gap_ns keeps only that one from being set */
-    assert_int_equal(tl_results_open(&db, hw, &err), 0);
-    assert_int_equal(tl_results_set_meta(&db, "hw_graph_gap_ns", "2500", &err), 0);
-    tl_results_close(&db);
-    tl_experiment_init(&e);
-    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
-    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    set_hw_meta(hw, "hw_graph_gap_ns", "2500");
+    assert_int_equal(hw_params_with(&e, spec_path, hw, NULL, applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "stream_gap_ns=6100;graph_gap_ns=2500");
     /* graph jobs' arrivals stay those of the hardware runs: their capacity
      * counts the gap the hardware runs were given (the GPU's default) */
@@ -601,18 +611,11 @@ static void test_self_validation(void **state)
     assert_int_equal(e.graph_capacity_gap_ns, dp.graph_gap_ns);
     assert_true(dp.graph_gap_ns != 2500);
     tl_experiment_close(&e);
-    tl_experiment_init(&e);
-    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
-    assert_int_equal(tl_experiment_set_sim_param(&e, "graph_gap_ns=900", &err), 0);
-    assert_int_equal(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err), 0);
+    assert_int_equal(hw_params_with(&e, spec_path, hw, "graph_gap_ns=900", applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "stream_gap_ns=6100");
     tl_experiment_close(&e);
-    assert_int_equal(tl_results_open(&db, hw, &err), 0);
-    assert_int_equal(tl_results_set_meta(&db, "hw_stream_gap_ns", "-5", &err), 0);
-    tl_results_close(&db);
-    tl_experiment_init(&e);
-    assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);
-    assert_true(tl_validation_hw_params(&e, hw, applied, sizeof applied, &err) < 0);
+    set_hw_meta(hw, "hw_stream_gap_ns", "-5");
+    assert_true(hw_params_with(&e, spec_path, hw, NULL, applied, sizeof applied, &err) < 0);
     assert_non_null(strstr(err.msg, "self_hw.db"));
     assert_non_null(strstr(err.msg, "hw_stream_gap_ns"));
     tl_experiment_close(&e);
