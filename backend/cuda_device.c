@@ -451,6 +451,8 @@ static int flush_stream(tl_cuda *c, tl_dstream *s)
             return batch_failed(c, TL_EIO, "graph launch: the context's worker process is gone", 0);
         return 0;
     }
+    c->loop.batches++;
+    c->loop.batch_open_sum_ns += host_now(c) - s->q[(s->head + s->n - n) % s->cap].issued_ns;
     const unsigned int *slots = NULL;
     int graph = -1;
     int e = tl_gcache_launch(c->gcache, s->batch, n, s->s, &slots, &graph);
@@ -495,12 +497,55 @@ static void batch_add(tl_cuda *c, tl_dstream *s, const tl_synth_launch *l)
     if (s->n_batch == 1) c->open_batches++;
 }
 
+/* Issue synthetic launch l (slot and salt are set here) on stream s for op:
+ * into the stream's open graph batch when batch, else at once; the pending
+ * entry reports op's completion to cb. */
+static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool batch, const tl_op *op, int job,
+                       uint64_t tag, tl_launch_cb cb, void *arg, tl_launch_id *out)
+{
+    tl_dstream *s = &c->streams[sid];
+    if (!batch && s->n_batch && flush_stream(c, s)) return c->flush_failed;
+    l->salt = c->salt;
+    c->salt += 0x9e3779b97f4a7c15ull >> 20;
+    tl_launch_id id = c->next_id + 1;
+    int slot = -1, r = 0;
+    if (s->worker >= 0) r = send_launch(c, s, id, l, batch);
+    else if (!batch) r = enqueue_local(c, s, l, &slot);
+    if (r) return r;
+    tl_pending *p = q_push(s);
+    p->remote = s->worker >= 0;
+    p->id = ++c->next_id;
+    p->stream = sid;
+    p->is_kernel = true;
+    p->ptb = l->workers > 0;
+    p->slot = slot;
+    p->batched = batch;
+    p->unflushed = batch && !p->remote;
+    p->graph = -1;
+    p->gen = slot >= 0 ? tl_synth_slot_gen(c->synth, (unsigned)slot) : 0;
+    p->cb = cb;
+    p->arg = arg;
+    p->op = op;
+    p->job = job;
+    p->tag = tag;
+    p->begin = l->begin;
+    p->end = l->end;
+    int sms = ctx_sms(c, s->ctx);
+    uint64_t grid = p->ptb ? (l->workers < l->end - l->begin ? l->workers : l->end - l->begin) : l->end - l->begin;
+    p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
+    p->issued_ns = host_now(c);
+    c->inflight++;
+    if (batch) batch_add(c, s, l); /* launched (a worker's: closed by FLUSH) at the end of the turn */
+    tl_watchdog_kick(c->watchdog, true);
+    if (out) *out = p->id;
+    return 0;
+}
+
 static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl_launch_cb cb, void *arg,
                      tl_launch_id *out)
 {
     tl_cuda *c = C(d);
     if (sid < 0 || sid >= c->n_streams || !k || !k->op || k->op->kind != TL_OP_KERNEL) return TL_EINVAL;
-    tl_dstream *s = &c->streams[sid];
     tl_kernel_plan pl;
     tl_err err;
     tl_err_clear(&err);
@@ -511,10 +556,6 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     uint64_t total = tl_op_blocks(k->op);
     uint64_t end = k->block_end ? k->block_end : total;
     if (end > total || k->block_begin >= end) return TL_ERANGE;
-    /* A graph job's whole-grid launches wait for the end of this loop turn and
-     * go as one graph; slices and PTB launches (a policy's own) go alone. */
-    bool batch = k->op->graph && !k->ptb_workers_per_sm && k->block_begin == 0 && end == total;
-    if (!batch && s->n_batch && flush_stream(c, s)) return c->flush_failed;
     tl_synth_launch l;
     memset(&l, 0, sizeof l);
     l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
@@ -523,42 +564,35 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     l.smem = k->op->static_smem + k->op->dynamic_smem;
     l.begin = k->block_begin;
     l.end = end;
-    int sms = ctx_sms(c, s->ctx);
-    l.workers = k->ptb_workers_per_sm ? k->ptb_workers_per_sm * (unsigned)sms : 0;
+    l.workers = k->ptb_workers_per_sm ? k->ptb_workers_per_sm * (unsigned)ctx_sms(c, c->streams[sid].ctx) : 0;
     l.iters = pl.iters;
-    l.salt = c->salt;
-    c->salt += 0x9e3779b97f4a7c15ull >> 20;
-    tl_launch_id id = c->next_id + 1;
-    int slot = -1, r = 0;
-    if (s->worker >= 0) r = send_launch(c, s, id, &l, batch);
-    else if (!batch) r = enqueue_local(c, s, &l, &slot);
-    if (r) return r;
-    tl_pending *p = q_push(s);
-    p->remote = s->worker >= 0;
-    p->id = ++c->next_id;
-    p->stream = sid;
-    p->is_kernel = true;
-    p->ptb = l.workers > 0;
-    p->slot = slot;
-    p->batched = batch;
-    p->unflushed = batch && !p->remote;
-    p->graph = -1;
-    p->gen = slot >= 0 ? tl_synth_slot_gen(c->synth, (unsigned)slot) : 0;
-    p->cb = cb;
-    p->arg = arg;
-    p->op = k->op;
-    p->job = k->job;
-    p->tag = k->tag;
-    p->begin = l.begin;
-    p->end = l.end;
-    uint64_t grid = p->ptb ? (l.workers < end - l.begin ? l.workers : end - l.begin) : end - l.begin;
-    p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
-    p->issued_ns = host_now(c);
-    c->inflight++;
-    if (batch) batch_add(c, s, &l); /* launched (a worker's: closed by FLUSH) at the end of the turn */
-    tl_watchdog_kick(c->watchdog, true);
-    if (out) *out = p->id;
-    return 0;
+    /* A graph job's whole-grid launches wait for the end of this loop turn and
+     * go as one graph; slices and PTB launches (a policy's own) go alone. */
+    bool batch = k->op->graph && !k->ptb_workers_per_sm && k->block_begin == 0 && end == total;
+    return issue_synth(c, sid, &l, batch, k->op, k->job, k->tag, cb, arg, out);
+}
+
+/* A graph job's memset, as a node of its graph: a real graph holds memset
+ * nodes, and the GPU runs small memsets as kernels. Its stand-in is a memory
+ * kernel touching as many bytes (16 per thread, 256 threads a block), which
+ * stamps its times as the other nodes do; left to the copy path, each memset
+ * would end one graph and start another (a launch and two stream gaps). */
+static int memset_node(tl_cuda *c, tl_stream_id sid, const tl_op *op, int job, tl_launch_cb cb, void *arg,
+                       tl_launch_id *out)
+{
+    enum { THREADS = 256, BYTES_PER_BLOCK = THREADS * 16, MAX_BLOCKS = 1 << 20 };
+    uint64_t blocks = (op->bytes + BYTES_PER_BLOCK - 1) / BYTES_PER_BLOCK;
+    if (blocks < 1) blocks = 1;
+    if (blocks > MAX_BLOCKS) blocks = MAX_BLOCKS;
+    tl_synth_launch l;
+    memset(&l, 0, sizeof l);
+    l.kind = TL_SYNTH_MEMORY;
+    l.variant = 0;
+    l.block[0] = THREADS;
+    l.block[1] = l.block[2] = 1;
+    l.end = blocks;
+    l.iters = 1;
+    return issue_synth(c, sid, &l, true, op, job, 0, cb, arg, out);
 }
 
 /* Records a copy or memset just issued on stream sid (on a worker's stream
@@ -592,6 +626,7 @@ static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_
     tl_cuda *c = C(d);
     if (sid < 0 || sid >= c->n_streams || !op || (op->kind != TL_OP_MEMCPY && op->kind != TL_OP_MEMSET))
         return TL_EINVAL;
+    if (op->kind == TL_OP_MEMSET && op->graph) return memset_node(c, sid, op, job, cb, arg, out);
     tl_dstream *s = &c->streams[sid];
     if (s->n_batch && flush_stream(c, s)) return c->flush_failed;
     size_t bytes = op->bytes ? op->bytes : 1;
@@ -733,13 +768,14 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
         r->next_block = p->begin + done;
         if (!p->remote && p->batched) tl_gcache_done(c->gcache, p->graph);
         else if (!p->remote) tl_synth_slot_release(c->synth, (unsigned)p->slot);
-        if (p->job >= 0 && p->job < c->n_jstats) {
+        bool kernel = p->op && p->op->kind == TL_OP_KERNEL; /* else a memset node */
+        if (kernel && p->job >= 0 && p->job < c->n_jstats) {
             tl_job_stats *js = &c->jstats[p->job];
             js->sm_busy_ns += (tl_ns)((double)dur * p->avg_sms);
             js->kernels++;
             js->blocks += done;
         }
-        if (d->observer) {
+        if (kernel && d->observer) {
             tl_kernel_record kr;
             memset(&kr, 0, sizeof kr);
             kr.job = p->job;
@@ -970,12 +1006,17 @@ static void cu_close(tl_device *d)
     if (c->gcache) tl_gcache_get_stats(c->gcache, &gs);
     if (gs.launches || gs.no_room)
         fprintf(stderr, "tally-run: CUDA graphs: %llu launches of %llu kernels; %llu instantiated (%.1f ms in all, "
-                        "longest %.2f ms); %llu updated (%llu nodes, %.1f ms in all); %llu dropped for slots; "
-                        "%llu batches launched one by one (no slots)\n",
+                        "longest %.2f ms); %llu relaunched for work within %.0f%%; %llu updated (%llu nodes, %.1f ms in all); %llu dropped for slots; "
+                        "%llu batches launched one by one (no slots); per graph launch: %.1f us from its first "
+                        "kernel's issue to its flush, %.1f us in cudaGraphLaunch; timers fired %.1f us late on average\n",
                 (unsigned long long)gs.launches, (unsigned long long)gs.nodes, (unsigned long long)gs.instantiations,
-                gs.instantiate_ns / 1e6, gs.instantiate_max_ns / 1e6, (unsigned long long)gs.updates,
+                gs.instantiate_ns / 1e6, gs.instantiate_max_ns / 1e6, (unsigned long long)gs.reuses,
+                TL_GCACHE_REUSE_PCT, (unsigned long long)gs.updates,
                 (unsigned long long)gs.node_updates, gs.update_ns / 1e6, (unsigned long long)gs.evictions,
-                (unsigned long long)gs.no_room);
+                (unsigned long long)gs.no_room,
+                c->loop.batches ? c->loop.batch_open_sum_ns / 1e3 / (double)c->loop.batches : 0.0,
+                gs.launches ? gs.launch_call_ns / 1e3 / (double)gs.launches : 0.0,
+                c->loop.timers ? c->loop.late_sum_ns / 1e3 / (double)c->loop.timers : 0.0);
     tl_watchdog_stop(c->watchdog);
     for (int i = 0; i < c->n_workers; i++) tl_worker_stop(&c->workers[i]);
     free(c->workers);

@@ -1,4 +1,5 @@
 /* Cached CUDA graphs of synthetic launches (design in graph_cache.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +139,14 @@ static cached_graph *new_entry(tl_gcache *g)
     return c;
 }
 
+/* A batch's work: its blocks' work units, summed. */
+static double total_work(const tl_synth_launch *k, size_t n)
+{
+    double w = 0;
+    for (size_t i = 0; i < n; i++) w += (double)k[i].iters * (double)(k[i].end - k[i].begin);
+    return w;
+}
+
 /* Build and instantiate a graph for the batch; its nodes keep the slots
  * taken here. */
 static int build(tl_gcache *g, cached_graph *c, const tl_synth_launch *key, size_t n, void *stream,
@@ -207,17 +216,27 @@ int tl_gcache_launch(tl_gcache *g, const tl_synth_launch *ls, size_t n, void *st
     for (size_t i = 0; i < n; i++) g->scratch[i] = normalized(&ls[i]);
     uint64_t shape, exact;
     hashes(g->scratch, n, stream, &shape, &exact);
-    /* An idle graph of exactly this batch; else one of its shape (least
-     * recently used: most likely to be reused last) to update. */
-    cached_graph *hit = NULL, *like = NULL;
+    /* An idle graph of exactly this batch; else an idle one of its shape whose
+     * work differs by at most TL_GCACHE_REUSE_PCT in all, launched as it is;
+     * else a new one, while fewer than TL_GCACHE_PER_SHAPE of its shape exist;
+     * else the least recently used idle one of its shape, updated. */
+    cached_graph *hit = NULL, *like = NULL, *close = NULL;
+    size_t same_shape_graphs = 0;
+    double work = total_work(g->scratch, n);
     for (size_t i = 0; i < g->n_g && !hit; i++) {
         cached_graph *c = &g->g[i];
-        if (!c->graph || c->outstanding || c->shape_hash != shape || c->n != n || c->stream != stream) continue;
+        if (!c->graph || c->shape_hash != shape || c->n != n || c->stream != stream) continue;
+        same_shape_graphs++;
+        if (c->outstanding || !same_shape(c->key, g->scratch, n)) continue;
         if (c->exact_hash == exact && !memcmp(c->key, g->scratch, n * sizeof *g->scratch)) hit = c;
-        else if ((!like || c->last_use < like->last_use) && same_shape(c->key, g->scratch, n)) like = c;
+        else if (!close && fabs(total_work(c->key, n) - work) <= work * TL_GCACHE_REUSE_PCT / 100.0) close = c;
+        else if (!like || c->last_use < like->last_use) like = c;
     }
     int e = 0;
-    if (!hit && like) {
+    if (!hit && close) {
+        hit = close;
+        g->st.reuses++;
+    } else if (!hit && like && same_shape_graphs >= TL_GCACHE_PER_SHAPE) {
         hit = like;
         e = update(g, hit, g->scratch, exact);
     } else if (!hit) {
@@ -226,7 +245,9 @@ int tl_gcache_launch(tl_gcache *g, const tl_synth_launch *ls, size_t n, void *st
         if (e == TL_ENOMEM) g->st.no_room++;
     }
     if (e) return e;
+    tl_ns t0 = tl_mono_ns();
     e = tl_synth_graph_launch(g->synth, hit->graph, hit->slots, stream);
+    g->st.launch_call_ns += tl_mono_ns() - t0;
     if (e) return e;
     hit->outstanding = n;
     hit->last_use = ++g->tick;

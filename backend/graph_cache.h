@@ -9,11 +9,16 @@
  *
  * Instantiating a graph costs far more than launching it (0.1-30 ms on the
  * H100 against a few us), so graphs are cached by stream and shape (kernel,
- * block shape, block range of every launch): a batch whose graph exists but
- * was built for other work units per block (the traced durations differ from
- * iteration to iteration) updates those nodes' parameters in the executable
- * graph (cudaGraphExecKernelNodeSetParams) and launches it. A framework's
- * captured graph is likewise built once and launched per iteration.
+ * block shape, block range of every launch). The work units per block differ
+ * a little from one trace iteration to the next (their traced durations do):
+ * a batch whose work differs from an idle cached graph of its shape by at
+ * most TL_GCACHE_REUSE_PCT in all relaunches that graph as it is, as a
+ * framework relaunches its captured graph with the same kernels every time
+ * (updating the nodes would cost the host ~0.1-0.2 us each before the launch,
+ * measured on the H100, which no real replay pays). Batches of the same shape
+ * with more different work get graphs of their own, up to TL_GCACHE_PER_SHAPE;
+ * past that, the least recently used idle one is updated to the batch's work
+ * units (cudaGraphExecKernelNodeSetParams) and launched.
  *
  * The graph's kernels are synth "nodes" (synth.h): their blocks only stamp
  * times, and publish kernels at the graph's end write every node's record.
@@ -43,6 +48,11 @@
 /* Synth slots a replaying process opens: cached graphs hold one per node
  * (a few hundred thousand nodes x ~0.8 KB of device counters each at most). */
 #define TL_GCACHE_PROCESS_SLOTS (1u << 17)
+/* Graphs kept per stream and shape for batches of different work. */
+#define TL_GCACHE_PER_SHAPE 16u
+/* Work difference (percent of the batch's) within which a cached graph is
+ * relaunched as it is. */
+#define TL_GCACHE_REUSE_PCT 2.0
 /* Slots eviction leaves free for ordinary launches. */
 #define TL_GCACHE_RESERVE 4096u
 
@@ -52,6 +62,7 @@ typedef struct tl_gcache_stats {
     uint64_t launches;        /* graph launches */
     uint64_t nodes;           /* kernels launched inside them */
     uint64_t instantiations;  /* graphs built and instantiated */
+    uint64_t reuses;          /* launches of a graph built for work within TL_GCACHE_REUSE_PCT */
     uint64_t updates;         /* launches of a graph updated to other work units */
     uint64_t node_updates;    /* ... nodes updated in them */
     tl_ns update_ns;          /* host time updating, in all */
@@ -59,6 +70,7 @@ typedef struct tl_gcache_stats {
     uint64_t no_room;         /* batches refused: not enough slots (launched one by one) */
     tl_ns instantiate_ns;     /* host time building and instantiating, in all */
     tl_ns instantiate_max_ns; /* ... the longest one */
+    tl_ns launch_call_ns;     /* host time in cudaGraphLaunch, in all */
     size_t cached;            /* graphs held now */
 } tl_gcache_stats;
 

@@ -33,6 +33,9 @@
 #              OUTDIR/graph_1.db
 #   graph-rep2 repetition 2 on a copy of graph_1.db from GRAPH_DB (default:
 #              this folder's headline_graph.db): OUTDIR/graph_2.db
+#   graph-diag the graph headline spec under tally and priority-streams (and
+#              each job alone), 2 s after 1 s, per-kernel records (-k):
+#              OUTDIR/graph_diag.db
 # The calibration cache is this folder's calib.sqlite (copied to OUTDIR and
 # used from there, so that new entries come back).
 set -u
@@ -97,6 +100,10 @@ for step in "$@"; do
     graph-rep2)
         cp "${GRAPH_DB:-experiments/results/hw/headline_graph.db}" "$out/graph_2.db"
         $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 2 -q -d "$out/graph_2.db"
+        echo "rc=$?" ;;
+    graph-diag)
+        $B run -s experiments/specs/tally_headline.json -t 2 -w 1 -r 1 -p tally -p priority-streams \
+               -k -q -d "$out/graph_diag.db"
         echo "rc=$?" ;;
     *) echo "unknown step $step"; exit 64 ;;
     esac
