@@ -191,7 +191,8 @@ static int cmd_convert(int argc, char **argv)
         /* the capacity counts the graph gap of the trace's GPU */
         tl_sim_params p;
         tl_sim_params_default(&p, &g);
-        tl_trace_as_graph(&t, p.graph_gap_ns);
+        tl_graph_launch gl = {.gap_ns = p.graph_gap_ns, .launch_ns = p.graph_launch_ns, .node_ns = p.graph_node_ns};
+        tl_trace_as_graph(&t, &gl);
     }
     if (r == 0)
         r = tl_trace_write_json(&t, argv[optind + 1], &err);

@@ -90,20 +90,25 @@ static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
     return 0;
 }
 
-/* The graph gap the runs simulate with (the GPU's default, or the
- * experiment's sim_params, or graph_capacity_gap_ns where set): graph jobs'
- * solo capacity counts it. Parameters
- * that do not parse leave the default here; the device refuses them later. */
-static tl_ns graph_gap_of(const tl_experiment *e)
+/* How graph jobs' iterations are launched (the GPU's defaults, or the
+ * experiment's sim_params): graph jobs' solo capacity counts the graph gap
+ * (graph_capacity_gap_ns instead where set), the simulated host waits out the
+ * graph launch call; on the hardware the real call takes its time, so the
+ * host adds none. Parameters that do not parse leave the defaults here; the
+ * device refuses them later. */
+static tl_graph_launch graph_launch_of(const tl_experiment *e)
 {
-    if (e->graph_capacity_gap_ns > 0)
-        return e->graph_capacity_gap_ns;
     tl_sim_params p;
     tl_sim_params_default(&p, &e->gpu);
     tl_err ignored;
     if (tl_sim_params_apply(&p, e->sim_params, &ignored) < 0)
         tl_sim_params_default(&p, &e->gpu);
-    return p.graph_gap_ns;
+    tl_graph_launch g = {.gap_ns = p.graph_gap_ns, .launch_ns = p.graph_launch_ns, .node_ns = p.graph_node_ns};
+    if (e->graph_capacity_gap_ns > 0)
+        g.gap_ns = e->graph_capacity_gap_ns;
+    if (e->hardware)
+        g.launch_ns = g.node_ns = 0;
+    return g;
 }
 
 static int load_inputs(sweep_ctx *c, tl_err *err)
@@ -132,8 +137,10 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
                 int r = tl_trace_load(&lt->trace, jc->trace_path, &to, err);
                 if (r < 0)
                     return r;
-                if (jc->graph)
-                    tl_trace_as_graph(&lt->trace, graph_gap_of(e));
+                if (jc->graph) {
+                    tl_graph_launch gl = graph_launch_of(e);
+                    tl_trace_as_graph(&lt->trace, &gl);
+                }
                 if (lt->trace.n_iters == 0)
                     return tl_errf(err, TL_EFORMAT, "%s: no iterations left (skip_iterations too large?)",
                                    jc->trace_path);

@@ -126,6 +126,13 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * kernels leave 1.15 us launched one by one, so ~0.1 us in a graph is
      * likely, 0.83 us the safe reading). Elsewhere not measured: the stream's. */
     p->graph_gap_ns = h100 ? 830 : p->stream_gap_ns;
+    /* The host's cudaGraphLaunch call, which the runner waits out before a
+     * graph's ops are issued: 3.5-12 us on the H100 for graphs of 162-234 (and
+     * ~750) kernels already launched once, 4.8-6.1 us for 204 (tally-run's
+     * "CUDA graphs" lines, experiments/results/hw/graph_launch/README.md);
+     * ~2.5 us plus 30 ns a node. Elsewhere not measured: the same. */
+    p->graph_launch_ns = 2500;
+    p->graph_node_ns = 30;
     /* PTB loop overhead per logical block (atomic counter + flag check):
      * a guess, to be fitted. */
     p->ptb_block_overhead_ns = 200;
@@ -200,6 +207,10 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: stream_gap_ns must be in [0, 1 ms]");
     if (p->graph_gap_ns < 0 || p->graph_gap_ns > TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: graph_gap_ns must be in [0, 1 ms]");
+    if (p->graph_launch_ns < 0 || p->graph_launch_ns > 10 * TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: graph_launch_ns must be in [0, 10 ms]");
+    if (p->graph_node_ns < 0 || p->graph_node_ns > 100 * TL_NS_PER_US)
+        return tl_errf(err, TL_ERANGE, "sim params: graph_node_ns must be in [0, 100 us]");
     if (p->ptb_block_overhead_ns < 0)
         return tl_errf(err, TL_ERANGE, "sim params: ptb_block_overhead_ns must be >= 0");
     if (p->slice_launch_ns < 0)
@@ -244,6 +255,8 @@ static const pdesc pdescs[] = {
     PD("callback_launch_latency_ns", P_NS, callback_launch_latency_ns),
     PD("stream_gap_ns", P_NS, stream_gap_ns),
     PD("graph_gap_ns", P_NS, graph_gap_ns),
+    PD("graph_launch_ns", P_NS, graph_launch_ns),
+    PD("graph_node_ns", P_NS, graph_node_ns),
     PD("ptb_block_overhead_ns", P_NS, ptb_block_overhead_ns),
     PD("slice_launch_ns", P_NS, slice_launch_ns),
     PD("copy_engines", P_INT, copy_engines),

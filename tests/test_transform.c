@@ -8,7 +8,10 @@
  * 2. The simulator starts a graph op graph_gap_ns after the op before it, and
  *    a plain one stream_gap_ns after.
  * 3. The converted job replayed alone: one request takes its traced_ns.
- * 4. tl_trace_scale_grid multiplies grids and refuses one past 2^31-1. */
+ * 4. tl_trace_scale_grid multiplies grids and refuses one past 2^31-1.
+ * 5. The host's graph launch time: the first op of each graph (a run of
+ *    kernels and memsets on one stream) waits launch_ns + node_ns per op,
+ *    the others none; a copy ends a graph. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,7 +53,8 @@ static void test_as_graph(void **state)
     load_ok(&t, MOBILENET);
     assert_true(t.n_iters > 0);
     const tl_ns gap = 830;
-    tl_trace_as_graph(&t, gap);
+    const tl_graph_launch gl = {.gap_ns = gap};
+    tl_trace_as_graph(&t, &gl);
     for (uint32_t i = 0; i < t.n_iters; i++) {
         const tl_iteration *it = &t.iters[i];
         uint32_t per[64] = {0}, busiest = 0;
@@ -143,7 +147,8 @@ static void test_sim_graph_gap(void **state)
 
 /* A graph job alone on the simulated H100, requests rare enough (load 0.05)
  * never to queue: on average a request takes the traced_ns the transform
- * gave it (the GPU-busy time plus the gaps), within 2%. */
+ * gave it (the GPU-busy time plus the gaps) after the host's graph launch
+ * time, within 2%. */
 static void test_graph_job_alone(void **state)
 {
     (void)state;
@@ -154,10 +159,12 @@ static void test_graph_job_alone(void **state)
     tl_err e = {0};
     assert_int_equal(tl_gpu_lookup("H100", &g, &e), 0);
     tl_sim_params_default(&p, &g);
-    tl_trace_as_graph(&t, p.graph_gap_ns);
-    long double want = 0;
+    const tl_graph_launch gl = {.gap_ns = p.graph_gap_ns, .launch_ns = p.graph_launch_ns,
+                                .node_ns = p.graph_node_ns};
+    tl_trace_as_graph(&t, &gl);
+    long double want = 0; /* the host's launch call, then the GPU's time */
     for (uint32_t i = 0; i < t.n_iters; i++)
-        want += t.iters[i].traced_ns;
+        want += t.iters[i].ops[0].host_gap_ns + t.iters[i].traced_ns;
     want /= t.n_iters;
     tl_job_spec job = {.name = "g", .trace = &t, .role = TL_ROLE_INFERENCE,
                        .arrival = TL_ARRIVAL_POISSON_LOAD, .load = 0.05};
@@ -173,7 +180,7 @@ static void test_graph_job_alone(void **state)
     for (size_t k = 0; k < res.n_recs; k++)
         got += res.recs[k].end_ns - res.recs[k].start_ns;
     got /= res.n_recs;
-    print_message("graph job alone: %.1f us per request, traced_ns %.1f us\n", (double)got / 1e3,
+    print_message("graph job alone: %.1f us per request, expected (launch + traced_ns) %.1f us\n", (double)got / 1e3,
                   (double)want / 1e3);
     assert_true(got > want * 0.98L && got < want * 1.02L);
     tl_run_result_close(&res);
@@ -204,6 +211,37 @@ static void test_scale_grid(void **state)
     tl_trace_close(&t);
 }
 
+/* MobileNetV3's iterations are ~200 kernels on one stream: one graph each.
+ * With op 10 of iteration 0 made a copy, that iteration is two graphs (ops
+ * 0-9 and 11-end) around the copy. */
+static void test_graph_launch_time(void **state)
+{
+    (void)state;
+    tl_trace t;
+    load_ok(&t, MOBILENET);
+    assert_true(t.n_iters > 1 && t.iters[0].n_ops > 20);
+    tl_iteration *it0 = &t.iters[0];
+    for (uint32_t k = 0; k < it0->n_ops; k++)
+        assert_int_equal(it0->ops[k].kind, TL_OP_KERNEL);
+    it0->ops[10].kind = TL_OP_MEMCPY;
+    it0->ops[10].copy_kind = TL_COPY_H2D;
+    it0->ops[10].bytes = 4096;
+    const tl_graph_launch gl = {.gap_ns = 830, .launch_ns = 3000, .node_ns = 40};
+    tl_trace_as_graph(&t, &gl);
+    uint32_t n0 = it0->n_ops;
+    assert_int_equal(it0->ops[0].host_gap_ns, 3000 + 10 * 40);
+    assert_int_equal(it0->ops[10].host_gap_ns, 0);
+    assert_int_equal(it0->ops[11].host_gap_ns, 3000 + (tl_ns)(n0 - 11) * 40);
+    for (uint32_t k = 1; k < n0; k++)
+        if (k != 11)
+            assert_int_equal(it0->ops[k].host_gap_ns, 0);
+    const tl_iteration *it1 = &t.iters[1];
+    assert_int_equal(it1->ops[0].host_gap_ns, 3000 + (tl_ns)it1->n_ops * 40);
+    for (uint32_t k = 1; k < it1->n_ops; k++)
+        assert_int_equal(it1->ops[k].host_gap_ns, 0);
+    tl_trace_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_sim_graph_gap),
         cmocka_unit_test(test_graph_job_alone),
         cmocka_unit_test(test_scale_grid),
+        cmocka_unit_test(test_graph_launch_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,6 +54,10 @@ typedef struct tl_sim_params {
                                   waiting (the back-to-back dispatch gap) */
     tl_ns graph_gap_ns;        /* the same for an op launched inside a CUDA graph
                                   (tl_op.graph) */
+    tl_ns graph_launch_ns;     /* host time launching a CUDA graph (a graph job's
+                                  iteration, tl_trace_as_graph) before its first op
+                                  is issued ... */
+    tl_ns graph_node_ns;       /* ... plus this per op in the graph */
     tl_ns ptb_block_overhead_ns; /* extra time per logical block under PTB */
     tl_ns slice_launch_ns;     /* extra latency of a slice launch beyond the first
                                   (block_begin > 0) */
@@ -107,8 +111,10 @@ typedef struct tl_sim_stats {
  * H100's idle_handover_ns 7.5 us (measured below 8.1 us: idle_sweep); 8:
  * the H100's idle_switch_ns 75 us (an idle hand-over's switch-in, diag_tgs);
  * 9: a graph job's host blocks on a full launch queue only before an
- * iteration, never inside one (runner.c: a graph launch is one call). */
-#define TL_SIM_MODEL_REVISION 9
+ * iteration, never inside one (runner.c: a graph launch is one call); 10:
+ * graph_launch_ns and graph_node_ns, the host's graph launch call before a
+ * graph's ops are issued (2.5 us + 30 ns an op on the H100). */
+#define TL_SIM_MODEL_REVISION 10
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);

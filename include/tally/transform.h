@@ -4,16 +4,27 @@
 
 #include "tally/trace.h"
 
-/* Replay each iteration as a CUDA graph launch would: the host issues the
+/* How a graph job's iterations are launched (tl_sim_params' fields of the
+ * same names, sim/README.md). */
+typedef struct tl_graph_launch {
+    tl_ns gap_ns;     /* GPU time between consecutive ops of a graph */
+    tl_ns launch_ns;  /* host time before a graph's ops reach the GPU ... */
+    tl_ns node_ns;    /* ... plus this per op in the graph */
+} tl_graph_launch;
+
+/* Replay each iteration as CUDA graph launches would: the host issues the
  * iteration's work at once. Host gaps and API-call times inside an iteration
- * become 0 (the first op's gap too) and so does the tail; the GPU work, its
- * order, streams and the host waits stay; every op is marked graph (the GPU
- * starts a graph's kernels graph_gap_ns apart, sim/README.md). Each iteration's
- * traced_ns becomes the time it takes launched at once on an idle GPU: its traced
- * GPU-busy time plus graph_gap_ns between consecutive ops of its busiest stream,
- * so that arrivals at a "load" are a fraction of the graph job's own solo
- * capacity. */
-void tl_trace_as_graph(tl_trace *t, tl_ns graph_gap_ns);
+ * become 0 and so does the tail; the GPU work, its order, streams and the host
+ * waits stay; every op is marked graph (the GPU starts a graph's kernels
+ * gap_ns apart). The iteration's graphs are its runs of consecutive kernels
+ * and memsets on one stream (a copy, a wait, a synchronization or another
+ * stream ends one): the first op of each waits launch_ns + node_ns x its ops
+ * on the host (the launch call), the others none. Each iteration's traced_ns
+ * becomes the GPU's time for it launched at once on an idle GPU: its traced
+ * GPU-busy time plus gap_ns between consecutive ops of its busiest stream, so
+ * that arrivals at a "load" are a fraction of the graph job's own solo
+ * capacity (the host's launch time is not counted). */
+void tl_trace_as_graph(tl_trace *t, const tl_graph_launch *g);
 
 /* Multiply every kernel's grid (x) by factor, keeping its duration.
  * TL_ERANGE (naming the op) if a grid would exceed 2^31-1; t is then unchanged. */
