@@ -57,6 +57,7 @@ static void usage(FILE *f)
 "                           contention.starved_rate, contention.mem_alpha, mem_p,\n"
 "                           mem_q, mem_max_slowdown, launch_latency_ns,\n"
 "                           callback_launch_latency_ns, stream_gap_ns, graph_gap_ns,\n"
+"                           graph_launch_ns, graph_node_ns,\n"
 "                           ptb_block_overhead_ns, slice_launch_ns, copy_engines,\n"
 "                           device_copy_gbps,\n"
 "                           coalesce_groups, coalesce_fraction,\n"
