@@ -192,7 +192,7 @@ static int cmd_convert(int argc, char **argv)
         /* the capacity counts the graph gap of the trace's GPU */
         tl_sim_params p;
         tl_sim_params_default(&p, &g);
-        tl_graph_launch gl = {.gap_ns = p.graph_gap_ns, .launch_ns = p.graph_launch_ns, .node_ns = p.graph_node_ns};
+        tl_graph_launch gl = tl_sim_params_graph_launch(&p);
         tl_trace_as_graph(&t, &gl);
     }
     if (r == 0)

@@ -103,7 +103,7 @@ static tl_graph_launch graph_launch_of(const tl_experiment *e)
     tl_err ignored;
     if (tl_sim_params_apply(&p, e->sim_params, &ignored) < 0)
         tl_sim_params_default(&p, &e->gpu);
-    tl_graph_launch g = {.gap_ns = p.graph_gap_ns, .launch_ns = p.graph_launch_ns, .node_ns = p.graph_node_ns};
+    tl_graph_launch g = tl_sim_params_graph_launch(&p);
     if (e->graph_capacity_gap_ns > 0)
         g.gap_ns = e->graph_capacity_gap_ns;
     if (e->hardware)

@@ -85,6 +85,12 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
     return sd > p->mem_max_slowdown ? p->mem_max_slowdown : sd;
 }
 
+tl_graph_launch tl_sim_params_graph_launch(const tl_sim_params *p)
+{
+    return (tl_graph_launch){.gap_ns = p->graph_gap_ns, .launch_ns = p->graph_launch_ns,
+                             .node_ns = p->graph_node_ns};
+}
+
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
 {
     /* Fitted on the H100 SXM (experiments/results/hw/contention.csv); a

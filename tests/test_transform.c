@@ -159,8 +159,7 @@ static void test_graph_job_alone(void **state)
     tl_err e = {0};
     assert_int_equal(tl_gpu_lookup("H100", &g, &e), 0);
     tl_sim_params_default(&p, &g);
-    const tl_graph_launch gl = {.gap_ns = p.graph_gap_ns, .launch_ns = p.graph_launch_ns,
-                                .node_ns = p.graph_node_ns};
+    const tl_graph_launch gl = tl_sim_params_graph_launch(&p);
     tl_trace_as_graph(&t, &gl);
     long double want = 0; /* the host's launch call, then the GPU's time */
     for (uint32_t i = 0; i < t.n_iters; i++)

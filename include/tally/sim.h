@@ -6,6 +6,7 @@
 #define TALLY_SIM_H
 
 #include "tally/device.h"
+#include "tally/transform.h"
 
 /* Contention between co-resident blocks of different launches on one SM.
  * Two models (sim/README.md, "Contention"; re-evaluated whenever a block
@@ -125,6 +126,8 @@ int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_e
 const char *tl_sim_param_name(int i);
 /* Apply "KEY=VALUE;KEY=VALUE..." (NULL or "" leaves p alone), then validate. */
 int tl_sim_params_apply(tl_sim_params *p, const char *list, tl_err *err);
+/* The graph launch parameters of p, for tl_trace_as_graph. */
+tl_graph_launch tl_sim_params_graph_launch(const tl_sim_params *p);
 /* Check a parameter set; the message names the parameter. */
 int tl_sim_params_validate(const tl_sim_params *p, tl_err *err);
 /* Open a simulated device. gpu is validated (tl_gpu_validate); p may be NULL
