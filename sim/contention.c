@@ -133,8 +133,8 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * likely, 0.83 us the safe reading). Elsewhere not measured: the stream's. */
     p->graph_gap_ns = h100 ? 830 : p->stream_gap_ns;
     /* The host's cudaGraphLaunch call, which the runner waits out before a
-     * graph's ops are issued: 3.5-12 us on the H100 for graphs of 162-234 (and
-     * ~750) kernels already launched once, 4.8-6.1 us for 204 (tally-run's
+     * graph's ops are issued: on the H100, 4.8-6.4 us for MobileNetV3's graphs
+     * of 204 ops, 8.5-12 us for 162 and 234 (ViT, ResNet-50 b8; tally-run's
      * "CUDA graphs" lines, experiments/results/hw/graph_launch/README.md);
      * ~2.5 us plus 30 ns a node. Elsewhere not measured: the same. */
     p->graph_launch_ns = 2500;
