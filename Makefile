@@ -24,9 +24,14 @@ else
 Q := @
 endif
 
-DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
-CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
+# DEPS_CFLAGS, DEPS_LIBS and CMOCKA_LIBS come from $(BUILD)/deps.mk, written
+# by the rule below after scripts/install-deps.sh has installed what is missing.
+# make remakes an included makefile first and then starts over, so on a bare
+# machine the flags are read from the packages just installed (asking
+# pkg-config here, at parse time, would ask before they are there).
+ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
+include $(BUILD)/deps.mk
+endif
 
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
@@ -66,6 +71,14 @@ all: deps $(LIB) $(CMD_BIN) $(CUDA_TARGETS)
 
 deps:
 	@scripts/install-deps.sh
+
+$(BUILD)/deps.mk: scripts/install-deps.sh Makefile
+	@scripts/install-deps.sh
+	@mkdir -p $(dir $@)
+	$(Q)c=$$($(PKG_CONFIG) --cflags $(PKGS)) && l=$$($(PKG_CONFIG) --libs $(PKGS)) || { \
+	    echo "Makefile: pkg-config finds no $(PKGS) (see scripts/install-deps.sh)" >&2; exit 1; }; \
+	m=$$($(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka); \
+	printf 'DEPS_CFLAGS := %s\nDEPS_LIBS := %s\nCMOCKA_LIBS := %s\n' "$$c" "$$l" "$$m" > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
