@@ -436,10 +436,11 @@ static int batch_failed(tl_cuda *c, int code, const char *what, int cuda_err)
 /* Launch stream s's batch: as one CUDA graph, or, when the graphs hold too
  * many slots to build another, one by one. Its pending entries are the last
  * n_batch of the queue (anything else issued to s flushes the batch first). */
-static int flush_stream(tl_cuda *c, tl_dstream *s)
+static int flush_stream(tl_cuda *c, tl_dstream *s, bool cut)
 {
     size_t n = s->n_batch;
     if (!n) return 0;
+    if (cut) c->loop.batch_cuts++;
     s->n_batch = 0;
     c->open_batches--;
     if (s->worker >= 0) {
@@ -481,9 +482,9 @@ static int flush_error(tl_cuda *c, tl_err *err)
 
 /* Called when the loop gets control back (end of a callback, top of the loop)
  * and before anything that waits for the GPU. */
-static int flush_all(tl_cuda *c)
+static int flush_all(tl_cuda *c, bool cut)
 {
-    for (int i = 0; i < c->n_streams && c->open_batches > 0; i++) flush_stream(c, &c->streams[i]);
+    for (int i = 0; i < c->n_streams && c->open_batches > 0; i++) flush_stream(c, &c->streams[i], cut);
     return c->flush_failed;
 }
 
@@ -504,7 +505,7 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
                        uint64_t tag, tl_launch_cb cb, void *arg, tl_launch_id *out)
 {
     tl_dstream *s = &c->streams[sid];
-    if (!batch && s->n_batch && flush_stream(c, s)) return c->flush_failed;
+    if (!batch && s->n_batch && flush_stream(c, s, true)) return c->flush_failed;
     l->salt = c->salt;
     c->salt += 0x9e3779b97f4a7c15ull >> 20;
     tl_launch_id id = c->next_id + 1;
@@ -628,7 +629,7 @@ static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_
         return TL_EINVAL;
     if (op->kind == TL_OP_MEMSET && op->graph) return memset_node(c, sid, op, job, cb, arg, out);
     tl_dstream *s = &c->streams[sid];
-    if (s->n_batch && flush_stream(c, s)) return c->flush_failed;
+    if (s->n_batch && flush_stream(c, s, true)) return c->flush_failed;
     size_t bytes = op->bytes ? op->bytes : 1;
     if (s->worker >= 0) {
         tl_wmsg m;
@@ -899,7 +900,7 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
 {
     tl_cuda *c = C(d);
     for (;;) {
-        if (flush_all(c)) return flush_error(c, err);
+        if (flush_all(c, false)) return flush_error(c, err);
         int r = poll_completions(d, err);
         if (r < 0) return r;
         tl_ns now = host_now(c);
@@ -915,7 +916,7 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
             enter_cb(c, t.at < now ? t.at : now);
             t.cb(t.arg, c->logical);
             c->in_cb--;
-            if (flush_all(c)) return flush_error(c, err);
+            if (flush_all(c, false)) return flush_error(c, err);
             fired++;
             now = host_now(c);
         }
@@ -979,7 +980,7 @@ static int cu_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err 
             *out = c->meas[i].ns;
             return 0;
         }
-    if (flush_all(c)) return flush_error(c, err); /* what is queued goes before the timed run */
+    if (flush_all(c, true)) return flush_error(c, err); /* what is queued goes before the timed run */
     c->measuring = true;
     r = tl_cuda_time_launch(c, &l, 5, c->calib_stream, out, err);
     c->measuring = false;
@@ -1007,13 +1008,15 @@ static void cu_close(tl_device *d)
     if (gs.launches || gs.no_room)
         fprintf(stderr, "tally-run: CUDA graphs: %llu launches of %llu kernels; %llu instantiated (%.1f ms in all, "
                         "longest %.2f ms); %llu relaunched for work within %.0f%%; %llu updated (%llu nodes, %.1f ms in all); %llu dropped for slots; "
-                        "%llu batches launched one by one (no slots); per graph launch: %.1f us from its first "
+                        "%llu batches launched one by one (no slots); %llu of %llu batches cut before the loop turn ended; "
+                        "per graph launch: %.1f us from its first "
                         "kernel's issue to its flush, %.1f us in cudaGraphLaunch; timers fired %.1f us late on average\n",
                 (unsigned long long)gs.launches, (unsigned long long)gs.nodes, (unsigned long long)gs.instantiations,
                 gs.instantiate_ns / 1e6, gs.instantiate_max_ns / 1e6, (unsigned long long)gs.reuses,
                 TL_GCACHE_REUSE_PCT, (unsigned long long)gs.updates,
                 (unsigned long long)gs.node_updates, gs.update_ns / 1e6, (unsigned long long)gs.evictions,
-                (unsigned long long)gs.no_room,
+                (unsigned long long)gs.no_room, (unsigned long long)c->loop.batch_cuts,
+                (unsigned long long)c->loop.batches,
                 c->loop.batches ? c->loop.batch_open_sum_ns / 1e3 / (double)c->loop.batches : 0.0,
                 gs.launches ? gs.launch_call_ns / 1e3 / (double)gs.launches : 0.0,
                 c->loop.timers ? c->loop.late_sum_ns / 1e3 / (double)c->loop.timers : 0.0);
@@ -1162,7 +1165,7 @@ void tl_cuda_get_graph_stats(tl_device *d, tl_gcache_stats *out) { tl_gcache_get
 
 int tl_cuda_sync(tl_device *d, tl_err *err)
 {
-    if (flush_all(C(d))) return flush_error(C(d), err);
+    if (flush_all(C(d), true)) return flush_error(C(d), err);
     int e = (int)cudaDeviceSynchronize();
     return e ? tl_cuda_errf(err, e, "cudaDeviceSynchronize") : 0;
 }

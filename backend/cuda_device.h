@@ -74,6 +74,8 @@ typedef struct tl_cuda_loop_stats {
     tl_ns offset_raised_ns;   /* by how much in all */
     uint64_t batches;         /* graph batches flushed in this process */
     tl_ns batch_open_sum_ns;  /* ... host time from each one's first kernel to its flush, in all */
+    uint64_t batch_cuts;      /* ... flushed before the loop turn ended: a lone launch or a
+                                 copy on its stream, a measurement or a sync came first */
 } tl_cuda_loop_stats;
 
 /* The synthetic stand-in chosen for a kernel op. */

@@ -33,6 +33,10 @@
 #              OUTDIR/graph_1.db
 #   graph-rep2 repetition 2 on a copy of graph_1.db from GRAPH_DB (default:
 #              this folder's headline_graph.db): OUTDIR/graph_2.db
+#   tally-gap  tally_gap/spec.json (MobileNet beside training under tally
+#              variants, 2 s after 1 s) with per-kernel records; prints
+#              graph_diag.py and tally_gap/analyze.py and leaves the slim
+#              database as OUTDIR/tally_gap_slim.db.gz
 #   graph-diag the graph headline spec under tally and priority-streams (and
 #              each job alone), 2 s after 1 s, per-kernel records (-k):
 #              OUTDIR/graph_diag.db
@@ -101,6 +105,14 @@ for step in "$@"; do
         cp "${GRAPH_DB:-experiments/results/hw/headline_graph.db}" "$out/graph_2.db"
         $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 2 -q -d "$out/graph_2.db"
         echo "rc=$?" ;;
+    tally-gap)
+        rm -f /tmp/tally_gap.db
+        $B run -s experiments/results/hw/tally_gap/spec.json -k -q -d /tmp/tally_gap.db
+        echo "rc=$?"
+        python3 experiments/results/hw/graph_diag.py /tmp/tally_gap.db
+        python3 experiments/results/hw/slim_db.py /tmp/tally_gap.db /tmp/tally_gap_slim.db 100 &&
+            python3 experiments/results/hw/tally_gap/analyze.py /tmp/tally_gap_slim.db &&
+            gzip -c /tmp/tally_gap_slim.db > "$out/tally_gap_slim.db.gz" ;;
     graph-diag)
         $B run -s experiments/specs/tally_headline.json -t 2 -w 1 -r 1 -p tally -p priority-streams \
                -k -q -d "$out/graph_diag.db"
