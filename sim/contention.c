@@ -85,6 +85,22 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
     return sd > p->mem_max_slowdown ? p->mem_max_slowdown : sd;
 }
 
+/* Partly starved (KINDS, contention.partial_starve): a group starved on a
+ * share f of its SMs (its count of starving co-residents over its SMs, at
+ * most 1) progresses at starved_rate there and at free_sd's rate elsewhere:
+ * rate (1 - f) / free_sd + f x starved_rate. The default starves the whole
+ * group (its end waits for its slowest block), which also keeps the SMs of
+ * its unstarved blocks from the launch's next blocks: a training kernel of
+ * many waves stalls on all 132 SMs while a few inference blocks hold some.
+ * This option gives up the tail (blocks already on a starved SM wait) for
+ * the flow; sim/README.md has what it does to the H100 validation. */
+double contention_partly_starved(const tl_contention_params *p, double f, double free_sd)
+{
+    if (f > 1)
+        f = 1;
+    return 1.0 / ((1 - f) / free_sd + f * p->starved_rate);
+}
+
 tl_graph_launch tl_sim_params_graph_launch(const tl_sim_params *p)
 {
     return (tl_graph_launch){.gap_ns = p->graph_gap_ns, .launch_ns = p->graph_launch_ns,
@@ -104,6 +120,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     p->contention.mem_p = 1.4;
     p->contention.mem_q = 0.7;
     p->contention.mem_max_slowdown = 8.0;
+    p->contention.partial_starve = 0; /* experimental, off (sim/README.md) */
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
@@ -198,6 +215,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: contention.model must be threads (0) or kinds (1)");
     if (!(p->contention.starved_rate > 0 && p->contention.starved_rate <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: contention.starved_rate must be in (0, 1]");
+    if (p->contention.partial_starve != 0 && p->contention.partial_starve != 1)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.partial_starve must be 0 or 1");
     if (!(p->contention.mem_alpha >= 0 && p->contention.mem_alpha < 1e6))
         return tl_errf(err, TL_ERANGE, "sim params: contention.mem_alpha must be >= 0");
     if (!(p->contention.mem_p >= 0 && p->contention.mem_p < 100) ||
@@ -257,6 +276,7 @@ static const pdesc pdescs[] = {
     PD("contention.mem_p", P_DOUBLE, contention.mem_p),
     PD("contention.mem_q", P_DOUBLE, contention.mem_q),
     PD("contention.mem_max_slowdown", P_DOUBLE, contention.mem_max_slowdown),
+    PD("contention.partial_starve", P_INT, contention.partial_starve),
     PD("launch_latency_ns", P_NS, launch_latency_ns),
     PD("callback_launch_latency_ns", P_NS, callback_launch_latency_ns),
     PD("stream_gap_ns", P_NS, stream_gap_ns),

@@ -407,6 +407,9 @@ double contention_kinds_slowdown(const tl_contention_params *p, bool starved, in
 /* The same, with pow() results remembered in m (the same values). */
 double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_memo *m,
                                       bool starved, int work, double fo, double fs);
+/* Model KINDS with partial_starve: the slowdown of a group starved on a share
+ * f of its SMs, free_sd on the rest. */
+double contention_partly_starved(const tl_contention_params *p, double f, double free_sd);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */
 static inline bool contention_starves(int wa, uint64_t age_a, int wb, uint64_t age_b)

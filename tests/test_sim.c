@@ -1271,6 +1271,42 @@ static void test_contention_kinds_age(void **st)
     close_h(x);
 }
 
+/* contention.partial_starve (KINDS, four SMs): K1, memory, 4 blocks of 256
+ * threads, 1 ms, one wave on all four SMs; K2, compute, 2 blocks, 1 ms,
+ * launched at 1 us on a higher-priority stream beside K1 on two of them. A
+ * memory block beside a compute block starves (rate 0.017); K2 is not slowed.
+ * Default: all of K1 starves until K2 ends at 1,001,000 ns, having done
+ * 1,000 + 1,000,000 x 0.017 = 18,000 ns of work, and ends 982,000 ns later,
+ * at 1,983,000. partial_starve: K1 starves on half its SMs only, rate
+ * 0.5 + 0.5 x 0.017 = 0.5085: 1,000 + 508,500 ns done by 1,001,000, the
+ * rest by 1,491,500. */
+static void test_contention_partial_starve(void **st)
+{
+    (void)st;
+    for (int partial = 0; partial <= 1; partial++) {
+        h *x = open_h(4, -1);
+        x->p.contention.model = TL_CONTENTION_KINDS;
+        x->p.contention.partial_starve = partial;
+        start_h(x);
+        tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+        tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5);
+        tl_op k1 = mk(4, 256, 32, 0, 1 * MS), k2 = mk(2, 256, 32, 0, 1 * MS);
+        k1.work = TL_WORK_MEMORY;
+        k2.work = TL_WORK_COMPUTE;
+        launch(x, lo, &k1, 0, 1);
+        later l2 = { x, hi, &k2, 2 };
+        tl_dev_timer(&x->d, 1 * US, launch_later, &l2);
+        run(x);
+        tl_ns e1 = rec_of(x, 1)->end_ns, e2 = rec_of(x, 2)->end_ns;
+        tl_ns want = partial ? 1491500 : 1983000;
+        if (!(e1 >= want - 3 && e1 <= want + 3))
+            fail_msg("partial_starve %d: K1 ends at %lld, want %lld", partial, (long long)e1,
+                     (long long)want);
+        assert_true(e2 >= 1001000 - 3 && e2 <= 1001000 + 3);
+        close_h(x);
+    }
+}
+
 /* callback_launch_latency_ns: a launch made from a completion callback
  * starts that much later. K1 (1 ms) ends at 1 ms; its callback launches K2
  * (1 ms), which starts at 1.010 ms and ends at 2.010 ms. */
@@ -1559,6 +1595,7 @@ int main(void)
         cmocka_unit_test(test_contention_cap),
         cmocka_unit_test(test_contention_kinds_h100_coruns),
         cmocka_unit_test(test_contention_kinds_age),
+        cmocka_unit_test(test_contention_partial_starve),
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_timeslice_stream_gap),

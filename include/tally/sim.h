@@ -40,6 +40,9 @@ typedef struct tl_contention_params {
     double mem_alpha;      /* KINDS: memory beside memory (>= 0) */
     double mem_p, mem_q;   /* KINDS: exponents of fo and fs (>= 0) */
     double mem_max_slowdown; /* KINDS: cap, >= 1 (the measured range ends there) */
+    int partial_starve;    /* KINDS, experimental (0 off, 1 on): a group starved on some of
+                              its SMs progresses at full rate on the others
+                              (sim/README.md, "Partly starved") */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
