@@ -20,6 +20,7 @@ typedef struct vjob {
     long long alone_run_id;
     double v[TL_M_COUNT];
     bool has[TL_M_COUNT];
+    bool grows;      /* inference: its queue grows through the run */
 } vjob;
 
 typedef struct vrun {
@@ -132,6 +133,79 @@ static char *text_col(sqlite3_stmt *st, int i)
     return tl_xstrdup(s ? (const char *)s : "");
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The median of v[from, from + q) (copied: v stays in arrival order). */
+static double quarter_median(const double *v, size_t from, size_t q)
+{
+    double *tmp = tl_xmalloc(q * sizeof *tmp);
+    memcpy(tmp, v + from, q * sizeof *tmp);
+    double m = median_of(tmp, q);
+    free(tmp);
+    return m;
+}
+
+bool tl_val_queue_grows(const double *arrival, const double *lat, size_t n, size_t unfinished)
+{
+    if (n + unfinished > 0 && (double)unfinished > TL_VAL_UNFINISHED * (double)(n + unfinished))
+        return true;
+    if (n < 8)
+        return false;
+    size_t q = n / 4;
+    double dt = quarter_median(arrival, n - q, q) - quarter_median(arrival, 0, q);
+    double dl = quarter_median(lat, n - q, q) - quarter_median(lat, 0, q);
+    return dt > 0 && dl > TL_VAL_GROWTH * dt;
+}
+
+/* tl_val_queue_grows of an inference job of run r, from its requests. */
+static int load_growth(tl_analysis *a, const vrun *r, vjob *j, tl_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = tl_an_prepare(a,
+                           "SELECT end_ns IS NULL, COALESCE(latency_ns, 0), COALESCE(arrival_ns, 0) "
+                           "FROM requests "
+                           "WHERE run_id=?1 AND job_id=?2 ORDER BY arrival_ns, req_id",
+                           &st, err);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, r->id);
+    sqlite3_bind_int(st, 2, j->job_id);
+    double *lat = NULL, *arr = NULL;
+    size_t n = 0, cap = 0, unfinished = 0;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_int(st, 0)) {
+            unfinished++;
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            lat = tl_xrealloc(lat, cap * sizeof *lat);
+            arr = tl_xrealloc(arr, cap * sizeof *arr);
+        }
+        lat[n] = sqlite3_column_double(st, 1);
+        arr[n++] = sqlite3_column_double(st, 2);
+    }
+    if (s != SQLITE_DONE)
+        rc = tl_errf(err, TL_EDB, "%s: reading requests: %s", a->path, sqlite3_errmsg(a->db));
+    sqlite3_finalize(st);
+    if (rc == 0)
+        j->grows = tl_val_queue_grows(arr, lat, n, unfinished);
+    free(lat);
+    free(arr);
+    return rc;
+}
+
 static int load_jobs(tl_analysis *a, vrun *r, tl_err *err)
 {
     sqlite3_stmt *st;
@@ -186,6 +260,12 @@ static int load_jobs(tl_analysis *a, vrun *r, tl_err *err)
             }
     }
     sqlite3_finalize(st);
+    for (int k = 0; k < r->n_jobs; k++)
+        if (!strcmp(r->jobs[k].role, "inference")) {
+            rc = load_growth(a, r, &r->jobs[k], err);
+            if (rc < 0)
+                return rc;
+        }
     return 0;
 }
 
@@ -322,12 +402,15 @@ static void add_pair(tl_val_cell *c, cell_acc *acc, const vrun *s, const vrun *h
     const vrun *rr[2] = {s, h};
     for (int side = 0; side < 2; side++) {
         const vrun *r = rr[side];
-        for (int j = 0; j < r->n_jobs && j < c->n_jobs && j < 64; j++)
+        for (int j = 0; j < r->n_jobs && j < c->n_jobs && j < 64; j++) {
+            if (r->jobs[j].grows)
+                *(side ? &c->jobs[j].grows_hw : &c->jobs[j].grows_sim) = true;
             for (int m = 0; m < TL_M_COUNT; m++)
                 if (r->jobs[j].has[m]) {
                     acc->sum[side][j][m] += r->jobs[j].v[m];
                     acc->n[side][j][m]++;
                 }
+        }
         if (!isnan(r->sys)) {
             acc->sys_sum[side] += r->sys;
             acc->sys_n[side]++;

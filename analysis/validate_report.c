@@ -70,8 +70,9 @@ static char *policy_label(const tl_val_cell *c)
 }
 
 /* One table row's cells: 0 policy, 1 job, 2 role, 3 runs, then sim/hw/err for
- * p50, p99 and throughput (4..12). The system row fills throughput only. */
-#define NCOL 13
+ * p50, p99 and throughput (4..12), 13 the sides whose queue grows (inference).
+ * The system row fills throughput only. */
+#define NCOL 14
 typedef char row_t[NCOL][96];
 
 static void job_row(const tl_val_cell *c, int j, row_t row)
@@ -91,6 +92,8 @@ static void job_row(const tl_val_cell *c, int j, row_t row)
         fmt_num(row[5 + 3 * k], sizeof row[0], jb->hw[ms[k]], scale, dec);
         fmt_pct(row[6 + 3 * k], sizeof row[0], rel_err(jb->sim[ms[k]], jb->hw[ms[k]]));
     }
+    snprintf(row[13], sizeof row[13], "%s", jb->grows_sim ? (jb->grows_hw ? "sim, hw" : "sim")
+                                                          : (jb->grows_hw ? "hw" : ""));
 }
 
 static void system_row(const tl_val_cell *c, row_t row)
@@ -110,7 +113,7 @@ static void system_row(const tl_val_cell *c, row_t row)
 static const char *const headers[NCOL] = {"policy", "job", "role", "runs",
                                           "p50 sim", "p50 hw", "err",
                                           "p99 sim", "p99 hw", "err",
-                                          "thr sim", "thr hw", "err"};
+                                          "thr sim", "thr hw", "err", "queue grows"};
 
 static const char *rank_title(tl_val_rank_metric m)
 {
@@ -139,7 +142,7 @@ static void print_order(FILE *out, const tl_val_ranking *r, const int *order, co
 /* ---------- summary figures ---------- */
 
 typedef struct summary {
-    int p99_n, p99_ok, tput_n, tput_ok, rank_n[TL_VAL_RANK_COUNT], rank_same[TL_VAL_RANK_COUNT];
+    int p99_n, p99_ok, p99_grows, p99_steady_ok, tput_n, tput_ok, rank_n[TL_VAL_RANK_COUNT], rank_same[TL_VAL_RANK_COUNT];
     int rank_ties[TL_VAL_RANK_COUNT], pairs[TL_VAL_RANK_COUNT], discordant[TL_VAL_RANK_COUNT];
     double p99_abs_sum, tput_abs_sum;
 } summary;
@@ -157,6 +160,10 @@ static void summarize(const tl_validation *v, summary *s)
                     s->p99_n++;
                     s->p99_ok += fabs(e) <= P99_GOAL;
                     s->p99_abs_sum += fabs(e);
+                    if (jb->grows_sim || jb->grows_hw)
+                        s->p99_grows++;
+                    else
+                        s->p99_steady_ok += fabs(e) <= P99_GOAL;
                 }
             } else {
                 double e = rel_err(jb->sim[TL_M_THROUGHPUT], jb->hw[TL_M_THROUGHPUT]);
@@ -183,6 +190,12 @@ static void print_summary(FILE *out, const tl_validation *v, const char *bullet)
     summarize(v, &s);
     fprintf(out, "%sinference p99 latency within 10%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
             bullet, s.p99_ok, s.p99_n, s.p99_n ? 100.0 * s.p99_abs_sum / s.p99_n : 0.0);
+    fprintf(out, "%sinference rows whose queue grows through the run on either side (column \"queue "
+                 "grows\": the last quarter's requests wait longer than the first quarter's by over "
+                 "%.0f%% of the time between them, or over %.0f%% never finish; their p99 depends on "
+                 "how long the run is): %d of %d; p99 within 10%% in %d of the other %d\n",
+            bullet, 100 * TL_VAL_GROWTH, 100 * TL_VAL_UNFINISHED, s.p99_grows, s.p99_n, s.p99_steady_ok,
+            s.p99_n - s.p99_grows);
     fprintf(out, "%straining throughput within 5%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
             bullet, s.tput_ok, s.tput_n, s.tput_n ? 100.0 * s.tput_abs_sum / s.tput_n : 0.0);
     fprintf(out, "%spolicies in the same order as on the hardware: p99 overhead %d of %d rankings, "
@@ -209,7 +222,7 @@ static void print_rows(FILE *out, row_t *rows, int n)
     for (int i = -1; i < n; i++) {
         for (int k = 0; k < NCOL; k++) {
             const char *cell = i < 0 ? headers[k] : rows[i][k];
-            if (k < 3)
+            if (k < 3 || k == NCOL - 1)
                 fprintf(out, "%s%-*s", k ? "  " : "", w[k], cell);
             else
                 fprintf(out, "  %*s", w[k], cell);
@@ -324,7 +337,7 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
             fprintf(f, " %s |", headers[k]);
         fprintf(f, "\n|");
         for (int k = 0; k < NCOL; k++)
-            fprintf(f, "%s|", k < 3 ? "---" : "---:");
+            fprintf(f, "%s|", k < 3 || k == NCOL - 1 ? "---" : "---:");
         fputc('\n', f);
         row_t *rows;
         int n;
@@ -400,7 +413,8 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
     fprintf(f, "experiment,job_set,load,policy,params,job,role,runs,"
                "p50_sim_ms,p50_hw_ms,p50_err,p99_sim_ms,p99_hw_ms,p99_err,"
                "throughput_sim,throughput_hw,throughput_err,"
-               "p99_overhead_sim,p99_overhead_hw,throughput_rel_sim,throughput_rel_hw\n");
+               "p99_overhead_sim,p99_overhead_hw,throughput_rel_sim,throughput_rel_hw,"
+               "queue_grows_sim,queue_grows_hw\n");
     for (size_t i = 0; i < v->n_cells; i++) {
         const tl_val_cell *c = &v->cells[i];
         for (int j = 0; j <= c->n_jobs; j++) {
@@ -427,7 +441,7 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
                 csv_num(f, c->sys_sim);
                 csv_num(f, c->sys_hw);
                 csv_num(f, rel_err(c->sys_sim, c->sys_hw));
-                fputs(",,,,\n", f);
+                fputs(",,,,,,\n", f);
                 continue;
             }
             const tl_val_job *jb = &c->jobs[j];
@@ -442,7 +456,10 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
             csv_num(f, jb->hw[TL_M_P99_OVERHEAD]);
             csv_num(f, jb->sim[TL_M_THROUGHPUT_REL]);
             csv_num(f, jb->hw[TL_M_THROUGHPUT_REL]);
-            fputc('\n', f);
+            if (!strcmp(jb->role, "inference"))
+                fprintf(f, ",%d,%d\n", jb->grows_sim, jb->grows_hw);
+            else
+                fputs(",,\n", f);
         }
     }
     bool bad = ferror(f) != 0;

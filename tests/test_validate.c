@@ -154,6 +154,23 @@ static void shared(sqlite3 *db, int id, bool hw, const char *policy, long long s
     metric(db, id, -1, "system_throughput", sys);
 }
 
+/* n requests of job 0 of a run, arriving 10 ms apart, latency first_ms growing
+ * by step_ms per request; the last 'unfinished' of them never finish. */
+static void requests(sqlite3 *db, int run, int n, double first_ms, double step_ms, int unfinished)
+{
+    for (int i = 0; i < n; i++) {
+        char sql[256];
+        long long arr = 100000000LL + 10000000LL * i, lat = (long long)((first_ms + step_ms * i) * 1e6);
+        if (i >= n - unfinished)
+            snprintf(sql, sizeof sql, "INSERT INTO requests VALUES(%d, 0, %d, %lld, %lld, NULL, NULL, NULL);",
+                     run, i, arr, arr);
+        else
+            snprintf(sql, sizeof sql, "INSERT INTO requests VALUES(%d, 0, %d, %lld, %lld, %lld, %lld, %lld);",
+                     run, i, arr, arr, arr + lat, lat, lat);
+        tl_test_exec_sql(db, sql);
+    }
+}
+
 static void make_db(const char *path, bool with_sim, bool with_hw)
 {
     unlink(path);
@@ -174,6 +191,7 @@ static void make_db(const char *path, bool with_sim, bool with_hw)
         shared(db, 3, false, "tally", 11, 0, 8.8, NAN, 8, 1.8);
         shared(db, 4, false, "tally", 12, 1, 9.6, 0.2, 6, 1.6);
         shared(db, 5, false, "mps", 11, 0, 16, 1.0, 10, 2.0);
+        requests(db, 5, 40, 16, 0, 0); /* a steady queue */
         shared(db, 6, false, "tgs", 11, 0, 12, 0.5, 4, 1.4);
         shared(db, 7, false, "tally", 99, 0, 50, 5.0, 1, 1.1);
     }
@@ -189,6 +207,7 @@ static void make_db(const char *path, bool with_sim, bool with_hw)
         shared(db, 10, true, "tally", 11, 0, 11, 0.1, 6.4, 1.8);
         shared(db, 11, true, "tally", 12, 1, 12, 0.2, 5.6, 1.7);
         shared(db, 12, true, "mps", 11, 0, 30, 2.0, 8, 2.0);
+        requests(db, 12, 40, 1, 1, 0); /* one that grows: 1 ms to 40 ms */
         shared(db, 13, true, "tgs", 11, 0, 13, 0.3, 3.2, 1.9);
         shared(db, 14, true, "time-slicing", 11, 0, 40, 3.0, 5, 1.5);
     }
@@ -340,6 +359,29 @@ static char *slurp(const char *path)
     return s;
 }
 
+/* tl_val_queue_grows (arrivals 10 ms apart): a steady queue, one that falls
+ * behind by 10% of the time (the last quarter waits 30 ms longer, 300 ms
+ * after the first), one behind by 1% only, one that leaves requests
+ * unfinished, and too few requests to tell. */
+static void test_queue_grows(void **state)
+{
+    (void)state;
+    double arr[40], steady[40], grow[40], slow[40];
+    for (int i = 0; i < 40; i++) {
+        arr[i] = 10.0 * i;
+        steady[i] = 10 + (i % 3);
+        grow[i] = 1 + i;
+        slow[i] = 5 + 0.1 * i;
+    }
+    assert_false(tl_val_queue_grows(arr, steady, 40, 0));
+    assert_true(tl_val_queue_grows(arr, grow, 40, 0));
+    assert_false(tl_val_queue_grows(arr, slow, 40, 0));
+    assert_false(tl_val_queue_grows(arr, steady, 40, 2)); /* 2 of 42 unfinished: under 5% */
+    assert_true(tl_val_queue_grows(arr, steady, 10, 1));  /* 1 of 11 */
+    assert_false(tl_val_queue_grows(arr, grow, 7, 0));    /* too few to tell */
+    assert_false(tl_val_queue_grows(NULL, NULL, 0, 0));
+}
+
 static void test_csv_markdown(void **state)
 {
     (void)state;
@@ -369,6 +411,12 @@ static void test_csv_markdown(void **state)
     assert_float_equal(vals[9], 0.15, 1e-9);  /* p99 overhead sim */
     assert_non_null(strstr(csv, "exp,bert+resnet,,tally,,resnet,training,2,"));
     assert_non_null(strstr(csv, "exp,bert+resnet,,tally,,system,,2,,,,,,,1.7,1.75,"));
+    /* the queue columns: mps's bert grows on the hardware only; tally's nowhere */
+    row = strstr(csv, "exp,bert+resnet,,mps,,bert,inference,1,");
+    assert_non_null(row);
+    assert_true(strncmp(strchr(row, '\n') - 4, ",0,1", 4) == 0);
+    row = strstr(csv, "exp,bert+resnet,,tally,,bert,inference,2,");
+    assert_true(strncmp(strchr(row, '\n') - 4, ",0,0", 4) == 0);
     free(csv);
     char *md = slurp(path_in("v.md"));
     assert_non_null(strstr(md, "Made with `tally-validate x y`"));
@@ -377,6 +425,11 @@ static void test_csv_markdown(void **state)
     assert_non_null(strstr(md, "| tally | resnet | training | 2 |"));
     assert_non_null(strstr(md, "+16.7% |"));
     assert_non_null(strstr(md, "| exp | bert+resnet | system throughput, highest first | no | 0.33 |"));
+    assert_non_null(strstr(md, "| mps | bert | inference | 1 | 8.000 | 15.000 | -46.7% | 16.000 | "
+                               "30.000 | -46.7% | 50.00 | 50.00 | +0.0% | hw |"));
+    /* alone, tally, mps and tgs bert; mps grows; of the others tgs (-7.7%) is within 10% */
+    assert_non_null(strstr(md, "never finish; their p99 depends on how long the run is): 1 of 4; p99 "
+                               "within 10% in 1 of the other 3"));
     free(md);
     /* an unwritable path */
     assert_int_equal(tl_validation_write_csv(&v, "/nonexistent-dir/x.csv", &err), TL_EIO);
@@ -634,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_kendall),
         cmocka_unit_test(test_match_and_means),
         cmocka_unit_test(test_rankings),
+        cmocka_unit_test(test_queue_grows),
         cmocka_unit_test(test_csv_markdown),
         cmocka_unit_test(test_combine_and_plot),
         cmocka_unit_test(test_errors),

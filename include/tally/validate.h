@@ -36,6 +36,8 @@ typedef struct tl_val_job {
     char *role;                 /* "inference" or "training" */
     int priority;
     double sim[TL_M_COUNT], hw[TL_M_COUNT];
+    bool grows_sim, grows_hw;   /* inference: its queue grows through a run of that side
+                                   (tl_val_queue_grows), in any of the cell's pairs */
 } tl_val_job;
 
 typedef struct tl_val_cell {
@@ -136,6 +138,20 @@ int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, 
 /* Simulate e into sim_db (runs already there are kept: resume). */
 int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int workers, bool quiet,
                            tl_err *err);
+
+/* Does a job's request queue grow through a run, so that its p99 depends on
+ * how long the run is (requests arrive faster than the job is served)?
+ * arrival, latency: its finished requests in order of arrival (any unit, the
+ * same for both); unfinished: requests that arrived and never finished. Yes
+ * when more than TL_VAL_UNFINISHED of the requests never finished, or when the
+ * median latency of the last quarter of the finished ones exceeds the first
+ * quarter's by more than TL_VAL_GROWTH of the time between the two quarters'
+ * median arrivals (the job falls behind by that share of the time; a steady
+ * queue's quarters differ by noise, a few ms over seconds). Fewer than 8
+ * finished requests: no. */
+#define TL_VAL_GROWTH 0.02
+#define TL_VAL_UNFINISHED 0.05
+bool tl_val_queue_grows(const double *arrival, const double *latency, size_t n, size_t unfinished);
 
 /* Kendall's tau-b of two paired samples (NaN when n < 2 or a side is all ties). */
 double tl_kendall_tau_b(const double *x, const double *y, int n);
