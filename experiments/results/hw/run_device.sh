@@ -45,7 +45,7 @@
 set -u
 out=${1:?usage: run_device.sh OUTDIR STEP...}
 shift
-B=build/dev/tally-run
+B=${B:-build/dev/tally-run}   # another build: B=build/dev1/tally-run run_device.sh ...
 spec=experiments/specs/tally_headline_eager.json
 cp experiments/results/hw/calib.sqlite "$out/calib.sqlite"
 export TALLY_CALIB_DB="$out/calib.sqlite"
