@@ -70,9 +70,9 @@ static char *policy_label(const tl_val_cell *c)
 }
 
 /* One table row's cells: 0 policy, 1 job, 2 role, 3 runs, then sim/hw/err for
- * p50, p99 and throughput (4..12), 13 the sides whose queue grows (inference).
- * The system row fills throughput only. */
-#define NCOL 14
+ * p50, p99, mean service time and throughput (4..15), 16 the sides whose queue
+ * grows (inference). The system row fills throughput only. */
+#define NCOL 17
 typedef char row_t[NCOL][96];
 
 static void job_row(const tl_val_cell *c, int j, row_t row)
@@ -84,15 +84,18 @@ static void job_row(const tl_val_cell *c, int j, row_t row)
     snprintf(row[1], sizeof row[1], "%s", jb->name);
     snprintf(row[2], sizeof row[2], "%s", jb->role);
     snprintf(row[3], sizeof row[3], "%d", c->n_pairs);
-    static const tl_metric ms[3] = {TL_M_P50, TL_M_P99, TL_M_THROUGHPUT};
-    for (int k = 0; k < 3; k++) {
-        double scale = k < 2 ? 1e-6 : 1.0;
-        int dec = k < 2 ? 3 : 2;
+    static const tl_metric ms[4] = {TL_M_P50, TL_M_P99, TL_M_MEAN_SERVICE, TL_M_THROUGHPUT};
+    for (int k = 0; k < 4; k++) {
+        double scale = k < 3 ? 1e-6 : 1.0;
+        int dec = k < 3 ? 3 : 2;
         fmt_num(row[4 + 3 * k], sizeof row[0], jb->sim[ms[k]], scale, dec);
         fmt_num(row[5 + 3 * k], sizeof row[0], jb->hw[ms[k]], scale, dec);
         fmt_pct(row[6 + 3 * k], sizeof row[0], rel_err(jb->sim[ms[k]], jb->hw[ms[k]]));
     }
-    snprintf(row[13], sizeof row[13], "%s", jb->grows_sim ? (jb->grows_hw ? "sim, hw" : "sim")
+    if (strcmp(jb->role, "inference")) /* training: no requests, no service time */
+        for (int k = 10; k < 13; k++)
+            snprintf(row[k], sizeof row[k], "%s", "");
+    snprintf(row[16], sizeof row[16], "%s", jb->grows_sim ? (jb->grows_hw ? "sim, hw" : "sim")
                                                           : (jb->grows_hw ? "hw" : ""));
 }
 
@@ -105,14 +108,15 @@ static void system_row(const tl_val_cell *c, row_t row)
     free(pl);
     snprintf(row[1], sizeof row[1], "system");
     snprintf(row[3], sizeof row[3], "%d", c->n_pairs);
-    fmt_num(row[10], sizeof row[0], c->sys_sim, 1, 3);
-    fmt_num(row[11], sizeof row[0], c->sys_hw, 1, 3);
-    fmt_pct(row[12], sizeof row[0], rel_err(c->sys_sim, c->sys_hw));
+    fmt_num(row[13], sizeof row[0], c->sys_sim, 1, 3);
+    fmt_num(row[14], sizeof row[0], c->sys_hw, 1, 3);
+    fmt_pct(row[15], sizeof row[0], rel_err(c->sys_sim, c->sys_hw));
 }
 
 static const char *const headers[NCOL] = {"policy", "job", "role", "runs",
                                           "p50 sim", "p50 hw", "err",
                                           "p99 sim", "p99 hw", "err",
+                                          "svc sim", "svc hw", "err",
                                           "thr sim", "thr hw", "err", "queue grows"};
 
 static const char *rank_title(tl_val_rank_metric m)
@@ -142,9 +146,9 @@ static void print_order(FILE *out, const tl_val_ranking *r, const int *order, co
 /* ---------- summary figures ---------- */
 
 typedef struct summary {
-    int p99_n, p99_ok, p99_grows, p99_steady_ok, tput_n, tput_ok, rank_n[TL_VAL_RANK_COUNT], rank_same[TL_VAL_RANK_COUNT];
+    int p99_n, p99_ok, p99_grows, p99_steady_ok, svc_n, svc_ok, tput_n, tput_ok, rank_n[TL_VAL_RANK_COUNT], rank_same[TL_VAL_RANK_COUNT];
     int rank_ties[TL_VAL_RANK_COUNT], pairs[TL_VAL_RANK_COUNT], discordant[TL_VAL_RANK_COUNT];
-    double p99_abs_sum, tput_abs_sum;
+    double p99_abs_sum, svc_abs_sum, tput_abs_sum;
 } summary;
 
 static void summarize(const tl_validation *v, summary *s)
@@ -164,6 +168,12 @@ static void summarize(const tl_validation *v, summary *s)
                         s->p99_grows++;
                     else
                         s->p99_steady_ok += fabs(e) <= P99_GOAL;
+                }
+                e = rel_err(jb->sim[TL_M_MEAN_SERVICE], jb->hw[TL_M_MEAN_SERVICE]);
+                if (isfinite(e)) {
+                    s->svc_n++;
+                    s->svc_ok += fabs(e) <= P99_GOAL;
+                    s->svc_abs_sum += fabs(e);
                 }
             } else {
                 double e = rel_err(jb->sim[TL_M_THROUGHPUT], jb->hw[TL_M_THROUGHPUT]);
@@ -196,6 +206,9 @@ static void print_summary(FILE *out, const tl_validation *v, const char *bullet)
                  "how long the run is): %d of %d; p99 within 10%% in %d of the other %d\n",
             bullet, 100 * TL_VAL_GROWTH, 100 * TL_VAL_UNFINISHED, s.p99_grows, s.p99_n, s.p99_steady_ok,
             s.p99_n - s.p99_grows);
+    fprintf(out, "%sinference mean service time (a request's start to its end, without its wait in "
+                 "the queue; \"svc\", ms) within 10%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
+            bullet, s.svc_ok, s.svc_n, s.svc_n ? 100.0 * s.svc_abs_sum / s.svc_n : 0.0);
     fprintf(out, "%straining throughput within 5%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
             bullet, s.tput_ok, s.tput_n, s.tput_n ? 100.0 * s.tput_abs_sum / s.tput_n : 0.0);
     fprintf(out, "%spolicies in the same order as on the hardware: p99 overhead %d of %d rankings, "
@@ -414,7 +427,7 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
                "p50_sim_ms,p50_hw_ms,p50_err,p99_sim_ms,p99_hw_ms,p99_err,"
                "throughput_sim,throughput_hw,throughput_err,"
                "p99_overhead_sim,p99_overhead_hw,throughput_rel_sim,throughput_rel_hw,"
-               "queue_grows_sim,queue_grows_hw\n");
+               "queue_grows_sim,queue_grows_hw,service_sim_ms,service_hw_ms,service_err\n");
     for (size_t i = 0; i < v->n_cells; i++) {
         const tl_val_cell *c = &v->cells[i];
         for (int j = 0; j <= c->n_jobs; j++) {
@@ -441,7 +454,7 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
                 csv_num(f, c->sys_sim);
                 csv_num(f, c->sys_hw);
                 csv_num(f, rel_err(c->sys_sim, c->sys_hw));
-                fputs(",,,,,,\n", f);
+                fputs(",,,,,,,,,\n", f);
                 continue;
             }
             const tl_val_job *jb = &c->jobs[j];
@@ -456,10 +469,15 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
             csv_num(f, jb->hw[TL_M_P99_OVERHEAD]);
             csv_num(f, jb->sim[TL_M_THROUGHPUT_REL]);
             csv_num(f, jb->hw[TL_M_THROUGHPUT_REL]);
-            if (!strcmp(jb->role, "inference"))
-                fprintf(f, ",%d,%d\n", jb->grows_sim, jb->grows_hw);
-            else
-                fputs(",,\n", f);
+            if (!strcmp(jb->role, "inference")) {
+                fprintf(f, ",%d,%d", jb->grows_sim, jb->grows_hw);
+                csv_num(f, jb->sim[TL_M_MEAN_SERVICE] * 1e-6);
+                csv_num(f, jb->hw[TL_M_MEAN_SERVICE] * 1e-6);
+                csv_num(f, rel_err(jb->sim[TL_M_MEAN_SERVICE], jb->hw[TL_M_MEAN_SERVICE]));
+                fputc('\n', f);
+            } else {
+                fputs(",,,,,\n", f);
+            }
         }
     }
     bool bad = ferror(f) != 0;

@@ -147,6 +147,7 @@ static void shared(sqlite3 *db, int id, bool hw, const char *policy, long long s
     job(db, id, 1, "resnet", a_res);
     metric(db, id, 0, "p50_ns", p99_ms * 0.5e6);
     metric(db, id, 0, "p99_ns", p99_ms * 1e6);
+    metric(db, id, 0, "mean_service_ns", p99_ms * 0.4e6);
     metric(db, id, 0, "throughput", 50);
     if (!isnan(ovh))
         metric(db, id, 0, "p99_overhead", ovh);
@@ -411,12 +412,14 @@ static void test_csv_markdown(void **state)
     assert_float_equal(vals[9], 0.15, 1e-9);  /* p99 overhead sim */
     assert_non_null(strstr(csv, "exp,bert+resnet,,tally,,resnet,training,2,"));
     assert_non_null(strstr(csv, "exp,bert+resnet,,tally,,system,,2,,,,,,,1.7,1.75,"));
-    /* the queue columns: mps's bert grows on the hardware only; tally's nowhere */
+    /* the queue columns (mps's bert grows on the hardware only; tally's nowhere),
+     * then the mean service time (0.4 x p99 here): tally 3.68 vs 4.6 ms */
     row = strstr(csv, "exp,bert+resnet,,mps,,bert,inference,1,");
     assert_non_null(row);
-    assert_true(strncmp(strchr(row, '\n') - 4, ",0,1", 4) == 0);
+    assert_non_null(strstr(row, ",0,1,6.4,12,-0.466666"));
     row = strstr(csv, "exp,bert+resnet,,tally,,bert,inference,2,");
-    assert_true(strncmp(strchr(row, '\n') - 4, ",0,0", 4) == 0);
+    assert_non_null(strstr(row, ",0,0,3.68,4.6,-0.2"));
+    assert_true(strstr(row, ",0,0,3.68,4.6,-0.2") < strchr(row, '\n'));
     free(csv);
     char *md = slurp(path_in("v.md"));
     assert_non_null(strstr(md, "Made with `tally-validate x y`"));
@@ -426,7 +429,9 @@ static void test_csv_markdown(void **state)
     assert_non_null(strstr(md, "+16.7% |"));
     assert_non_null(strstr(md, "| exp | bert+resnet | system throughput, highest first | no | 0.33 |"));
     assert_non_null(strstr(md, "| mps | bert | inference | 1 | 8.000 | 15.000 | -46.7% | 16.000 | "
-                               "30.000 | -46.7% | 50.00 | 50.00 | +0.0% | hw |"));
+                               "30.000 | -46.7% | 6.400 | 12.000 | -46.7% | 50.00 | 50.00 | +0.0% | hw |"));
+    /* service time: tally -20%, mps -46.7%, tgs -7.7% (alone runs have none here) */
+    assert_non_null(strstr(md, "\"svc\", ms) within 10% of the hardware: 1 of 3"));
     /* alone, tally, mps and tgs bert; mps grows; of the others tgs (-7.7%) is within 10% */
     assert_non_null(strstr(md, "never finish; their p99 depends on how long the run is): 1 of 4; p99 "
                                "within 10% in 1 of the other 3"));
