@@ -1,0 +1,170 @@
+// An inference-like compute kernel beside training-like kernels of realistic
+// shapes (H100). The replay of ViT-B/16 beside ResNet-50 training under
+// priority streams slowed ViT's GEMMs 1.7-3.6x, the simulator not at all
+// (../tally_gap/README.md); the co-runs the simulator's contention model is
+// fitted to (../contention.csv) are one wave of 256-thread blocks each. Here:
+//   victim   compute (FMA chains), 504 blocks of 64 threads, one wave, ~32 us
+//            alone (the shape of ViT's xmma_gemm 32x32)
+//   mem      memory (streaming float4 loads through 256 MiB), 6272 blocks of
+//            256 threads, ~2 ms alone, short blocks (a ResNet-50 elementwise)
+//   cmp      compute, 5280 blocks of 256 threads, ~100 us blocks, 20 waves,
+//            ~2 ms alone (a long GEMM of training)
+// The other kernel starts first on a least-priority stream; 300 us later the
+// victim is launched on a greatest-priority stream (or on one of the same
+// priority). Printed: the victim's span (first block start to last block
+// end) and the other's, medians of 5 runs, and the victim's slowdown.
+//   nvcc -O2 -arch=sm_90 -o cs contention_shapes.cu && ./cs
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+#include <cuda_runtime.h>
+
+#include "../spin.cuh"
+
+__device__ float g_sink;
+
+__device__ __forceinline__ void stamp_start(unsigned long long *start)
+{
+    if (threadIdx.x == 0) atomicMin(start, gt());
+}
+
+__device__ __forceinline__ void stamp_end(unsigned long long *end)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMax(end, gt());
+}
+
+__global__ void fma_span(unsigned int iters, unsigned long long *start, unsigned long long *end)
+{
+    stamp_start(start);
+    float a = threadIdx.x * 1e-3f, b = blockIdx.x * 1e-3f, c = 0.5f, d = 0.25f;
+    for (unsigned int i = 0; i < iters; i++) {
+        a = fmaf(a, 0.9999f, 0.5f);
+        b = fmaf(b, 0.9999f, 0.5f);
+        c = fmaf(c, 0.9999f, 0.5f);
+        d = fmaf(d, 0.9999f, 0.5f);
+    }
+    if (a + b + c + d == 12345.0f) g_sink = a;
+    stamp_end(end);
+}
+
+__global__ void stream_span(unsigned int iters, const float4 *buf, unsigned long long n4,
+                            unsigned long long *start, unsigned long long *end)
+{
+    stamp_start(start);
+    unsigned long long idx = ((unsigned long long)blockIdx.x * blockDim.x * iters + threadIdx.x) % n4;
+    float s = 0;
+    for (unsigned int i = 0; i < iters; i++) {
+        float4 v = __ldg(&buf[idx]);
+        s += v.x + v.y + v.z + v.w;
+        idx = (idx + blockDim.x) % n4;
+    }
+    if (s == 12345.0f) g_sink = s;
+    stamp_end(end);
+}
+
+struct shape {
+    const char *name;
+    bool memory;
+    unsigned int blocks, threads;
+    double target_us;
+    unsigned int iters;
+};
+
+static float4 *g_buf;
+static const unsigned long long N4 = (256ull << 20) / sizeof(float4);
+static unsigned long long *g_st, *g_en; // [2]: 0 the victim, 1 the other
+
+static void launch(const shape &k, int which, cudaStream_t s)
+{
+    if (k.memory)
+        stream_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_buf, N4, g_st + which, g_en + which);
+    else
+        fma_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_st + which, g_en + which);
+}
+
+static void reset(cudaStream_t s)
+{
+    unsigned long long init_st[2] = {~0ull, ~0ull}, init_en[2] = {0, 0};
+    cudaMemcpyAsync(g_st, init_st, sizeof init_st, cudaMemcpyHostToDevice, s);
+    cudaMemcpyAsync(g_en, init_en, sizeof init_en, cudaMemcpyHostToDevice, s);
+    cudaStreamSynchronize(s);
+}
+
+static double span_us(int which)
+{
+    unsigned long long st[2], en[2];
+    cudaMemcpy(st, g_st, sizeof st, cudaMemcpyDeviceToHost);
+    cudaMemcpy(en, g_en, sizeof en, cudaMemcpyDeviceToHost);
+    return (double)(en[which] - st[which]) / 1e3;
+}
+
+static double alone_us(const shape &k, cudaStream_t s)
+{
+    std::vector<double> v;
+    for (int r = 0; r < 6; r++) {
+        reset(s);
+        launch(k, 0, s);
+        cudaStreamSynchronize(s);
+        if (r) v.push_back(span_us(0));
+    }
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+static void calibrate(shape &k, cudaStream_t s)
+{
+    k.iters = 64;
+    for (int step = 0; step < 10; step++) {
+        double t = alone_us(k, s);
+        if (t > 0.97 * k.target_us && t < 1.03 * k.target_us) break;
+        double next = k.iters * k.target_us / (t > 0.1 ? t : 0.1);
+        k.iters = (unsigned int)std::max(1.0, std::min(next, 1e8));
+    }
+}
+
+int main()
+{
+    int least, greatest;
+    cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    cudaMalloc(&g_buf, N4 * sizeof(float4));
+    cudaMemset(g_buf, 0, N4 * sizeof(float4));
+    cudaMalloc(&g_st, 2 * sizeof *g_st);
+    cudaMalloc(&g_en, 2 * sizeof *g_en);
+    cudaStream_t lo, hi, mid;
+    cudaStreamCreateWithPriority(&lo, cudaStreamNonBlocking, least);
+    cudaStreamCreateWithPriority(&hi, cudaStreamNonBlocking, greatest);
+    cudaStreamCreateWithPriority(&mid, cudaStreamNonBlocking, least);
+    shape victim = {"victim", false, 504, 64, 32, 0};
+    shape others[2] = {{"mem", true, 6272, 256, 2000, 0}, {"cmp", false, 5280, 256, 2000, 0}};
+    calibrate(victim, hi);
+    for (auto &o : others) calibrate(o, lo);
+    double v_alone = alone_us(victim, hi);
+    printf("victim alone %.1f us (%u iters)\n", v_alone, victim.iters);
+    for (auto &o : others) printf("%s alone %.1f us (%u iters)\n", o.name, alone_us(o, lo), o.iters);
+    for (auto &o : others)
+        for (int same_prio = 0; same_prio < 2; same_prio++) {
+            std::vector<double> vs, os;
+            for (int r = 0; r < 6; r++) {
+                reset(lo);
+                launch(o, 1, lo);
+                double t0 = now_us();
+                while (now_us() - t0 < 300) {}
+                launch(victim, 0, same_prio ? mid : hi);
+                cudaDeviceSynchronize();
+                if (!r) continue;
+                vs.push_back(span_us(0));
+                os.push_back(span_us(1));
+            }
+            std::sort(vs.begin(), vs.end());
+            std::sort(os.begin(), os.end());
+            double v = vs[vs.size() / 2];
+            printf("beside %s, victim %s priority: victim %.1f us (x%.2f; min-max of 5: %.1f-%.1f), %s %.1f us\n",
+                   o.name, same_prio ? "the same" : "greater", v, v / v_alone, vs.front(), vs.back(), o.name,
+                   os[os.size() / 2]);
+        }
+    cudaError_t e = cudaDeviceSynchronize();
+    printf("status: %s\n", cudaGetErrorString(e));
+    return e != cudaSuccess;
+}
