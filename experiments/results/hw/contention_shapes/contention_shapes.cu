@@ -5,14 +5,16 @@
 // fitted to (../contention.csv) are one wave of 256-thread blocks each. Here:
 //   victim   compute (FMA chains), 504 blocks of 64 threads, one wave, ~32 us
 //            alone (the shape of ViT's xmma_gemm 32x32)
-//   mem      memory (streaming float4 loads through 256 MiB), 6272 blocks of
-//            256 threads, ~2 ms alone, short blocks (a ResNet-50 elementwise)
-//   cmp      compute, 5280 blocks of 256 threads, ~100 us blocks, 20 waves,
-//            ~2 ms alone (a long GEMM of training)
-// The other kernel starts first on a least-priority stream; 300 us later the
-// victim is launched on a greatest-priority stream (or on one of the same
+//   mem      100 memory kernels (streaming float4 loads through 256 MiB) of
+//            6272 blocks of 256 threads, ~20 us each alone (a ResNet-50
+//            elementwise kernel: blocks of a few us), back to back
+//   cmp      20 compute kernels of 264 blocks of 256 threads (one wave, two
+//            blocks an SM), ~100 us each (a training GEMM's long blocks)
+// The other sequence starts first on a least-priority stream; 350 us later
+// the victim is launched on a greatest-priority stream (or on one of the same
 // priority). Printed: the victim's span (first block start to last block
-// end) and the other's, medians of 5 runs, and the victim's slowdown.
+// end), how late its first block started, and the sequence's span, medians
+// of 5 runs. The simulator's answer for the same shapes: sim.txt.
 //   nvcc -O2 -arch=sm_90 -o cs contention_shapes.cu && ./cs
 #include <algorithm>
 #include <chrono>
@@ -68,7 +70,8 @@ struct shape {
     const char *name;
     bool memory;
     unsigned int blocks, threads;
-    double target_us;
+    double target_us;           // one kernel alone
+    int count;                  // kernels in the sequence
     unsigned int iters;
 };
 
@@ -76,12 +79,21 @@ static float4 *g_buf;
 static const unsigned long long N4 = (256ull << 20) / sizeof(float4);
 static unsigned long long *g_st, *g_en; // [2]: 0 the victim, 1 the other
 
-static void launch(const shape &k, int which, cudaStream_t s)
+static void launch(const shape &k, int which, cudaStream_t s, int count = 1)
 {
-    if (k.memory)
-        stream_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_buf, N4, g_st + which, g_en + which);
-    else
-        fma_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_st + which, g_en + which);
+    for (int i = 0; i < count; i++) {
+        if (k.memory)
+            stream_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_buf, N4, g_st + which, g_en + which);
+        else
+            fma_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_st + which, g_en + which);
+    }
+}
+
+static unsigned long long start_of(int which)
+{
+    unsigned long long st[2];
+    cudaMemcpy(st, g_st, sizeof st, cudaMemcpyDeviceToHost);
+    return st[which];
 }
 
 static void reset(cudaStream_t s)
@@ -136,33 +148,38 @@ int main()
     cudaStreamCreateWithPriority(&lo, cudaStreamNonBlocking, least);
     cudaStreamCreateWithPriority(&hi, cudaStreamNonBlocking, greatest);
     cudaStreamCreateWithPriority(&mid, cudaStreamNonBlocking, least);
-    shape victim = {"victim", false, 504, 64, 32, 0};
-    shape others[2] = {{"mem", true, 6272, 256, 2000, 0}, {"cmp", false, 5280, 256, 2000, 0}};
+    shape victim = {"victim", false, 504, 64, 32, 1, 0};
+    shape others[2] = {{"mem", true, 6272, 256, 20, 100, 0}, {"cmp", false, 264, 256, 100, 20, 0}};
     calibrate(victim, hi);
     for (auto &o : others) calibrate(o, lo);
     double v_alone = alone_us(victim, hi);
     printf("victim alone %.1f us (%u iters)\n", v_alone, victim.iters);
-    for (auto &o : others) printf("%s alone %.1f us (%u iters)\n", o.name, alone_us(o, lo), o.iters);
+    for (auto &o : others)
+        printf("%s alone %.1f us a kernel (%u iters), %d of them\n", o.name, alone_us(o, lo), o.iters, o.count);
     for (auto &o : others)
         for (int same_prio = 0; same_prio < 2; same_prio++) {
-            std::vector<double> vs, os;
+            std::vector<double> vs, os, late;
             for (int r = 0; r < 6; r++) {
                 reset(lo);
-                launch(o, 1, lo);
+                launch(o, 1, lo, o.count);
+                cudaStreamQuery(lo); // hand the launches to the GPU now
                 double t0 = now_us();
-                while (now_us() - t0 < 300) {}
+                while (now_us() - t0 < 350) {}
                 launch(victim, 0, same_prio ? mid : hi);
                 cudaDeviceSynchronize();
                 if (!r) continue;
                 vs.push_back(span_us(0));
                 os.push_back(span_us(1));
+                late.push_back((double)(start_of(0) - start_of(1)) / 1e3 - 350);
             }
             std::sort(vs.begin(), vs.end());
             std::sort(os.begin(), os.end());
+            std::sort(late.begin(), late.end());
             double v = vs[vs.size() / 2];
-            printf("beside %s, victim %s priority: victim %.1f us (x%.2f; min-max of 5: %.1f-%.1f), %s %.1f us\n",
-                   o.name, same_prio ? "the same" : "greater", v, v / v_alone, vs.front(), vs.back(), o.name,
-                   os[os.size() / 2]);
+            printf("beside %s, victim %s priority: victim %.1f us (x%.2f; min-max of 5: %.1f-%.1f), first block "
+                   "%.1f us after 350 us into the sequence (approx.), sequence %.1f us\n",
+                   o.name, same_prio ? "the same" : "greater", v, v / v_alone, vs.front(), vs.back(),
+                   late[late.size() / 2], os[os.size() / 2]);
         }
     cudaError_t e = cudaDeviceSynchronize();
     printf("status: %s\n", cudaGetErrorString(e));
