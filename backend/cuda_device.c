@@ -1058,6 +1058,35 @@ static void cu_close(tl_device *d)
     d->ops = NULL;
 }
 
+/* The replay's own figures of the run, warm-up included (what cu_close's
+ * "CUDA graphs" line prints), recorded with the run: how the graph jobs'
+ * batches were launched and how late the event loop fired its timers. This
+ * process's contexts only: a context worker's graphs are its own. */
+static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
+{
+    tl_cuda *c = C(d);
+    tl_gcache_stats gs = {0};
+    if (c->gcache) tl_gcache_get_stats(c->gcache, &gs);
+    const tl_cuda_loop_stats *l = &c->loop;
+    fn(arg, "cuda_timers", (double)l->timers);
+    if (l->timers) {
+        fn(arg, "cuda_timer_late_mean_ns", (double)l->late_sum_ns / (double)l->timers);
+        fn(arg, "cuda_timer_late_max_ns", (double)l->late_max_ns);
+    }
+    if (!gs.launches && !gs.no_room) return;
+    fn(arg, "cuda_graph_launches", (double)gs.launches);
+    fn(arg, "cuda_graph_kernels", (double)gs.nodes);
+    fn(arg, "cuda_graph_instantiations", (double)gs.instantiations);
+    fn(arg, "cuda_graph_reuses", (double)gs.reuses);
+    fn(arg, "cuda_graph_updates", (double)gs.updates);
+    fn(arg, "cuda_graph_one_by_one", (double)gs.no_room);
+    fn(arg, "cuda_graph_batch_cuts", (double)l->batch_cuts);
+    if (l->batches)
+        fn(arg, "cuda_graph_issue_to_flush_mean_ns", (double)l->batch_open_sum_ns / (double)l->batches);
+    if (gs.launches)
+        fn(arg, "cuda_graph_launch_call_mean_ns", (double)gs.launch_call_ns / (double)gs.launches);
+}
+
 static const tl_device_ops cuda_ops = {
     .name = "cuda",
     .ctx_create = cu_ctx_create,
@@ -1071,6 +1100,7 @@ static const tl_device_ops cuda_ops = {
     .measure = cu_measure,
     .job_stats = cu_job_stats,
     .close = cu_close,
+    .run_metrics = cu_run_metrics,
 };
 
 /* The watchdog's last words: what each stream was waiting for. Racy reads

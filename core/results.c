@@ -297,6 +297,8 @@ static int insert_all(tl_results *r, const tl_run_record *rec, long long run_id,
         rc = put_metric(r, sm, -1, "system_throughput", rec->system_throughput, err);
     if (rc == 0)
         rc = put_metric(r, sm, -1, "util", rec->system_util, err);
+    for (int i = 0; i < rec->n_device_metrics && rc == 0; i++)
+        rc = put_metric(r, sm, -1, rec->device_metric_names[i], rec->device_metric_values[i], err);
 out:
     sqlite3_finalize(sj);
     sqlite3_finalize(sq);

@@ -208,6 +208,24 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The device's own figures of a run (tl_dev_run_metrics), kept until the run
+ * is written; more than DEVICE_FIGURES are dropped. */
+enum { DEVICE_FIGURES = 32 };
+typedef struct device_figures {
+    int n;
+    char *names[DEVICE_FIGURES];
+    double values[DEVICE_FIGURES];
+} device_figures;
+
+static void keep_figure(void *arg, const char *name, double value)
+{
+    device_figures *f = arg;
+    if (f->n < DEVICE_FIGURES && name && *name) {
+        f->names[f->n] = tl_xstrdup(name);
+        f->values[f->n++] = value;
+    }
+}
+
 static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
 {
     const tl_experiment *e = c->e;
@@ -275,6 +293,9 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
                     (unsigned long long)st.block_groups, st.peak_queue, ru.ru_maxrss);
         }
     }
+    device_figures figs = {0};
+    if (r == 0)
+        tl_dev_run_metrics(&dev, keep_figure, &figs);
     tl_dev_close(&dev);
     if (r < 0)
         return r;
@@ -320,9 +341,12 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
         .duration_ns = e->duration_ns, .warmup_ns = e->warmup_ns, .config = config,
         .wall_s = wall, .events = events, .n_jobs = n, .jobs = confs, .alone_run_ids = alone_ids,
         .result = &res, .metrics = m, .system_throughput = tl_metrics_system_throughput(m, n),
-        .system_util = util, .replace = c->o->force,
+        .system_util = util, .replace = c->o->force, .n_device_metrics = figs.n,
+        .device_metric_names = (const char *const *)figs.names, .device_metric_values = figs.values,
     };
     r = tl_results_write_run(&c->db, &rec, NULL, err);
+    for (int i = 0; i < figs.n; i++)
+        free(figs.names[i]);
     free(params);
     free(config);
     tl_run_result_close(&res);

@@ -560,10 +560,28 @@ static int hw_params_with(tl_experiment *e, const char *spec, const char *hw, co
     return tl_validation_hw_params(e, hw, applied, cap, err);
 }
 
+/* The simulator as the "hardware", with a device figure of its own
+ * (tl_device_ops.run_metrics): the run's kernels so far, as the sweep must
+ * record it with the run. */
+static tl_device_ops sim_with_figures;
+
+static void sim_figures(tl_device *d, tl_dev_metric_fn fn, void *arg)
+{
+    tl_sim_stats st;
+    tl_sim_get_stats(d, &st);
+    fn(arg, "sim_kernels_seen", (double)st.kernels);
+}
+
 static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
 {
     (void)arg;
-    return tl_sim_open(dev, gpu, NULL, err);
+    int r = tl_sim_open(dev, gpu, NULL, err);
+    if (r == 0) {
+        sim_with_figures = *dev->ops;
+        sim_with_figures.run_metrics = sim_figures;
+        dev->ops = &sim_with_figures;
+    }
+    return r;
 }
 
 static void test_self_validation(void **state)
@@ -605,6 +623,19 @@ static void test_self_validation(void **state)
                            .open_device = sim_factory};
     assert_int_equal(tl_sweep_run(&e, &so, NULL, &err), 0);
     tl_experiment_close(&e);
+    /* every run carries the device's figure (its kernel count, above 0) */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(hw, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(m.value), MIN(m.value) FROM runs LEFT JOIN metrics m "
+                                            "ON m.run_id = runs.run_id AND m.job_id = -1 "
+                                            "AND m.name = 'sim_kernels_seen'", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 2 * 2 + 3 * 2);
+    assert_true(sqlite3_column_double(st, 1) > 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
 
     tl_experiment_init(&e);
     assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, -1, &err), 0);

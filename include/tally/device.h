@@ -87,6 +87,9 @@ typedef struct tl_job_stats {
     uint64_t blocks;        /* logical blocks completed */
 } tl_job_stats;
 
+/* A figure the device keeps of a run (tl_device_ops.run_metrics). */
+typedef void (*tl_dev_metric_fn)(void *arg, const char *name, double value);
+
 typedef struct tl_device_ops {
     const char *name; /* "sim", "cuda" */
     int (*ctx_create)(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out, tl_err *err);
@@ -112,6 +115,11 @@ typedef struct tl_device_ops {
     int (*measure)(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err *err);
     void (*job_stats)(tl_device *d, int job, tl_job_stats *out);
     void (*close)(tl_device *d);
+    /* Figures of the device's own about the run so far (the hardware replay's
+     * CUDA graph launches and timer lateness, say), each as fn(arg, name,
+     * value); the sweep records them with the run (metrics of job -1). Names
+     * start with the device's name and '_' ("cuda_..."). Optional (NULL: none). */
+    void (*run_metrics)(tl_device *d, tl_dev_metric_fn fn, void *arg);
 } tl_device_ops;
 
 struct tl_device {
@@ -143,5 +151,7 @@ static inline int tl_dev_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *o
 static inline void tl_dev_job_stats(tl_device *d, int job, tl_job_stats *o)
 { d->ops->job_stats(d, job, o); }
 static inline void tl_dev_close(tl_device *d) { if (d && d->ops) d->ops->close(d); }
+static inline void tl_dev_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
+{ if (d->ops->run_metrics) d->ops->run_metrics(d, fn, arg); }
 
 #endif

@@ -33,7 +33,13 @@
  *             mean_service_ns requests throughput (iterations or requests per s)
  *             throughput_rel (vs alone) p99_overhead (p99 / alone p99 - 1)
  *             util (SM-time occupied / (sms x time)) turnaround_var_ns2
- *             system: system_throughput util
+ *             system: system_throughput util, and the device's own figures
+ *             (tl_dev_run_metrics): tally-run's cuda_timers,
+ *             cuda_timer_late_mean_ns, cuda_timer_late_max_ns, and with CUDA
+ *             graph jobs cuda_graph_launches, _kernels, _instantiations,
+ *             _reuses, _updates, _one_by_one, _batch_cuts,
+ *             _issue_to_flush_mean_ns, _launch_call_mean_ns (warm-up included;
+ *             the main process's contexts only)
  *   kernels(run_id, job_id, seq, name, stream, start_ns, end_ns, blocks,
  *           avg_sms REAL, ptb INTEGER, retreated INTEGER)  -- only with --kernels
  */
@@ -92,6 +98,9 @@ typedef struct tl_run_record {
     double system_throughput;   /* NAN: unknown */
     double system_util;
     bool replace;               /* delete an earlier run with the same key first */
+    int n_device_metrics;       /* the device's own figures (tl_dev_run_metrics), */
+    const char *const *device_metric_names; /* ... written as metrics of job -1 */
+    const double *device_metric_values;
 } tl_run_record;
 
 int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run_id, tl_err *err);
