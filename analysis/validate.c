@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "an_internal.h"
+#include "tally/metrics.h"
 
 /* ---------- one run, as read from a database ---------- */
 
@@ -133,24 +134,12 @@ static char *text_col(sqlite3_stmt *st, int i)
     return tl_xstrdup(s ? (const char *)s : "");
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_dbl);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The median of v[from, from + q) (copied: v stays in arrival order). */
 static double quarter_median(const double *v, size_t from, size_t q)
 {
     double *tmp = tl_xmalloc(q * sizeof *tmp);
     memcpy(tmp, v + from, q * sizeof *tmp);
-    double m = median_of(tmp, q);
+    double m = tl_median(tmp, q);
     free(tmp);
     return m;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "tally/metrics.h"
 
 double tl_contention_model(double alpha, double max_slowdown, double f)
 {
@@ -214,12 +215,6 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
 
 /* ---------- the KINDS model ---------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int tl_contention_fit_kinds(const tl_contention_point *p, int n, tl_contention_kinds_result *out,
                             tl_err *err)
 {
@@ -240,8 +235,7 @@ int tl_contention_fit_kinds(const tl_contention_point *p, int n, tl_contention_k
                        "contention fit (kinds): %d starved point(s) with solo_ns/other_corun_ns and "
                        "%d memory-memory point(s); at least 1 and 3 needed", nr, nm);
     }
-    qsort(rates, (size_t)nr, sizeof *rates, cmp_double);
-    out->starved_rate = nr % 2 ? rates[nr / 2] : (rates[nr / 2 - 1] + rates[nr / 2]) / 2;
+    out->starved_rate = tl_median(rates, (size_t)nr);
     out->n_starved = nr;
     free(rates);
     double best = INFINITY;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "tally/metrics.h"
 #include "cuda_device.h"
 #include "synth.h"
 
@@ -88,18 +89,6 @@ static int run_once(cctx *c, tl_synth_launch *l, int n, unsigned long long *star
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_d(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Median solo time of a launch. */
 static int solo_ns(cctx *c, const tl_synth_launch *tmpl, double *out, tl_err *err)
 {
@@ -113,7 +102,7 @@ static int solo_ns(cctx *c, const tl_synth_launch *tmpl, double *out, tl_err *er
         if (i >= 0)
             d[i] = (double)(e - s);
     }
-    *out = median_d(d, REPS);
+    *out = tl_median(d, REPS);
     return 0;
 }
 
@@ -224,8 +213,8 @@ int tl_hw_contention(FILE *out, FILE *csv, int device, tl_contention_result *fit
                             break;
                         double fs = (double)vs[i] / c.threads_per_sm;
                         double fo = (double)os[j] / c.threads_per_sm;
-                        double msd = median_d(sd, REPS), mco = median_d(co, REPS);
-                        double mov = median_d(ov, REPS), moco = median_d(oco, REPS);
+                        double msd = tl_median(sd, REPS), mco = tl_median(co, REPS);
+                        double mov = tl_median(ov, REPS), moco = tl_median(oco, REPS);
                         bool ser = tl_contention_serialized(mco, solo_o[ok][j]);
                         pts[np++] = (tl_contention_point){vk, ok, fs, fo, msd, older == 1, ser};
                         if (csv)

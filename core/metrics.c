@@ -11,6 +11,20 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void tl_sort_doubles(double *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_double);
+}
+
+double tl_median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    tl_sort_doubles(v, n);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double tl_percentile(const double *sorted, size_t n, double q)
 {
     if (n == 0)
@@ -46,7 +60,7 @@ void tl_metrics_compute(const tl_run_result *r, const tl_run_config *cfg, int sm
             if (cfg->jobs[j].slo_ns > 0 && l <= (double)cfg->jobs[j].slo_ns)
                 within++;
         }
-        qsort(lat, n, sizeof *lat, cmp_double);
+        tl_sort_doubles(lat, n);
         x->count = n;
         x->p50_ns = tl_percentile(lat, n, 0.50);
         x->p90_ns = tl_percentile(lat, n, 0.90);

@@ -21,6 +21,11 @@ typedef struct tl_job_metrics {
 
 /* Nearest-rank percentile of sorted values (q in [0,1]); 0 for n == 0. */
 double tl_percentile(const double *sorted, size_t n, double q);
+/* Sort v[0..n) ascending, in place. */
+void tl_sort_doubles(double *v, size_t n);
+/* The median of v[0..n), which it sorts in place: the middle value, or the mean
+ * of the two middle ones; 0 for n == 0. */
+double tl_median(double *v, size_t n);
 
 /* Fill m[0..n_jobs-1] from a run. sms: the GPU's SM count. Relative fields NAN. */
 void tl_metrics_compute(const tl_run_result *r, const tl_run_config *cfg, int sms,
