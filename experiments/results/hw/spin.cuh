@@ -1,7 +1,8 @@
 // Shared by the standalone H100 probes under experiments/results/hw
-// (timeslice/*.cu, graph_gap/graph_gap.cu; each still builds with one nvcc
-// command): the GPU's global timer, spin kernels that hold every block for a
-// given time, the host's clock, and a busy neighbour process.
+// (timeslice/*.cu, graph_gap/, graph_prio/, contention_shapes/; each still
+// builds with one nvcc command): the GPU's global timer, spin kernels that
+// hold every block for a given time, the host's clock, and a busy neighbour
+// process.
 #pragma once
 #include <chrono>
 #include <unistd.h>
@@ -23,9 +24,9 @@ __global__ void spin(unsigned long long ns)
     while (gt() - t0 < ns) {}
 }
 
-// The same, recording the earliest block start and the latest block end
-// (*start and *end set to ~0 and 0 before the launch).
-__global__ void spin_span(unsigned long long ns, unsigned long long *start, unsigned long long *end)
+// The body of a stamped spin kernel: every block spins ns from its own start,
+// and the earliest block start goes to *start (set to ~0 before the launch).
+__device__ __forceinline__ void spin_from_start(unsigned long long ns, unsigned long long *start)
 {
     __shared__ unsigned long long t0;
     if (threadIdx.x == 0) {
@@ -34,6 +35,13 @@ __global__ void spin_span(unsigned long long ns, unsigned long long *start, unsi
     }
     __syncthreads();
     while (gt() - t0 < ns) {}
+}
+
+// The same, recording the earliest block start and the latest block end
+// (*start and *end set to ~0 and 0 before the launch).
+__global__ void spin_span(unsigned long long ns, unsigned long long *start, unsigned long long *end)
+{
+    spin_from_start(ns, start);
     __syncthreads();
     if (threadIdx.x == 0) atomicMax(end, gt());
 }

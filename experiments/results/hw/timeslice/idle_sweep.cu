@@ -24,13 +24,7 @@
 __global__ void stamped(unsigned long long ns, unsigned long long *start, unsigned long long *end,
                         unsigned int *done_blocks, volatile int *flag)
 {
-    __shared__ unsigned long long t0;
-    if (threadIdx.x == 0) {
-        t0 = gt();
-        atomicMin(start, t0);
-    }
-    __syncthreads();
-    while (gt() - t0 < ns) {}
+    spin_from_start(ns, start);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();

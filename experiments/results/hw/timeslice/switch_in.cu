@@ -21,13 +21,7 @@
 
 __global__ void stamped(unsigned long long ns, unsigned long long *start)
 {
-    __shared__ unsigned long long t0;
-    if (threadIdx.x == 0) {
-        t0 = gt();
-        atomicMin(start, t0);
-    }
-    __syncthreads();
-    while (gt() - t0 < ns) {}
+    spin_from_start(ns, start);
 }
 
 static long long now_ns()
