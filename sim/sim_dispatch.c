@@ -131,22 +131,20 @@ static double group_slowdown(sim *s, const group *g)
     if (g->foreign <= 0 || g->sms <= 0)
         return 1.0;
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
-        bool partial = g->starve > 0 && s->p.contention.partial_starve != 0;
-        /* Starved, or not memory beside memory: the shares do not matter
-         * (the formula returns before reading them), so no divisions. */
-        if ((g->starve > 0 && !partial) || g->l->work != TL_WORK_MEMORY || g->foreign_mem <= 0) {
-            double sd = contention_kinds_slowdown_memo(&s->p.contention, NULL, g->starve > 0 && !partial,
-                                                       g->l->work, 0.0, 0.0);
-            return partial ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
-                           : sd;
+        if (g->starve > 0 && !s->p.contention.partial_starve)
+            return contention_kinds_slowdown_memo(&s->p.contention, NULL, true, g->l->work, 0.0, 0.0);
+        /* Not memory beside memory: no slowdown, and no divisions. */
+        double sd = 1.0;
+        if (g->l->work == TL_WORK_MEMORY && g->foreign_mem > 0) {
+            double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
+            double fs = (double)g->blocks * (double)g->l->cost.threads / slots;
+            if (!s->cmemo)
+                s->cmemo = tl_xcalloc(1, sizeof *s->cmemo);
+            sd = contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, false, g->l->work,
+                                                (double)g->foreign_mem / slots, fs);
         }
-        double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
-        double fs = (double)g->blocks * (double)g->l->cost.threads / slots;
-        if (!s->cmemo)
-            s->cmemo = tl_xcalloc(1, sizeof *s->cmemo);
-        double sd = contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, false, g->l->work,
-                                                   (double)g->foreign_mem / slots, fs);
-        return partial ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd) : sd;
+        return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
+                             : sd;
     }
     double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
     return contention_slowdown(&s->p.contention, (double)g->foreign / slots);
