@@ -106,7 +106,7 @@ for step in "$@"; do
         $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 2 -q -d "$out/graph_2.db"
         echo "rc=$?" ;;
     tally-gap)
-        rm -f /tmp/tally_gap.db
+        rm -f /tmp/tally_gap.db /tmp/tally_gap_slim.db
         $B run -s experiments/results/hw/tally_gap/spec.json -k -q -d /tmp/tally_gap.db
         echo "rc=$?"
         python3 experiments/results/hw/graph_diag.py /tmp/tally_gap.db

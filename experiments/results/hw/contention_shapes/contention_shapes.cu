@@ -37,9 +37,12 @@ __device__ __forceinline__ void stamp_end(unsigned long long *end)
     if (threadIdx.x == 0) atomicMax(end, gt());
 }
 
-__global__ void fma_span(unsigned int iters, unsigned long long *start, unsigned long long *end)
+// blk (the victim only): each block's own start and end, two words a block.
+__global__ void fma_span(unsigned int iters, unsigned long long *start, unsigned long long *end,
+                         unsigned long long *blk)
 {
     stamp_start(start);
+    unsigned long long b0 = gt();
     float a = threadIdx.x * 1e-3f, b = blockIdx.x * 1e-3f, c = 0.5f, d = 0.25f;
     for (unsigned int i = 0; i < iters; i++) {
         a = fmaf(a, 0.9999f, 0.5f);
@@ -49,6 +52,10 @@ __global__ void fma_span(unsigned int iters, unsigned long long *start, unsigned
     }
     if (a + b + c + d == 12345.0f) g_sink = a;
     stamp_end(end);
+    if (blk && threadIdx.x == 0) {
+        blk[2 * blockIdx.x] = b0;
+        blk[2 * blockIdx.x + 1] = gt();
+    }
 }
 
 __global__ void stream_span(unsigned int iters, const float4 *buf, unsigned long long n4,
@@ -77,28 +84,33 @@ struct shape {
 
 static float4 *g_buf;
 static const unsigned long long N4 = (256ull << 20) / sizeof(float4);
-static unsigned long long *g_st, *g_en; // [2]: 0 the victim, 1 the other
+// [2 * PAD]: the victim's at 0, the other's at PAD (a line apart, so that the
+// two kernels' stamp atomics never meet on one line)
+static const int PAD = 32;
+static unsigned long long *g_st, *g_en, *g_blk; // g_blk: the victim's blocks
 
 static void launch(const shape &k, int which, cudaStream_t s, int count = 1)
 {
     for (int i = 0; i < count; i++) {
         if (k.memory)
-            stream_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_buf, N4, g_st + which, g_en + which);
+            stream_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_buf, N4, g_st + which * PAD, g_en + which * PAD);
         else
-            fma_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_st + which, g_en + which);
+            fma_span<<<k.blocks, k.threads, 0, s>>>(k.iters, g_st + which * PAD, g_en + which * PAD,
+                                                    which == 0 ? g_blk : nullptr);
     }
 }
 
 static unsigned long long start_of(int which)
 {
-    unsigned long long st[2];
+    unsigned long long st[2 * PAD];
     cudaMemcpy(st, g_st, sizeof st, cudaMemcpyDeviceToHost);
-    return st[which];
+    return st[which * PAD];
 }
 
 static void reset(cudaStream_t s)
 {
-    unsigned long long init_st[2] = {~0ull, ~0ull}, init_en[2] = {0, 0};
+    unsigned long long init_st[2 * PAD], init_en[2 * PAD];
+    for (int i = 0; i < 2 * PAD; i++) init_st[i] = ~0ull, init_en[i] = 0;
     cudaMemcpyAsync(g_st, init_st, sizeof init_st, cudaMemcpyHostToDevice, s);
     cudaMemcpyAsync(g_en, init_en, sizeof init_en, cudaMemcpyHostToDevice, s);
     cudaStreamSynchronize(s);
@@ -106,10 +118,28 @@ static void reset(cudaStream_t s)
 
 static double span_us(int which)
 {
-    unsigned long long st[2], en[2];
+    unsigned long long st[2 * PAD], en[2 * PAD];
     cudaMemcpy(st, g_st, sizeof st, cudaMemcpyDeviceToHost);
     cudaMemcpy(en, g_en, sizeof en, cudaMemcpyDeviceToHost);
-    return (double)(en[which] - st[which]) / 1e3;
+    return (double)(en[which * PAD] - st[which * PAD]) / 1e3;
+}
+
+// The victim's blocks (after a run): how long after its first block its last
+// one started, and its blocks' median duration, us.
+static void victim_blocks(unsigned int n, double *spread_us, double *block_us)
+{
+    std::vector<unsigned long long> b(2 * n);
+    cudaMemcpy(b.data(), g_blk, b.size() * sizeof b[0], cudaMemcpyDeviceToHost);
+    unsigned long long lo = ~0ull, hi = 0;
+    std::vector<double> d;
+    for (unsigned int i = 0; i < n; i++) {
+        lo = std::min(lo, b[2 * i]);
+        hi = std::max(hi, b[2 * i]);
+        d.push_back((double)(b[2 * i + 1] - b[2 * i]) / 1e3);
+    }
+    std::sort(d.begin(), d.end());
+    *spread_us = (double)(hi - lo) / 1e3;
+    *block_us = d[n / 2];
 }
 
 static double alone_us(const shape &k, cudaStream_t s)
@@ -142,23 +172,28 @@ int main()
     cudaDeviceGetStreamPriorityRange(&least, &greatest);
     cudaMalloc(&g_buf, N4 * sizeof(float4));
     cudaMemset(g_buf, 0, N4 * sizeof(float4));
-    cudaMalloc(&g_st, 2 * sizeof *g_st);
-    cudaMalloc(&g_en, 2 * sizeof *g_en);
+    cudaMalloc(&g_st, 2 * PAD * sizeof *g_st);
+    cudaMalloc(&g_en, 2 * PAD * sizeof *g_en);
     cudaStream_t lo, hi, mid;
     cudaStreamCreateWithPriority(&lo, cudaStreamNonBlocking, least);
     cudaStreamCreateWithPriority(&hi, cudaStreamNonBlocking, greatest);
     cudaStreamCreateWithPriority(&mid, cudaStreamNonBlocking, least);
     shape victim = {"victim", false, 504, 64, 32, 1, 0};
-    shape others[2] = {{"mem", true, 6272, 256, 20, 100, 0}, {"cmp", false, 264, 256, 100, 20, 0}};
+    cudaMalloc(&g_blk, 2 * victim.blocks * sizeof *g_blk);
+    shape others[3] = {{"mem", true, 6272, 256, 20, 100, 0},
+                       {"mem-long", true, 6272, 256, 100, 20, 0},
+                       {"cmp", false, 264, 256, 100, 20, 0}};
     calibrate(victim, hi);
     for (auto &o : others) calibrate(o, lo);
-    double v_alone = alone_us(victim, hi);
-    printf("victim alone %.1f us (%u iters)\n", v_alone, victim.iters);
+    double v_alone = alone_us(victim, hi), spread, blk;
+    victim_blocks(victim.blocks, &spread, &blk);
+    printf("victim alone %.1f us (%u iters; last block started %.1f us after the first; blocks %.1f us)\n",
+           v_alone, victim.iters, spread, blk);
     for (auto &o : others)
         printf("%s alone %.1f us a kernel (%u iters), %d of them\n", o.name, alone_us(o, lo), o.iters, o.count);
     for (auto &o : others)
         for (int same_prio = 0; same_prio < 2; same_prio++) {
-            std::vector<double> vs, os, late;
+            std::vector<double> vs, os, late, spreads, blks;
             for (int r = 0; r < 6; r++) {
                 reset(lo);
                 launch(o, 1, lo, o.count);
@@ -171,15 +206,22 @@ int main()
                 vs.push_back(span_us(0));
                 os.push_back(span_us(1));
                 late.push_back((double)(start_of(0) - start_of(1)) / 1e3 - 350);
+                victim_blocks(victim.blocks, &spread, &blk);
+                spreads.push_back(spread);
+                blks.push_back(blk);
             }
             std::sort(vs.begin(), vs.end());
             std::sort(os.begin(), os.end());
             std::sort(late.begin(), late.end());
+            std::sort(spreads.begin(), spreads.end());
+            std::sort(blks.begin(), blks.end());
             double v = vs[vs.size() / 2];
             printf("beside %s, victim %s priority: victim %.1f us (x%.2f; min-max of 5: %.1f-%.1f), first block "
                    "%.1f us after 350 us into the sequence (approx.), sequence %.1f us\n",
                    o.name, same_prio ? "the same" : "greater", v, v / v_alone, vs.front(), vs.back(),
                    late[late.size() / 2], os[os.size() / 2]);
+            printf("    its last block started %.1f us after its first; its blocks took %.1f us (medians)\n",
+                   spreads[spreads.size() / 2], blks[blks.size() / 2]);
         }
     cudaError_t e = cudaDeviceSynchronize();
     printf("status: %s\n", cudaGetErrorString(e));
