@@ -111,10 +111,8 @@ void launch_kernel_prepare(sim *s, launch *l)
     }
 }
 
-void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
+void emit_activity_now(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
 {
-    if (!s->act_fn)
-        return;
     launch *l = g->l;
     tl_sim_activity a = {
         .kind = kind, .time = sim_now(s), .ctx = l->st->c->id, .job = l->job,
@@ -126,10 +124,9 @@ void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
 
 /* ---------- groups ---------- */
 
-static double group_slowdown(sim *s, const group *g)
+/* The rate of a group beside other launches' blocks. */
+static double group_slowdown_shared(sim *s, const group *g)
 {
-    if (g->foreign <= 0 || g->sms <= 0)
-        return 1.0;
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
         if (g->starve > 0 && !s->p.contention.partial_starve)
             return contention_kinds_slowdown_memo(&s->p.contention, NULL, true, g->l->work, 0.0, 0.0);
@@ -148,6 +145,14 @@ static double group_slowdown(sim *s, const group *g)
     }
     double slots = (double)g->sms * (double)s->gpu.max_threads_per_sm;
     return contention_slowdown(&s->p.contention, (double)g->foreign / slots);
+}
+
+/* A group alone on its SMs (most of them) runs at its solo rate: no call. */
+static inline double group_slowdown(sim *s, const group *g)
+{
+    if (g->foreign <= 0 || g->sms <= 0)
+        return 1.0;
+    return group_slowdown_shared(s, g);
 }
 
 static void group_end_ev(void *ctx, void *arg, uint64_t u);
@@ -567,7 +572,7 @@ static bool coalesce_defer(sim *s, launch *l)
         return false;
     if (!l->wake_at) {
         l->wake_at = at;
-        tl_engine_at(&s->eng, at, coalesce_wake_ev, s, l, l->id);
+        tl_engine_at_inline(&s->eng, at, coalesce_wake_ev, s, l, l->id);
     }
     s->stats.coalesced++;
     return true;

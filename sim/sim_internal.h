@@ -370,7 +370,14 @@ static inline void group_rate_dirty(sim *s, group *g)
 void groups_reevaluate(sim *s);
 void group_pause(sim *s, group *g);
 void group_resume(sim *s, group *g);
-void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused);
+void emit_activity_now(sim *s, group *g, tl_sim_activity_kind kind, bool paused);
+/* An activity record, when a hook wants them (rarely: a test or a timeline):
+ * the check is inline, the record is built out of line. */
+static inline void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
+{
+    if (s->act_fn)
+        emit_activity_now(s, g, kind, paused);
+}
 void launch_kernel_prepare(sim *s, launch *l);
 void trains_break_unit(sim *s, unit *u);
 

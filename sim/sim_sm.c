@@ -35,7 +35,7 @@ void sm_class_free(smclass *c)
     }
 }
 
-static void unit_push_class(unit *u, smclass *c)
+static inline void unit_push_class(unit *u, smclass *c)
 {
     if (u->n_cls == u->cap_cls) {
         u->cap_cls = u->cap_cls ? u->cap_cls * 2 : 8;
@@ -122,6 +122,65 @@ static inline bool unit_running(const sim *s, const unit *u)
     return s->active == u && !s->switching;
 }
 
+/* What sm_place learns from a class's residents: is the launch, job or
+ * context of the new group already there (its SM counts do not change). */
+enum { HERE_L = 1, HERE_J = 2, HERE_C = 4 };
+
+/* The new group g (entry ne, m SMs) meets the residents of class c:
+ * contention counts both ways. Returns HERE_* flags. */
+static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *ne, int m)
+{
+    const launch *l = ne->l;
+    int work = ne->work;
+    unsigned here = 0;
+    int64_t my_thr = (int64_t)m * ne->bps * ne->thr;
+    int64_t foreign = 0, foreign_mem = 0, starve = 0;
+    for (const cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
+        if (e->l == l) {
+            here |= HERE_L;
+        } else {
+            /* every resident is older than g, which is being placed */
+            group *eg = e->g;
+            int64_t e_thr = (int64_t)m * e->bps * e->thr;
+            foreign += e_thr;
+            eg->foreign += my_thr;
+            if (e->work == TL_WORK_MEMORY)
+                foreign_mem += e_thr;
+            if (work == TL_WORK_MEMORY)
+                eg->foreign_mem += my_thr;
+            if (contention_starves(work, g->age, e->work, eg->age))
+                starve += m;
+            if (contention_starves(e->work, eg->age, work, g->age))
+                eg->starve += m;
+            group_rate_dirty(s, eg);
+        }
+        if (e->job == ne->job)
+            here |= HERE_J;
+        if (e->ctx == ne->ctx)
+            here |= HERE_C;
+    }
+    g->foreign += foreign;
+    g->foreign_mem += foreign_mem;
+    g->starve += starve;
+    return here;
+}
+
+/* Append entry ne to class c and charge its blocks' resources. */
+static inline void class_push_ent(smclass *c, const cls_ent *ne, const tl_block_cost *k)
+{
+    if (c->n_ents == c->cap_ents) {
+        c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
+        c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
+    }
+    c->ents[c->n_ents++] = *ne;
+    int bps = ne->bps;
+    c->thr += bps * k->threads;
+    c->regs += bps * k->regs;
+    c->smem += bps * k->smem;
+    c->blocks += bps;
+    c->hash += ent_hash(ne->g, bps);
+}
+
 /* The pieces of one placement share the launch's figures, and the SM
  * counts of its launch, job and context change at one instant, so the
  * accounting takes the sum of the pieces (the same integrals). */
@@ -129,71 +188,32 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
 {
     launch *l = g->l;
     sctx *ctx = l->st->c;
-    int job = l->job, thr = l->cost.threads, regs = l->cost.regs, smem = l->cost.smem;
-    int work = l->work;
-    int add_l = 0, add_j = 0, add_c = 0;
-    for (int p = 0; p < np; p++) {
-        int m = pieces[p].m, bps = pieces[p].bps;
-        smclass *c = u->cls[pieces[p].ci];
+    cls_ent ne = { g, l, ctx, l->job, l->cost.threads, 0, l->work };
+    int add_l = 0, add_j = 0, add_c = 0, sms = 0;
+    for (const sm_piece *p = pieces, *pend = pieces + np; p != pend; p++) {
+        int m = p->m;
+        smclass *c = u->cls[p->ci];
         if (m < c->n) {
             smclass *t = class_clone(s, c, m);
             c->n -= m;
             unit_push_class(u, t);
             c = t;
         }
-        bool l_here = false, j_here = false, c_here = false;
-        if (c->n_ents) {
-            int64_t my_thr = (int64_t)m * bps * thr;
-            int64_t foreign = 0, foreign_mem = 0, starve = 0;
-            for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
-                if (e->l == l) {
-                    l_here = true;
-                } else {
-                    /* every resident is older than g, which is being placed */
-                    group *eg = e->g;
-                    int64_t e_thr = (int64_t)m * e->bps * e->thr;
-                    foreign += e_thr;
-                    eg->foreign += my_thr;
-                    if (e->work == TL_WORK_MEMORY)
-                        foreign_mem += e_thr;
-                    if (work == TL_WORK_MEMORY)
-                        eg->foreign_mem += my_thr;
-                    if (contention_starves(work, g->age, e->work, eg->age))
-                        starve += m;
-                    if (contention_starves(e->work, eg->age, work, g->age))
-                        eg->starve += m;
-                    group_rate_dirty(s, eg);
-                }
-                j_here |= e->job == job;
-                c_here |= e->ctx == ctx;
-            }
-            g->foreign += foreign;
-            g->foreign_mem += foreign_mem;
-            g->starve += starve;
-        }
-        if (c->n_ents == c->cap_ents) {
-            c->cap_ents = c->cap_ents ? c->cap_ents * 2 : 4;
-            c->ents = tl_xrealloc(c->ents, (size_t)c->cap_ents * sizeof *c->ents);
-        }
-        c->ents[c->n_ents++] = (cls_ent){ g, l, ctx, job, thr, bps, work };
-        c->thr += bps * thr;
-        c->regs += bps * regs;
-        c->smem += bps * smem;
-        c->blocks += bps;
-        c->hash += ent_hash(g, bps);
-        g->sms += m;
-        if (!l_here)
-            add_l += m;
-        if (!j_here)
-            add_j += m;
-        if (!c_here)
-            add_c += m;
+        ne.bps = p->bps;
+        /* an empty class (the common case) has no one to meet */
+        unsigned here = c->n_ents ? place_beside(s, c, g, &ne, m) : 0;
+        class_push_ent(c, &ne, &l->cost);
+        sms += m;
+        add_l += here & HERE_L ? 0 : m;
+        add_j += here & HERE_J ? 0 : m;
+        add_c += here & HERE_C ? 0 : m;
     }
+    g->sms += sms;
     if (unit_running(s, u)) {
         if (add_l)
             acct_launch_sms(s, l, add_l);
         if (add_j)
-            acct_job_sms(s, job, add_j);
+            acct_job_sms(s, ne.job, add_j);
     }
     ctx->sms_now += add_c;
 }

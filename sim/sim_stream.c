@@ -206,7 +206,7 @@ void stream_advance(sim *s, sstream *st)
         }
         if (!l->ready_ev) {
             tl_ns at = l->ready_at > now ? l->ready_at : free_at;
-            l->ready_ev = tl_engine_at(&s->eng, at, ready_ev, s, l, 0);
+            l->ready_ev = tl_engine_at_inline(&s->eng, at, ready_ev, s, l, 0);
         }
         return;
     }
