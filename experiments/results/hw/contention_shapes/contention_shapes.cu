@@ -7,14 +7,17 @@
 //            alone (the shape of ViT's xmma_gemm 32x32)
 //   mem      100 memory kernels (streaming float4 loads through 256 MiB) of
 //            6272 blocks of 256 threads, ~20 us each alone (a ResNet-50
-//            elementwise kernel: blocks of a few us), back to back
+//            elementwise kernel; 2 loads a thread: blocks of under 1 us),
+//            back to back
+//   mem-long 20 of the same shape, ~92 us each (blocks of ~15 us)
 //   cmp      20 compute kernels of 264 blocks of 256 threads (one wave, two
 //            blocks an SM), ~100 us each (a training GEMM's long blocks)
 // The other sequence starts first on a least-priority stream; 350 us later
 // the victim is launched on a greatest-priority stream (or on one of the same
 // priority). Printed: the victim's span (first block start to last block
 // end), how late its first block started, and the sequence's span, medians
-// of 5 runs. The simulator's answer for the same shapes: sim.txt.
+// of 5 runs; then how long after its first block its last one started and
+// its blocks' median duration (each victim block records its own times). The simulator's answer for the same shapes: sim.txt.
 //   nvcc -O2 -arch=sm_90 -o cs contention_shapes.cu && ./cs
 #include <algorithm>
 #include <chrono>
