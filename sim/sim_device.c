@@ -157,12 +157,11 @@ static int sim_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, t
     if (sid < 0 || sid >= s->n_streams || !k || !k->op || k->op->kind != TL_OP_KERNEL)
         return TL_EINVAL;
     const tl_op *op = k->op;
-    /* Every component at least 1, blocks at most 1024, and CUDA's grid limits
-     * (also keeps the block count inside 64 bits): x - 1 > lim - 1 in
-     * unsigned arithmetic tests both ends at once, and one branch for all. */
-    if ((op->grid[0] - 1u > 0x7fffffffu - 1u) | (op->grid[1] - 1u > 65535u - 1u) |
-        (op->grid[2] - 1u > 65535u - 1u) | (op->block[0] - 1u > 1024u - 1u) |
-        (op->block[1] - 1u > 1024u - 1u) | (op->block[2] - 1u > 1024u - 1u))
+    for (int i = 0; i < 3; i++)
+        if (op->grid[i] < 1 || op->block[i] < 1 || op->block[i] > 1024)
+            return TL_ERANGE;
+    /* CUDA's grid limits (also keeps the block count inside 64 bits) */
+    if (op->grid[0] > 0x7fffffffu || op->grid[1] > 65535 || op->grid[2] > 65535)
         return TL_ERANGE;
     uint64_t threads = (uint64_t)op->block[0] * op->block[1] * op->block[2];
     if (threads > (uint64_t)s->gpu.max_threads_per_block || op->dur_ns < 0 ||
