@@ -23,60 +23,63 @@ import statistics
 import sys
 
 
-def gaps_by_run(db):
-    print("run policy job median_gap_ns requests_with_hole hole_positions")
+def inference_kernels(db):
+    """Each run's inference jobs with their kernels (start, end) in order:
+    (run_id, policy, job_id, name, kernels)."""
     for run_id, policy in db.execute("select run_id, policy from runs order by run_id").fetchall():
         for job_id, name in db.execute("select job_id, name from jobs where run_id=? and role='inference'",
                                        (run_id,)).fetchall():
             ks = db.execute("select start_ns, end_ns from kernels where run_id=? and job_id=? order by start_ns",
                             (run_id, job_id)).fetchall()
-            if len(ks) < 2:
+            yield run_id, policy, job_id, name, ks
+
+
+def gaps_by_run(db):
+    print("run policy job median_gap_ns requests_with_hole hole_positions")
+    for run_id, policy, job_id, name, ks in inference_kernels(db):
+        if len(ks) < 2:
+            continue
+        small = [b[0] - a[1] for a, b in zip(ks, ks[1:]) if 0 <= b[0] - a[1] < 3000]
+        reqs = db.execute("select start_ns, end_ns from requests where run_id=? and job_id=? "
+                          "and end_ns is not null order by start_ns", (run_id, job_id)).fetchall()
+        starts = [k[0] for k in ks]
+        holes, pos, n = 0, collections.Counter(), 0
+        for rs, re in reqs:
+            m = ks[bisect.bisect_left(starts, rs):bisect.bisect_right(starts, re)]
+            if len(m) < 2:
                 continue
-            small = [b[0] - a[1] for a, b in zip(ks, ks[1:]) if 0 <= b[0] - a[1] < 3000]
-            reqs = db.execute("select start_ns, end_ns from requests where run_id=? and job_id=? "
-                              "and end_ns is not null order by start_ns", (run_id, job_id)).fetchall()
-            starts = [k[0] for k in ks]
-            holes, pos, n = 0, collections.Counter(), 0
-            for rs, re in reqs:
-                m = ks[bisect.bisect_left(starts, rs):bisect.bisect_right(starts, re)]
-                if len(m) < 2:
-                    continue
-                n += 1
-                big = [x for x in range(1, len(m)) if m[x][0] - m[x - 1][1] > 3000]
-                holes += bool(big)
-                pos.update(big)
-            print(run_id, policy, name, statistics.median(small) if small else "-", "%d/%d" % (holes, n),
-                  " ".join("%d:%d" % kv for kv in pos.most_common(4)))
+            n += 1
+            big = [x for x in range(1, len(m)) if m[x][0] - m[x - 1][1] > 3000]
+            holes += bool(big)
+            pos.update(big)
+        print(run_id, policy, name, statistics.median(small) if small else "-", "%d/%d" % (holes, n),
+              " ".join("%d:%d" % kv for kv in pos.most_common(4)))
 
 
 def gaps_by_idle(db):
     """Median in-graph gap (under 3 us) of each request, bucketed by the time
     from the other jobs' last kernel end to the request's start."""
     print("\nrun policy job: median gap (ns) by time since the other jobs' last kernel ended")
-    for run_id, policy in db.execute("select run_id, policy from runs order by run_id").fetchall():
-        for job_id, name in db.execute("select job_id, name from jobs where run_id=? and role='inference'",
-                                       (run_id,)).fetchall():
-            ks = db.execute("select start_ns, end_ns from kernels where run_id=? and job_id=? order by start_ns",
-                            (run_id, job_id)).fetchall()
-            other_ends = sorted(e for (e,) in db.execute("select end_ns from kernels where run_id=? and job_id!=?",
-                                                         (run_id, job_id)))
-            if len(ks) < 2 or not other_ends:
+    for run_id, policy, job_id, name, ks in inference_kernels(db):
+        other_ends = sorted(e for (e,) in db.execute("select end_ns from kernels where run_id=? and job_id!=?",
+                                                     (run_id, job_id)))
+        if len(ks) < 2 or not other_ends:
+            continue
+        starts = [k[0] for k in ks]
+        buckets = {}
+        for rs, re in db.execute("select start_ns, end_ns from requests where run_id=? and job_id=? "
+                                 "and end_ns is not null", (run_id, job_id)):
+            m = ks[bisect.bisect_left(starts, rs):bisect.bisect_right(starts, re)]
+            small = [b[0] - a[1] for a, b in zip(m, m[1:]) if 0 <= b[0] - a[1] < 3000]
+            i = bisect.bisect_left(other_ends, rs)
+            if not small or i == 0:
                 continue
-            starts = [k[0] for k in ks]
-            buckets = {}
-            for rs, re in db.execute("select start_ns, end_ns from requests where run_id=? and job_id=? "
-                                     "and end_ns is not null", (run_id, job_id)):
-                m = ks[bisect.bisect_left(starts, rs):bisect.bisect_right(starts, re)]
-                small = [b[0] - a[1] for a, b in zip(m, m[1:]) if 0 <= b[0] - a[1] < 3000]
-                i = bisect.bisect_left(other_ends, rs)
-                if not small or i == 0:
-                    continue
-                since = rs - other_ends[i - 1]
-                key = "<0.1ms" if since < 1e5 else "0.1-1ms" if since < 1e6 else ">1ms"
-                buckets.setdefault(key, []).append(statistics.median(small))
-            if buckets:
-                print(run_id, policy, name + ":", " ".join("%s %.0f (%d)" % (k, statistics.median(v), len(v))
-                                                           for k, v in sorted(buckets.items())))
+            since = rs - other_ends[i - 1]
+            key = "<0.1ms" if since < 1e5 else "0.1-1ms" if since < 1e6 else ">1ms"
+            buckets.setdefault(key, []).append(statistics.median(small))
+        if buckets:
+            print(run_id, policy, name + ":", " ".join("%s %.0f (%d)" % (k, statistics.median(v), len(v))
+                                                       for k, v in sorted(buckets.items())))
 
 
 # The kernel-kind rule of traces/work_kind.c (tl_work_for_name), for names.
