@@ -433,6 +433,13 @@ static int batch_failed(tl_cuda *c, int code, const char *what, int cuda_err)
     return code;
 }
 
+/* The last n pending entries of stream s (a batch) have just gone to the GPU. */
+static void set_submitted(tl_cuda *c, tl_dstream *s, size_t n)
+{
+    tl_ns now = host_now(c);
+    for (size_t i = 0; i < n; i++) s->q[(s->head + s->n - n + i) % s->cap].submitted_ns = now;
+}
+
 /* Launch stream s's batch: as one CUDA graph, or, when the graphs hold too
  * many slots to build another, one by one. Its pending entries are the last
  * n_batch of the queue (anything else issued to s flushes the batch first). */
@@ -450,6 +457,7 @@ static int flush_stream(tl_cuda *c, tl_dstream *s, bool cut)
         m.stream = s->remote;
         if (tl_worker_send(&c->workers[s->worker], &m))
             return batch_failed(c, TL_EIO, "graph launch: the context's worker process is gone", 0);
+        set_submitted(c, s, n);
         return 0;
     }
     c->loop.batches++;
@@ -457,6 +465,7 @@ static int flush_stream(tl_cuda *c, tl_dstream *s, bool cut)
     const unsigned int *slots = NULL;
     int graph = -1;
     int e = tl_gcache_launch(c->gcache, s->batch, n, s->s, &slots, &graph);
+    set_submitted(c, s, n);
     for (size_t i = 0; i < n; i++) {
         tl_pending *p = &s->q[(s->head + s->n - n + i) % s->cap];
         p->unflushed = false;
@@ -535,6 +544,7 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
     uint64_t grid = p->ptb ? (l->workers < l->end - l->begin ? l->workers : l->end - l->begin) : l->end - l->begin;
     p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
     p->issued_ns = host_now(c);
+    p->submitted_ns = batch ? 0 : p->issued_ns; /* a batch's: set when it is flushed */
     c->inflight++;
     if (batch) batch_add(c, s, l); /* launched (a worker's: closed by FLUSH) at the end of the turn */
     tl_watchdog_kick(c->watchdog, true);
@@ -614,7 +624,7 @@ static int queue_copy(tl_cuda *c, tl_stream_id sid, const tl_op *op, int job, tl
     p->arg = arg;
     p->op = op;
     p->job = job;
-    p->issued_ns = host_now(c);
+    p->issued_ns = p->submitted_ns = host_now(c);
     c->inflight++;
     tl_watchdog_kick(c->watchdog, true);
     if (out) *out = p->id;
@@ -737,6 +747,7 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
 {
     memset(r, 0, sizeof *r);
     r->id = p->id;
+    r->submitted_ns = p->submitted_ns;
     if (p->is_kernel) {
         uint64_t sg, eg, claimed;
         bool valid;

@@ -27,7 +27,9 @@ typedef struct tl_pending {
     uint64_t tag;
     uint64_t begin, end;      /* logical blocks */
     double avg_sms;
-    tl_ns issued_ns;
+    tl_ns issued_ns;          /* host_now() when the device call queued it */
+    tl_ns submitted_ns;       /* ... when it went to the GPU: issued_ns, or for a batched
+                                 op its graph's launch (the FLUSH sent, for a worker's) */
     unsigned int gen;         /* local kernels: generation its record will carry */
     bool batched;             /* a node of a graph batch (graph_cache.h) */
     bool unflushed;           /* ... whose batch is not launched yet (slot unknown) */

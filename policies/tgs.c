@@ -19,8 +19,8 @@
  *    job's undisturbed throughput first.
  *  - High-priority throughput of a window: the solo (traced) time of the
  *    high-priority tasks completed in it divided by the time they took, each
- *    from when it could start (issued, and its stream's previous task done) to
- *    its end. 1 alone (less a constant launch overhead on hardware); below 1
+ *    from when it could start (handed to the GPU, and its stream's previous
+ *    task done) to its end. 1 alone (less a constant launch overhead on hardware); below 1
  *    when best-effort work slows or delays it. Normalising by solo time keeps a
  *    window with fewer or smaller requests from reading as interference (a raw
  *    blocks-per-window count swings with the arrival process). A window with
@@ -246,7 +246,11 @@ static void hp_done(tl_policy *p, tl_task *t, const tl_launch_result *r)
     tgs_state *st = p->state;
     int s = t->op->stream >= 0 ? t->op->stream % TL_MAX_JOB_STREAMS : 0;
     tl_ns *last = &st->last_end[t->job->id][s];
-    tl_ns ready = t->issued_ns > *last ? t->issued_ns : *last;
+    /* could start: handed to the GPU (on hardware a graph's launch comes after
+     * the host issued its ops: not the GPU's time) and the stream free */
+    tl_ns ready = r->submitted_ns > t->issued_ns ? r->submitted_ns : t->issued_ns;
+    if (*last > ready)
+        ready = *last;
     st->solo_acc += (double)t->op->dur_ns;
     st->wall_acc += (double)(r->end_ns > ready ? r->end_ns - ready : 1);
     *last = r->end_ns;

@@ -186,6 +186,7 @@ static int sim_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, t
     l->st = s->streams[sid];
     l->sms_last = sim_now(s);
     launch_kernel_prepare(s, l);
+    l->submitted_at = sim_now(s);
     l->ready_at = sim_now(s) + s->p.launch_latency_ns +
                   (s->in_callback ? s->p.callback_launch_latency_ns : 0) +
                   (k->block_begin > 0 ? s->p.slice_launch_ns : 0);
@@ -224,6 +225,7 @@ static int sim_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl
         double ns = ceil((double)op->bytes / gbps); /* GB/s = bytes/ns */
         l->copy_ns = ns > (double)SIM_MAX_DUR_NS ? SIM_MAX_DUR_NS : (tl_ns)ns;
     }
+    l->submitted_at = sim_now(s);
     l->ready_at = sim_now(s) + s->p.launch_latency_ns +
                   (s->in_callback ? s->p.callback_launch_latency_ns : 0);
     if (out)

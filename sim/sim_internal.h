@@ -57,6 +57,7 @@ struct launch {
     uint64_t tag;
     tl_launch_cb cb;
     void *arg;
+    tl_ns submitted_at;     /* the launch or copy call (tl_launch_result.submitted_ns) */
     tl_ns ready_at;         /* earliest GPU start (launch latency) */
     tl_event_id ready_ev;
     bool active;            /* moved from its stream to an EE queue / copy lane */

@@ -38,7 +38,7 @@ launch *launch_alloc(sim *s)
     l->tag = 0;
     l->cb = NULL;
     l->arg = NULL;
-    l->ready_at = 0;
+    l->submitted_at = l->ready_at = 0;
     l->ready_ev = 0;
     l->active = l->done = l->dead = l->gap_held = false;
     l->block_begin = l->block_end = 0;
@@ -251,6 +251,7 @@ void launch_complete(sim *s, launch *l)
         .id = l->id, .start_ns = l->start_ns, .end_ns = l->end_ns,
         .next_block = l->kind == ITEM_KERNEL ? next_block : 0,
         .retreated = l->kind == ITEM_KERNEL && l->ptb && l->claimed < total,
+        .submitted_ns = l->submitted_at,
     };
     if (l->kind == ITEM_KERNEL) {
         ee_unlink(s, l);

@@ -7,7 +7,9 @@
  * no host round trip for work released from callbacks, so that kernel
  * times are exact: a kernel of W waves of dur_ns runs dur_ns / W per wave.
  * H100: 132 SMs, 2048 threads and 64K registers per SM; a 1024-thread block of
- * 32 registers fits twice per SM, a 256-thread one 8 times. */
+ * 32 registers fits twice per SM, a 256-thread one 8 times.
+ * One TGS test uses the fake device of tests/support instead (launches that
+ * reach the GPU late). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,10 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fake_device.h"
 #include "tally/policy.h"
 #include "tally/runner.h"
 #include "tally/sim.h"
@@ -512,6 +518,63 @@ static void test_tgs_slow_start_paces_best_effort_launches(void **s)
     tl_run_result_close(&res);
 }
 
+/* TGS's high-priority wall time runs from when a task could start: on a device
+ * whose launches reach the GPU 40 us after their call (the CUDA backend's graph
+ * jobs: their ops go at their graph's launch, after the host issued them all),
+ * not from the call. Fake device (tests/support): streams run each op for its
+ * duration, nothing else. Three requests of three 10 us kernels, 1 ms apart:
+ * each request's kernels run [T+40, T+70] back to back, so wall = solo = 30 us
+ * a request (from the call it would be 70). The controller's window record
+ * (TALLY_TGS_LOG) says so. */
+static void test_tgs_wall_time_starts_at_submission(void **s)
+{
+    char log_path[] = "/tmp/tally-test-tgs-XXXXXX";
+    int fd = mkstemp(log_path);
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("TALLY_TGS_LOG", log_path, 1);
+    job_def d;
+    tl_job_spec job;
+    tl_op k[3] = { kop(1, 32, 10 * US, 0), kop(1, 32, 10 * US, 0), kop(1, 32, 10 * US, 0) };
+    tl_ns arrivals[3] = { 0, 1 * MS, 2 * MS };
+    make_job(&d, &job, "hp", 0, TL_ROLE_INFERENCE, k, 3, arrivals, 3);
+    tl_gpu_props gpu;
+    tl_err err = { 0 };
+    assert_int_equal(tl_gpu_lookup("H100", &gpu, &err), 0);
+    tl_device dev;
+    tl_fake_device_open(&dev, &gpu);
+    tl_fake_device_set_submit_lag(&dev, 40 * US);
+    json_t *params = json_loads("{\"window_ms\": 0.5}", 0, NULL);
+    tl_run_config cfg = { .jobs = &job, .n_jobs = 1, .policy = tl_policy_find("tgs"),
+                          .policy_params = params, .duration_ns = 3 * MS, .seed = 1 };
+    tl_run_result res;
+    int r = tl_run(&cfg, &dev, &res, &err);
+    unsetenv("TALLY_TGS_LOG");
+    json_decref(params);
+    tl_dev_close(&dev);
+    if (r < 0)
+        print_error("tgs: %s\n", err.msg);
+    assert_int_equal(r, 0);
+    assert_int_equal(res.n_recs, 3);
+    tl_run_result_close(&res);
+    /* time_ns,hp_solo_ns,hp_wall_ns,... per window; '#' lines start runs */
+    FILE *f = fopen(log_path, "r");
+    assert_non_null(f);
+    char line[512];
+    double solo = 0, wall = 0;
+    while (fgets(line, sizeof line, f)) {
+        double t, so, wa;
+        if (line[0] != '#' && sscanf(line, "%lf,%lf,%lf", &t, &so, &wa) == 3) {
+            solo += so;
+            wall += wa;
+        }
+    }
+    fclose(f);
+    unlink(log_path);
+    assert_true(solo == 90.0 * US);
+    assert_true(wall == 90.0 * US);
+}
+
 /* ---- pipeswitch ---- */
 
 /* Training (rank 1, closed loop, model 0 bytes): kernels of 100 us. Inference
@@ -624,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_herald_slo_guard_holds_training),
         cmocka_unit_test(test_herald_guards_a_queued_request),
         cmocka_unit_test(test_tgs_slow_start_paces_best_effort_launches),
+        cmocka_unit_test(test_tgs_wall_time_starts_at_submission),
         cmocka_unit_test(test_pipeswitch_charges_the_switch_cost),
         cmocka_unit_test(test_tally_is_deterministic),
         cmocka_unit_test(test_every_policy_on_bundled_traces),

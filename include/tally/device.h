@@ -60,6 +60,12 @@ typedef struct tl_launch_result {
     tl_ns end_ns;            /* last block ended */
     uint64_t next_block;     /* first logical block not done: block_end unless retreated */
     bool retreated;          /* PTB launch stopped early by tl_dev_retreat */
+    tl_ns submitted_ns;      /* when the device handed the work to the GPU, on the
+                                clock of now(): the simulator at the launch or copy
+                                call; the CUDA backend after its launch call returned
+                                (a graph job's batched op: its graph's launch, at the
+                                end of the loop turn), which can be later than the
+                                event time callbacks see as now(). 0: not known */
 } tl_launch_result;
 
 typedef void (*tl_launch_cb)(void *arg, const tl_launch_result *r);

@@ -11,6 +11,7 @@ typedef struct fake_item {
     tl_launch_cb cb;
     void *arg;
     tl_launch_id id;
+    tl_ns submitted;        /* the call + the device's lag: earliest start */
     uint64_t next_block;
     const tl_op *op;
     int job;
@@ -28,6 +29,7 @@ typedef struct fake {
     fake_stream *streams;
     int n_streams;
     tl_launch_id next_id;
+    tl_ns submit_lag;
     tl_job_stats stats[64];
     struct timer_arg *timers; /* every timer ever set, freed at close */
 } fake;
@@ -59,7 +61,7 @@ static void item_done(void *ctx, void *arg, uint64_t s)
     st->len--;
     st->busy = false;
     tl_launch_result r = { .id = it.id, .start_ns = st->started, .end_ns = f->eng.now,
-                           .next_block = it.next_block };
+                           .next_block = it.next_block, .submitted_ns = it.submitted };
     if (it.job >= 0 && it.job < 64)
         f->stats[it.job].kernels++;
     start_next(f, (int)s);
@@ -72,8 +74,9 @@ static void start_next(fake *f, int s)
     if (st->busy || st->len == 0)
         return;
     st->busy = true;
-    st->started = f->eng.now;
-    tl_engine_at(&f->eng, f->eng.now + st->q[st->head].dur, item_done, f, NULL, (uint64_t)s);
+    const fake_item *it = &st->q[st->head];
+    st->started = it->submitted > f->eng.now ? it->submitted : f->eng.now;
+    tl_engine_at(&f->eng, st->started + it->dur, item_done, f, NULL, (uint64_t)s);
 }
 
 static int enqueue(tl_device *d, tl_stream_id s, const tl_op *op, int job, uint64_t next_block,
@@ -90,6 +93,7 @@ static int enqueue(tl_device *d, tl_stream_id s, const tl_op *op, int job, uint6
     it->cb = cb;
     it->arg = arg;
     it->id = ++f->next_id;
+    it->submitted = f->eng.now + f->submit_lag;
     it->op = op;
     it->job = job;
     it->next_block = next_block;
@@ -171,6 +175,11 @@ static const tl_device_ops fake_ops = {
     .copy = f_copy, .timer = f_timer, .now = f_now, .run = f_run, .job_stats = f_stats,
     .close = f_close,
 };
+
+void tl_fake_device_set_submit_lag(tl_device *d, tl_ns lag)
+{
+    ((fake *)d->impl)->submit_lag = lag;
+}
 
 int tl_fake_device_open(tl_device *d, const tl_gpu_props *gpu)
 {

@@ -7,5 +7,10 @@
 #include "tally/device.h"
 
 int tl_fake_device_open(tl_device *d, const tl_gpu_props *gpu);
+/* From now on every launch and copy reaches the GPU lag ns after its call (as
+ * a graph job's ops on the CUDA backend reach it at their graph's launch, after
+ * the host has issued them all): tl_launch_result.submitted_ns is the call's
+ * time plus lag, and the op starts no earlier. Default 0. */
+void tl_fake_device_set_submit_lag(tl_device *d, tl_ns lag);
 
 #endif
