@@ -1,7 +1,8 @@
 # backend.mk: the hardware backend (backend/), included by the top Makefile
 # after cuda.mk.
 #   build/backend/libtally_backend_host.a  GPU-free parts (kernel-kind rule,
-#       calibration arithmetic and cache, MPS command lines, cleanup, watchdog):
+#       calibration arithmetic and cache, MPS command lines, cleanup, watchdog,
+#       the context workers' messages):
 #       always built; tests/test_backend links it.
 #   build/backend/libtally_backend_cuda.a  synthetic kernels (nvcc) and the CUDA
 #       device: built when nvcc exists.
@@ -13,7 +14,8 @@
 # that can be carried to a machine without those packages).
 
 BACKEND_HOST_SRC := backend/kind_rule.c backend/calib_math.c backend/calib_db.c backend/mps.c \
-                    backend/procs.c backend/watchdog.c backend/contention_fit.c backend/gap_stats.c
+                    backend/procs.c backend/watchdog.c backend/contention_fit.c backend/gap_stats.c \
+                    backend/worker_ipc.c
 BACKEND_HOST_OBJ := $(BACKEND_HOST_SRC:%.c=$(BUILD)/%.o)
 BACKEND_HOST_LIB := $(BUILD)/backend/libtally_backend_host.a
 

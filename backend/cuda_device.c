@@ -2,6 +2,7 @@
  * event loop (overview in cuda_device.h). */
 #include <sched.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,7 +56,7 @@ static void q_pop(tl_dstream *s)
 }
 
 /* A worker reported a completion: mark the op in its stream's queue. */
-static void remote_done(tl_cuda *c, int worker, const tl_wmsg *m)
+static void remote_done(tl_cuda *c, int worker, const tl_wdone *m)
 {
     for (int i = 0; i < c->n_streams; i++) {
         tl_dstream *s = &c->streams[i];
@@ -72,6 +73,11 @@ static void remote_done(tl_cuda *c, int worker, const tl_wmsg *m)
             return;
         }
     }
+}
+
+static void remote_dones(tl_cuda *c, int worker, const tl_wmsg *m)
+{
+    for (uint32_t i = 0; i < m->n; i++) remote_done(c, worker, &m->u.done[i]);
 }
 
 /* ---- timers (min-heap on (at, seq)) ----------------------------------------------- */
@@ -343,7 +349,7 @@ static int cu_stream_create(tl_device *d, tl_ctx_id ctx, int prio, tl_stream_id 
     if (c->ctxs[ctx].worker >= 0) {
         tl_worker *w = &c->workers[c->ctxs[ctx].worker];
         tl_wmsg m;
-        memset(&m, 0, sizeof m);
+        memset(&m, 0, offsetof(tl_wmsg, u));
         m.type = TL_W_STREAM;
         m.prio = prio;
         if (tl_worker_send(w, &m)) return tl_errf(err, TL_EIO, "context %d: its worker is gone", ctx);
@@ -351,7 +357,7 @@ static int cu_stream_create(tl_device *d, tl_ctx_id ctx, int prio, tl_stream_id 
             int g = tl_worker_recv_wait(w, &m, 30000);
             if (g <= 0) return tl_errf(err, TL_EIO, "context %d: its worker did not create a stream", ctx);
             if (m.type == TL_W_STREAM) break;
-            if (m.type == TL_W_DONE) remote_done(c, c->ctxs[ctx].worker, &m);
+            if (m.type == TL_W_DONES) remote_dones(c, c->ctxs[ctx].worker, &m);
         }
         if (m.stream < 0) return tl_errf(err, TL_EIO, "context %d: stream in worker: CUDA error %d", ctx, m.status);
         remote = m.stream;
@@ -388,15 +394,14 @@ static int ctx_sms(tl_cuda *c, int ctx)
 
 /* Batches (graph jobs, graph_cache.h) ------------------------------------------ */
 
-static int send_launch(tl_cuda *c, tl_dstream *s, tl_launch_id id, const tl_synth_launch *l, bool batch)
+static int send_launch(tl_cuda *c, tl_dstream *s, tl_launch_id id, const tl_synth_launch *l)
 {
     tl_wmsg m;
-    memset(&m, 0, sizeof m);
+    memset(&m, 0, offsetof(tl_wmsg, u));
     m.type = TL_W_LAUNCH;
     m.stream = s->remote;
     m.id = id;
     m.launch = *l;
-    m.batch = batch;
     if (tl_worker_send(&c->workers[s->worker], &m)) {
         fprintf(stderr, "tally-run: launch: the context's worker process is gone\n");
         return TL_EIO;
@@ -433,11 +438,10 @@ static int batch_failed(tl_cuda *c, int code, const char *what, int cuda_err)
     return code;
 }
 
-/* The last n pending entries of stream s (a batch) have just gone to the GPU. */
-static void set_submitted(tl_cuda *c, tl_dstream *s, size_t n)
+/* The last n pending entries of stream s (a batch) went to the GPU at t. */
+static void set_submitted(tl_dstream *s, size_t n, tl_ns t)
 {
-    tl_ns now = host_now(c);
-    for (size_t i = 0; i < n; i++) s->q[(s->head + s->n - n + i) % s->cap].submitted_ns = now;
+    for (size_t i = 0; i < n; i++) s->q[(s->head + s->n - n + i) % s->cap].submitted_ns = t;
 }
 
 /* Launch stream s's batch: as one CUDA graph, or, when the graphs hold too
@@ -451,21 +455,29 @@ static int flush_stream(tl_cuda *c, tl_dstream *s, bool cut)
     s->n_batch = 0;
     c->open_batches--;
     if (s->worker >= 0) {
-        tl_wmsg m;
-        memset(&m, 0, sizeof m);
-        m.type = TL_W_FLUSH;
-        m.stream = s->remote;
-        if (tl_worker_send(&c->workers[s->worker], &m))
-            return batch_failed(c, TL_EIO, "graph launch: the context's worker process is gone", 0);
-        set_submitted(c, s, n);
+        /* the batch's launches and ids, TL_W_BULK to a message; the worker
+         * launches the graph once it has the last one */
+        tl_wmsg *m = &c->graph_msg;
+        memset(m, 0, offsetof(tl_wmsg, u));
+        m->type = TL_W_GRAPH;
+        m->stream = s->remote;
+        for (size_t i = 0; i < n; i++) {
+            m->u.node[m->n].id = s->q[(s->head + s->n - n + i) % s->cap].id;
+            m->u.node[m->n++].launch = s->batch[i];
+            m->last = i + 1 == n;
+            if (m->last) set_submitted(s, n, host_now(c));
+            if ((m->n == TL_W_BULK || m->last) && tl_worker_send(&c->workers[s->worker], m))
+                return batch_failed(c, TL_EIO, "graph launch: the context's worker process is gone", 0);
+            if (m->n == TL_W_BULK) m->n = 0;
+        }
         return 0;
     }
     c->loop.batches++;
     c->loop.batch_open_sum_ns += host_now(c) - s->q[(s->head + s->n - n) % s->cap].issued_ns;
     const unsigned int *slots = NULL;
     int graph = -1;
+    set_submitted(s, n, host_now(c));
     int e = tl_gcache_launch(c->gcache, s->batch, n, s->s, &slots, &graph);
-    set_submitted(c, s, n);
     for (size_t i = 0; i < n; i++) {
         tl_pending *p = &s->q[(s->head + s->n - n + i) % s->cap];
         p->unflushed = false;
@@ -519,7 +531,8 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
     c->salt += 0x9e3779b97f4a7c15ull >> 20;
     tl_launch_id id = c->next_id + 1;
     int slot = -1, r = 0;
-    if (s->worker >= 0) r = send_launch(c, s, id, l, batch);
+    tl_ns before = host_now(c); /* the GPU cannot start it earlier */
+    if (!batch && s->worker >= 0) r = send_launch(c, s, id, l);
     else if (!batch) r = enqueue_local(c, s, l, &slot);
     if (r) return r;
     tl_pending *p = q_push(s);
@@ -544,9 +557,9 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
     uint64_t grid = p->ptb ? (l->workers < l->end - l->begin ? l->workers : l->end - l->begin) : l->end - l->begin;
     p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
     p->issued_ns = host_now(c);
-    p->submitted_ns = batch ? 0 : p->issued_ns; /* a batch's: set when it is flushed */
+    p->submitted_ns = batch ? 0 : before; /* a batch's: set when it is flushed */
     c->inflight++;
-    if (batch) batch_add(c, s, l); /* launched (a worker's: closed by FLUSH) at the end of the turn */
+    if (batch) batch_add(c, s, l); /* launched at the end of the turn (a worker's: sent then) */
     tl_watchdog_kick(c->watchdog, true);
     if (out) *out = p->id;
     return 0;
@@ -643,7 +656,7 @@ static int cu_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_
     size_t bytes = op->bytes ? op->bytes : 1;
     if (s->worker >= 0) {
         tl_wmsg m;
-        memset(&m, 0, sizeof m);
+        memset(&m, 0, offsetof(tl_wmsg, u));
         m.type = TL_W_COPY;
         m.stream = s->remote;
         m.id = c->next_id + 1;
@@ -692,7 +705,7 @@ static int cu_retreat(tl_device *d, tl_launch_id id)
             if (!p->ptb) return 0;
             if (p->remote) {
                 tl_wmsg m;
-                memset(&m, 0, sizeof m);
+                memset(&m, 0, offsetof(tl_wmsg, u));
                 m.type = TL_W_RETREAT;
                 m.id = id;
                 return tl_worker_send(&c->workers[s->worker], &m) ? TL_EIO : 0;
@@ -816,36 +829,48 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
     }
 }
 
-/* The GPU clock's offset is estimated from below (tl_synth_clock_offset: a
- * published globaltimer value is read after it was written), so a kernel can
- * appear to end after the host saw it end. Before a batch of completions is
- * converted, raise the offset once by the batch's largest such excess: each
- * kernel keeps its GPU-side times relative to the others (clamping every end to
- * the moment it was seen, as finish() still does as a last resort, put a whole
- * batch at one instant: zero durations apart, negative gaps between them).
- * Excesses beyond 1 ms are not clock error and are left to that clamp. */
+/* The GPU clock's offset is estimated from below at open (tl_synth_clock_offset:
+ * a published globaltimer value is read after it was written), and the two
+ * clocks drift apart during a run (~9 us a second on the H100, session 10:
+ * kernels seemed to start up to 68 us before they were launched). Before a
+ * batch of completions is converted, the offset is moved once so that the
+ * batch's kernels end no later than the host saw them (raise it by the largest
+ * excess) or, when none does, start no earlier than they were handed to the
+ * GPU (lower it by the largest shortfall). Each kernel keeps its GPU-side
+ * times relative to the others (clamping every end to the moment it was
+ * seen, as finish() still does as a last resort, put a whole batch at one
+ * instant: zero durations apart, negative gaps between them). Moves beyond
+ * 1 ms are not clock error and are left to that clamp. */
 static void fix_offset(tl_cuda *c, const done_rec *buf, int n, tl_ns seen)
 {
-    tl_ns excess = 0;
+    tl_ns excess = 0, shortfall = 0;
     for (int i = 0; i < n; i++) {
         const tl_pending *p = &buf[i].p;
         if (!p->is_kernel) continue;
-        uint64_t eg;
+        uint64_t sg, eg;
         if (p->remote) {
+            sg = p->r_start_gt;
             eg = p->r_end_gt;
         } else {
             const volatile tl_synth_rec *rec = tl_synth_record(c->synth, (unsigned)p->slot);
             if (rec->gen != tl_synth_slot_gen(c->synth, (unsigned)p->slot)) continue;
+            sg = rec->start_gt;
             eg = rec->end_gt;
         }
         if (!eg) continue;
         tl_ns over = (tl_ns)eg - c->gt_offset - c->t0 - seen;
         if (over > excess && over <= TL_NS_PER_MS) excess = over;
+        tl_ns under = p->submitted_ns - ((tl_ns)sg - c->gt_offset - c->t0);
+        if (sg && p->submitted_ns > 0 && under > shortfall && under <= TL_NS_PER_MS) shortfall = under;
     }
     if (excess > 0) {
         c->gt_offset += excess;
         c->loop.offset_raises++;
         c->loop.offset_raised_ns += excess;
+    } else if (shortfall > 0) {
+        c->gt_offset -= shortfall;
+        c->loop.offset_lowers++;
+        c->loop.offset_lowered_ns += shortfall;
     }
 }
 
@@ -860,7 +885,7 @@ static int poll_completions(tl_device *d, tl_err *err)
         tl_wmsg m;
         int g;
         while ((g = tl_worker_recv(&c->workers[w], &m)) > 0) {
-            if (m.type == TL_W_DONE) remote_done(c, w, &m);
+            if (m.type == TL_W_DONES) remote_dones(c, w, &m);
             else if (m.type == TL_W_ERROR) return tl_errf(err, TL_EIO, "context worker %d: %s", w, m.text);
         }
         if (g < 0) return tl_errf(err, TL_EIO, "context worker %d (pid %d) is gone", w, (int)c->workers[w].pid);
@@ -1071,7 +1096,8 @@ static void cu_close(tl_device *d)
 
 /* The replay's own figures of the run, warm-up included (what cu_close's
  * "CUDA graphs" line prints), recorded with the run: how the graph jobs'
- * batches were launched and how late the event loop fired its timers. This
+ * batches were launched, how late the event loop fired its timers, and how
+ * far fix_offset moved the GPU clock's offset each way. This
  * process's contexts only: a context worker's graphs are its own. */
 static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
 {
@@ -1080,6 +1106,8 @@ static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
     if (c->gcache) tl_gcache_get_stats(c->gcache, &gs);
     const tl_cuda_loop_stats *l = &c->loop;
     fn(arg, "cuda_timers", (double)l->timers);
+    fn(arg, "cuda_clock_offset_raised_ns", (double)l->offset_raised_ns);
+    fn(arg, "cuda_clock_offset_lowered_ns", (double)l->offset_lowered_ns);
     if (l->timers) {
         fn(arg, "cuda_timer_late_mean_ns", (double)l->late_sum_ns / (double)l->timers);
         fn(arg, "cuda_timer_late_max_ns", (double)l->late_max_ns);

@@ -72,6 +72,9 @@ typedef struct tl_cuda_loop_stats {
     uint64_t late_over_10us;
     uint64_t offset_raises;   /* times the GPU clock offset was raised (fix_offset) */
     tl_ns offset_raised_ns;   /* by how much in all */
+    uint64_t offset_lowers;   /* times it was lowered (kernels seemed to start before
+                                 they were launched: the clocks drift apart) */
+    tl_ns offset_lowered_ns;  /* by how much in all */
     uint64_t batches;         /* graph batches flushed in this process */
     tl_ns batch_open_sum_ns;  /* ... host time from each one's first kernel to its flush, in all */
     uint64_t batch_cuts;      /* ... flushed before the loop turn ended: a lone launch or a

@@ -28,13 +28,14 @@ typedef struct tl_pending {
     uint64_t begin, end;      /* logical blocks */
     double avg_sms;
     tl_ns issued_ns;          /* host_now() when the device call queued it */
-    tl_ns submitted_ns;       /* ... when it went to the GPU: issued_ns, or for a batched
-                                 op its graph's launch (the FLUSH sent, for a worker's) */
+    tl_ns submitted_ns;       /* ... when it went to the GPU: just before its launch call
+                                 (a batched op: its graph's; a worker's: the message sent),
+                                 so the GPU cannot have started it earlier */
     unsigned int gen;         /* local kernels: generation its record will carry */
     bool batched;             /* a node of a graph batch (graph_cache.h) */
     bool unflushed;           /* ... whose batch is not launched yet (slot unknown) */
     int graph;                /* local batched kernels: tl_gcache handle */
-    /* ops on a worker's stream: filled from its TL_W_DONE message */
+    /* ops on a worker's stream: filled from its TL_W_DONES entry */
     bool remote, r_done, r_failed;
     uint64_t r_start_gt, r_end_gt;
     uint32_t r_claimed;
@@ -160,6 +161,7 @@ typedef struct tl_cuda {
     tl_cuda_loop_stats loop;
 
     tl_gcache *gcache;        /* CUDA graphs of graph jobs' batches */
+    tl_wmsg graph_msg;        /* a worker's batch being sent (GRAPH messages) */
     int open_batches;         /* streams with n_batch > 0 */
     int flush_failed;         /* a batch launch failed after its launch calls returned 0: */
     tl_err flush_err;         /* ... tl_dev_run returns this */

@@ -572,10 +572,12 @@ static int cmd_run(cli *c, int argc, char **argv)
         if (have_gap[g])
             fprintf(stderr, "tally-run: back-to-back gap of the replay's kernels%s: %.2f us (median of %d; "
                             "kernel %.2f us, period %.2f us; GPU clock offset raised %llu times, by "
-                            "%.2f us in all); recorded as meta %s\n",
+                            "%.2f us in all, lowered %llu times, by %.2f us); recorded as meta %s\n",
                     g ? " inside a CUDA graph" : "", gap[g].gap_ns / 1e3, gap[g].launches, gap[g].kernel_ns / 1e3,
                     gap[g].period_ns / 1e3, (unsigned long long)(ls.offset_raises - l0.offset_raises),
-                    (ls.offset_raised_ns - l0.offset_raised_ns) / 1e3, gap_meta[g]);
+                    (ls.offset_raised_ns - l0.offset_raised_ns) / 1e3,
+                    (unsigned long long)(ls.offset_lowers - l0.offset_lowers),
+                    (ls.offset_lowered_ns - l0.offset_lowered_ns) / 1e3, gap_meta[g]);
         else
             fprintf(stderr, "tally-run: warning: %s; meta %s not recorded\n", gerr.msg, gap_meta[g]);
     }

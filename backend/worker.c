@@ -1,15 +1,12 @@
-/* Context workers: spawning, messages, and the worker's own loop (design in
- * worker.h). */
+/* Context workers: the worker's own loop (design in worker.h; the parent's
+ * side and the framing: worker_ipc.c). */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -18,134 +15,6 @@
 #include "graph_cache.h"
 #include "worker.h"
 
-static void inbox_push(tl_worker *w, const tl_wmsg *m)
-{
-    void *q = w->inbox;
-    tl_ring_reserve(&q, sizeof *w->inbox, &w->in_head, w->in_n, &w->in_cap, 256);
-    w->inbox = q;
-    w->inbox[(w->in_head + w->in_n) % w->in_cap] = *m;
-    w->in_n++;
-}
-
-static int raw_recv(tl_worker *w, tl_wmsg *m)
-{
-    ssize_t n = recv(w->fd, m, sizeof *m, MSG_DONTWAIT);
-    if (n == (ssize_t)sizeof *m) return 1;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
-    return TL_EIO; /* 0 bytes: the worker is gone */
-}
-
-int tl_worker_send(tl_worker *w, const tl_wmsg *m)
-{
-    for (;;) {
-        ssize_t n = send(w->fd, m, sizeof *m, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n == (ssize_t)sizeof *m) return 0;
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            tl_wmsg in;
-            int r;
-            while ((r = raw_recv(w, &in)) > 0) inbox_push(w, &in);
-            if (r < 0) return TL_EIO;
-            struct pollfd p = {w->fd, POLLOUT | POLLIN, 0};
-            poll(&p, 1, 1);
-            continue;
-        }
-        return TL_EIO;
-    }
-}
-
-int tl_worker_recv(tl_worker *w, tl_wmsg *m)
-{
-    if (w->in_n) {
-        *m = w->inbox[w->in_head];
-        w->in_head = (w->in_head + 1) % w->in_cap;
-        w->in_n--;
-        return 1;
-    }
-    return raw_recv(w, m);
-}
-
-int tl_worker_recv_wait(tl_worker *w, tl_wmsg *m, int timeout_ms)
-{
-    if (w->in_n) return tl_worker_recv(w, m);
-    struct pollfd p = {w->fd, POLLIN, 0};
-    int r = poll(&p, 1, timeout_ms);
-    if (r <= 0) return r == 0 ? 0 : TL_EIO;
-    return tl_worker_recv(w, m);
-}
-
-int tl_worker_spawn(tl_worker *w, int device, char env[][320], int n_env, tl_err *err)
-{
-    memset(w, 0, sizeof *w);
-    w->fd = -1;
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-        return tl_errf(err, TL_EIO, "context worker: socketpair: %s", strerror(errno));
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(sv[0]);
-        close(sv[1]);
-        return tl_errf(err, TL_EIO, "context worker: fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(1); /* the parent died before prctl */
-        close(sv[0]);
-        for (int i = 0; i < n_env; i++) putenv(env[i]);
-        char fdarg[16], devarg[16];
-        snprintf(fdarg, sizeof fdarg, "%d", sv[1]);
-        snprintf(devarg, sizeof devarg, "%d", device);
-        int fd2 = dup(sv[1]); /* the copy has no FD_CLOEXEC: it survives exec */
-        snprintf(fdarg, sizeof fdarg, "%d", fd2);
-        execl("/proc/self/exe", "tally-run", "__worker", fdarg, devarg, (char *)NULL);
-        _exit(127);
-    }
-    close(sv[1]);
-    w->pid = pid;
-    w->fd = sv[0];
-    int big = 8 << 20; /* room for long bursts of launches and completions */
-    setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-    setsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    tl_procs_add(pid);
-    tl_wmsg m;
-    int r = tl_worker_recv_wait(w, &m, 60000);
-    if (r <= 0 || m.type != TL_W_READY) {
-        const char *why = r == 0 ? "no answer within 60 s" : r < 0 ? "it exited" : m.text;
-        int code = tl_errf(err, TL_ENODEV, "context worker (pid %d): did not start: %s", (int)pid, why);
-        tl_worker_stop(w);
-        return code;
-    }
-    w->sms = m.sms;
-    return 0;
-}
-
-void tl_worker_stop(tl_worker *w)
-{
-    if (!w || w->pid <= 0) return;
-    tl_wmsg m;
-    memset(&m, 0, sizeof m);
-    m.type = TL_W_QUIT;
-    tl_worker_send(w, &m);
-    int st;
-    for (int i = 0; i < 300; i++) {
-        if (waitpid(w->pid, &st, WNOHANG) == w->pid) goto gone;
-        struct timespec ts = {0, 10000000L};
-        nanosleep(&ts, NULL);
-    }
-    kill(w->pid, SIGKILL);
-    waitpid(w->pid, &st, 0);
-gone:
-    tl_procs_remove(w->pid);
-    close(w->fd);
-    free(w->inbox);
-    w->inbox = NULL;
-    w->in_n = w->in_cap = w->in_head = 0;
-    w->pid = 0;
-    w->fd = -1;
-}
-
-/* ---- the worker ---- */
 
 typedef struct wpend {
     uint64_t id;
@@ -159,7 +28,7 @@ typedef struct wstream {
     cudaStream_t s;
     wpend *q;
     size_t head, n, cap;
-    tl_synth_launch *batch;  /* LAUNCHes with batch set, until FLUSH */
+    tl_synth_launch *batch;  /* GRAPH nodes, until the last GRAPH message */
     uint64_t *batch_ids;
     size_t n_batch, cap_batch;
 } wstream;
@@ -186,7 +55,7 @@ static int launch_one(tl_synth *syn, wstream *s, tl_synth_launch *l, wpend *w)
     return e;
 }
 
-/* FLUSH: the stream's batch as one graph (graph_cache.h), or one by one when
+/* The stream's batch as one graph (graph_cache.h), or one by one when
  * the cached graphs hold too many slots. Returns a cudaError_t. */
 static int launch_batch(tl_synth *syn, tl_gcache *gc, wstream *s, size_t *inflight)
 {
@@ -217,13 +86,34 @@ static int launch_batch(tl_synth *syn, tl_gcache *gc, wstream *s, size_t *inflig
     return e > 0 ? e : 0;
 }
 
+/* The worker's sends block: the parent reads its socket in every loop turn. */
+static void wsend(int fd, const tl_wmsg *m)
+{
+    send(fd, m, tl_wmsg_len(m), MSG_NOSIGNAL);
+}
+
 static void reply_error(int fd, const char *fmt, const char *what)
 {
     tl_wmsg m;
-    memset(&m, 0, sizeof m);
+    memset(&m, 0, offsetof(tl_wmsg, u));
     m.type = TL_W_ERROR;
     snprintf(m.text, sizeof m.text, fmt, what);
-    send(fd, &m, sizeof m, MSG_NOSIGNAL);
+    wsend(fd, &m);
+}
+
+/* GRAPH: the nodes join the stream's batch; the last message launches it. */
+static int graph_nodes(tl_synth *syn, tl_gcache *gc, wstream *s, const tl_wmsg *m, size_t *inflight)
+{
+    if (s->n_batch + m->n > s->cap_batch) {
+        while (s->n_batch + m->n > s->cap_batch) s->cap_batch = s->cap_batch ? 2 * s->cap_batch : 256;
+        s->batch = tl_xrealloc(s->batch, s->cap_batch * sizeof *s->batch);
+        s->batch_ids = tl_xrealloc(s->batch_ids, s->cap_batch * sizeof *s->batch_ids);
+    }
+    for (uint32_t i = 0; i < m->n; i++) {
+        s->batch[s->n_batch] = m->u.node[i].launch;
+        s->batch_ids[s->n_batch++] = m->u.node[i].id;
+    }
+    return m->last ? launch_batch(syn, gc, s, inflight) : 0;
 }
 
 int tl_worker_main(int fd, int device)
@@ -260,8 +150,9 @@ int tl_worker_main(int fd, int device)
         snprintf(m.text, sizeof m.text, "%.150s", p.name);
         m.sms = p.multiProcessorCount; /* under MPS: the client's share */
     }
-    send(fd, &m, sizeof m, MSG_NOSIGNAL);
+    wsend(fd, &m);
 
+    static tl_wmsg done_msg = {.type = TL_W_DONES};
     bool quit = false;
     while (!quit || inflight) {
         /* Commands: wait for one when idle, else just look. */
@@ -270,7 +161,7 @@ int tl_worker_main(int fd, int device)
         if (pr > 0) {
             ssize_t n = recv(fd, &m, sizeof m, 0);
             if (n <= 0) break; /* parent gone */
-            if (n != (ssize_t)sizeof m) continue;
+            if (n < (ssize_t)offsetof(tl_wmsg, u) || (size_t)n != tl_wmsg_len(&m)) continue;
             switch (m.type) {
             case TL_W_QUIT:
                 quit = true;
@@ -285,7 +176,7 @@ int tl_worker_main(int fd, int device)
                 r.stream = e ? -1 : n_ss;
                 r.status = e;
                 if (!e) n_ss++;
-                send(fd, &r, sizeof r, MSG_NOSIGNAL);
+                wsend(fd, &r);
                 break;
             }
             case TL_W_LAUNCH:
@@ -295,16 +186,6 @@ int tl_worker_main(int fd, int device)
                     break;
                 }
                 wstream *s = &ss[m.stream];
-                if (m.type == TL_W_LAUNCH && m.batch) {
-                    if (s->n_batch == s->cap_batch) {
-                        s->cap_batch = s->cap_batch ? 2 * s->cap_batch : 256;
-                        s->batch = tl_xrealloc(s->batch, s->cap_batch * sizeof *s->batch);
-                        s->batch_ids = tl_xrealloc(s->batch_ids, s->cap_batch * sizeof *s->batch_ids);
-                    }
-                    s->batch[s->n_batch] = m.launch;
-                    s->batch_ids[s->n_batch++] = m.id;
-                    break;
-                }
                 wpend w;
                 memset(&w, 0, sizeof w);
                 w.id = m.id;
@@ -341,12 +222,12 @@ int tl_worker_main(int fd, int device)
                 inflight++;
                 break;
             }
-            case TL_W_FLUSH:
+            case TL_W_GRAPH:
                 if (m.stream < 0 || m.stream >= n_ss) {
                     reply_error(fd, "worker: unknown stream%s", "");
                     break;
                 }
-                if ((e = launch_batch(syn, gc, &ss[m.stream], &inflight)))
+                if ((e = graph_nodes(syn, gc, &ss[m.stream], &m, &inflight)))
                     reply_error(fd, "worker: graph launch: %s", cudaGetErrorString((cudaError_t)e));
                 break;
             case TL_W_RETREAT:
@@ -362,7 +243,9 @@ int tl_worker_main(int fd, int device)
         } else if (pr < 0 && errno != EINTR) {
             break;
         }
-        /* Completions, in order per stream. */
+        /* Completions, in order per stream, reported together. */
+        tl_wmsg *r = &done_msg;
+        r->n = 0;
         for (int i = 0; i < n_ss; i++) {
             wstream *s = &ss[i];
             while (s->n) {
@@ -374,33 +257,36 @@ int tl_worker_main(int fd, int device)
                     q = cudaEventQuery(w->e1);
                     if (q == cudaErrorNotReady) break;
                 }
-                tl_wmsg r;
-                memset(&r, 0, sizeof r);
-                r.type = TL_W_DONE;
-                r.id = w->id;
-                r.stream = i;
-                r.status = (int)q;
+                tl_wdone *d = &r->u.done[r->n++];
+                memset(d, 0, sizeof *d);
+                d->id = w->id;
+                d->stream = i;
+                d->status = (int)q;
                 if (w->kernel) {
                     const volatile tl_synth_rec *rec = tl_synth_record(syn, (unsigned)w->slot);
-                    r.start_gt = rec->start_gt;
-                    r.end_gt = rec->end_gt;
-                    r.claimed = rec->claimed;
-                    if (rec->gen != tl_synth_slot_gen(syn, (unsigned)w->slot)) r.end_gt = r.start_gt = 0;
+                    d->start_gt = rec->start_gt;
+                    d->end_gt = rec->end_gt;
+                    d->claimed = rec->claimed;
+                    if (rec->gen != tl_synth_slot_gen(syn, (unsigned)w->slot)) d->end_gt = d->start_gt = 0;
                     if (w->graph >= 0) tl_gcache_done(gc, w->graph);
                     else tl_synth_slot_release(syn, (unsigned)w->slot);
                 } else {
                     float ms = 0;
                     cudaEventElapsedTime(&ms, w->e0, w->e1);
-                    r.dur_ns = (int64_t)((double)ms * 1e6);
+                    d->dur_ns = (int64_t)((double)ms * 1e6);
                     cudaEventDestroy(w->e0);
                 }
                 if (w->e1) cudaEventDestroy(w->e1);
-                send(fd, &r, sizeof r, MSG_NOSIGNAL);
+                if (r->n == TL_W_BULK) {
+                    wsend(fd, r);
+                    r->n = 0;
+                }
                 s->head = (s->head + 1) % s->cap;
                 s->n--;
                 inflight--;
             }
         }
+        if (r->n) wsend(fd, r);
     }
     cudaDeviceSynchronize();
     tl_gcache_free(gc);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "backend.h"
+#include "worker.h"
 #include "tally/trace.h"
 #include "test_db.h"
 
@@ -530,6 +532,122 @@ static void test_watchdog_rule(void **state)
     assert_false(tl_watchdog_expired(100 * s, 0, true, 0)); /* disabled */
 }
 
+/* ---- context workers' messages (worker_ipc.c) ---- */
+
+/* Two ends of a socket pair as a worker's parent side and the worker. */
+static void worker_pair(tl_worker *parent, tl_worker *child)
+{
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    memset(parent, 0, sizeof *parent);
+    memset(child, 0, sizeof *child);
+    parent->fd = sv[0];
+    child->fd = sv[1];
+}
+
+static void worker_unpair(tl_worker *a, tl_worker *b)
+{
+    close(a->fd);
+    close(b->fd);
+    free(a->inbox);
+    free(b->inbox);
+}
+
+/* A graph job's batch travels as GRAPH messages of up to TL_W_BULK launches
+ * and completions come back in DONES messages: only the used entries travel,
+ * and every entry arrives intact. */
+static void test_worker_bulk_messages_keep_their_entries(void **state)
+{
+    (void)state;
+    static tl_wmsg m, got;
+    tl_worker parent, child;
+    worker_pair(&parent, &child);
+    memset(&m, 0, sizeof m);
+    m.type = TL_W_GRAPH;
+    m.stream = 2;
+    m.n = 3;
+    m.last = 1;
+    for (uint32_t i = 0; i < m.n; i++) {
+        m.u.node[i].id = 100 + i;
+        m.u.node[i].launch.end = 1000 * (i + 1);
+        m.u.node[i].launch.iters = 7;
+    }
+    /* header + 3 entries, not the whole struct */
+    assert_int_equal(tl_wmsg_len(&m), offsetof(tl_wmsg, u) + 3 * sizeof m.u.node[0]);
+    assert_true(tl_wmsg_len(&m) < sizeof m / 8);
+    assert_int_equal(tl_worker_send(&parent, &m), 0);
+    memset(&got, 0xff, sizeof got);
+    assert_int_equal(tl_worker_recv(&child, &got), 1);
+    assert_int_equal(got.type, TL_W_GRAPH);
+    assert_int_equal(got.stream, 2);
+    assert_int_equal(got.n, 3);
+    assert_int_equal(got.last, 1);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(got.u.node[i].id, 100 + i);
+        assert_int_equal(got.u.node[i].launch.end, 1000 * (i + 1));
+        assert_int_equal(got.u.node[i].launch.iters, 7);
+    }
+    /* a full DONES message back */
+    memset(&m, 0, sizeof m);
+    m.type = TL_W_DONES;
+    m.n = TL_W_BULK;
+    for (uint32_t i = 0; i < m.n; i++) {
+        m.u.done[i].id = i + 1;
+        m.u.done[i].end_gt = 5000 + i;
+    }
+    assert_int_equal(tl_worker_send(&child, &m), 0);
+    assert_int_equal(tl_worker_recv(&parent, &got), 1);
+    assert_int_equal(got.type, TL_W_DONES);
+    assert_int_equal(got.n, TL_W_BULK);
+    assert_int_equal(got.u.done[TL_W_BULK - 1].id, TL_W_BULK);
+    assert_int_equal(got.u.done[TL_W_BULK - 1].end_gt, 5000 + TL_W_BULK - 1);
+    /* a header-only message is the header's length; nothing more waits */
+    memset(&m, 0, offsetof(tl_wmsg, u));
+    m.type = TL_W_RETREAT;
+    m.id = 9;
+    assert_int_equal(tl_wmsg_len(&m), offsetof(tl_wmsg, u));
+    assert_int_equal(tl_worker_send(&parent, &m), 0);
+    assert_int_equal(tl_worker_recv(&child, &got), 1);
+    assert_int_equal(got.type, TL_W_RETREAT);
+    assert_int_equal(got.id, 9);
+    assert_int_equal(tl_worker_recv(&child, &got), 0);
+    worker_unpair(&parent, &child);
+}
+
+/* More entries than a message holds is refused, not sent cut; a message whose
+ * length does not match its type and count is dropped by the receiver, and
+ * the next good one still arrives. */
+static void test_worker_malformed_messages_are_refused_or_dropped(void **state)
+{
+    (void)state;
+    static tl_wmsg m, got;
+    tl_worker parent, child;
+    worker_pair(&parent, &child);
+    memset(&m, 0, sizeof m);
+    m.type = TL_W_DONES;
+    m.n = TL_W_BULK + 1;
+    assert_int_equal(tl_wmsg_len(&m), 0);
+    assert_int_equal(tl_worker_send(&child, &m), TL_EINVAL);
+    /* a DONES claiming 5 entries with only 2 sent: dropped */
+    m.n = 5;
+    ssize_t cut = (ssize_t)(offsetof(tl_wmsg, u) + 2 * sizeof m.u.done[0]);
+    assert_int_equal(send(child.fd, &m, (size_t)cut, 0), cut);
+    /* a stub shorter than the header: dropped */
+    assert_int_equal(send(child.fd, &m, 8, 0), 8);
+    m.n = 1;
+    m.u.done[0].id = 77;
+    assert_int_equal(tl_worker_send(&child, &m), 0);
+    assert_int_equal(tl_worker_recv(&parent, &got), 1);
+    assert_int_equal(got.n, 1);
+    assert_int_equal(got.u.done[0].id, 77);
+    assert_int_equal(tl_worker_recv(&parent, &got), 0);
+    /* the other end gone: an error, not a message */
+    close(child.fd);
+    child.fd = -1;
+    assert_true(tl_worker_recv(&parent, &got) < 0);
+    close(parent.fd);
+}
+
 /* A process whose GPU work never completes is ended with status 70 (and its
  * children with it). */
 static void test_watchdog_ends_hung_run(void **state)
@@ -795,6 +913,8 @@ int main(void)
         cmocka_unit_test(test_contention_fit_recovers_parameters),
         cmocka_unit_test(test_contention_fit_kinds),
         cmocka_unit_test(test_contention_csv),
+        cmocka_unit_test(test_worker_bulk_messages_keep_their_entries),
+        cmocka_unit_test(test_worker_malformed_messages_are_refused_or_dropped),
         cmocka_unit_test(test_watchdog_ends_hung_run),
         cmocka_unit_test(test_tally_run_refuses_without_gpu),
         cmocka_unit_test(test_tally_run_usage),

@@ -62,7 +62,7 @@ typedef struct tl_launch_result {
     bool retreated;          /* PTB launch stopped early by tl_dev_retreat */
     tl_ns submitted_ns;      /* when the device handed the work to the GPU, on the
                                 clock of now(): the simulator at the launch or copy
-                                call; the CUDA backend after its launch call returned
+                                call; the CUDA backend just before its launch call
                                 (a graph job's batched op: its graph's launch, at the
                                 end of the loop turn), which can be later than the
                                 event time callbacks see as now(). 0: not known */
