@@ -159,6 +159,44 @@ int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t 
     return found;
 }
 
+/* The replay's issue cost per op of a graph, from hw_db's alone runs of
+ * inference jobs (their run metrics cuda_graph_lag_*: each batch's submission
+ * after the event that issued its first op, summed, and the batches' ops): 1
+ * and the rounded mean in *per_op_ns, 0 when no such run recorded it (older
+ * databases), < 0 on errors. The alone runs of the inference jobs are the
+ * cleanest record of it (no other job's completions in the loop); a training
+ * job's host waits on its launch queue, which its own timeline models. */
+static int hw_graph_lag_per_op(const char *hw_db, long long *per_op_ns, tl_err *err)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(hw_db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        int r = tl_errf(err, TL_EIO, "%s: cannot open: %s", hw_db, db ? sqlite3_errmsg(db) : "?");
+        sqlite3_close(db);
+        return r;
+    }
+    static const char *const sql =
+        "SELECT SUM(CASE m.name WHEN 'cuda_graph_lag_sum_ns' THEN m.value END),"
+        " SUM(CASE m.name WHEN 'cuda_graph_lag_ops' THEN m.value END)"
+        " FROM metrics m JOIN runs r ON r.run_id = m.run_id"
+        " WHERE m.job_id = -1 AND r.kind = 'hw' AND r.policy = 'alone'"
+        " AND EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = r.run_id AND j.role = 'inference')";
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    /* a database without these tables (foreign) has no such runs */
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 1) != SQLITE_NULL) {
+            double sum = sqlite3_column_double(st, 0), ops = sqlite3_column_double(st, 1);
+            if (ops >= 1 && sum >= 0) {
+                *per_op_ns = (long long)(sum / ops + 0.5);
+                found = 1;
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return found;
+}
+
 /* Meta keys tally-run records of its replay, and the simulator parameter each
  * one sets. */
 static const struct { const char *meta, *param; } hw_meta_params[] = {
@@ -175,42 +213,73 @@ static bool user_set(const char *sim_params, const char *param)
     return false;
 }
 
+/* Set KEY=VALUE (from what hw_db recorded, named by what) on e and append it
+ * to applied. */
+static int apply_recorded(tl_experiment *e, const char *hw_db, const char *what, const char *param,
+                          const char *val, char *applied, size_t cap, size_t *used, tl_err *err)
+{
+    char kv[96];
+    snprintf(kv, sizeof kv, "%s=%s", param, val);
+    tl_sim_params before;
+    tl_sim_params_default(&before, &e->gpu);
+    if (tl_sim_params_apply(&before, e->sim_params, err) < 0)
+        return tl_errf(err, TL_EINVAL, "%s: the simulator parameters '%s' do not apply", hw_db,
+                       e->sim_params);
+    int r = tl_experiment_set_sim_param(e, kv, err);
+    if (r < 0) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return tl_errf(err, r, "%s: %s '%s': %s", hw_db, what, val, why);
+    }
+    /* The hardware runs' graph jobs arrived at a load of their capacity
+     * with the gap they were given (not the replay's): so do the twin's. */
+    if (!strcmp(param, "graph_gap_ns") && e->graph_capacity_gap_ns <= 0)
+        e->graph_capacity_gap_ns = before.graph_gap_ns;
+    if (*used < cap) {
+        int w = snprintf(applied + *used, cap - *used, "%s%s", *used ? ";" : "", kv);
+        *used += w > 0 ? (size_t)w : 0;
+        if (*used > cap)
+            *used = cap;
+    }
+    return 0;
+}
+
 int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, size_t cap,
                             tl_err *err)
 {
     if (cap)
         applied[0] = '\0';
     size_t used = 0;
+    int r;
     for (size_t i = 0; i < sizeof hw_meta_params / sizeof hw_meta_params[0]; i++) {
         const char *param = hw_meta_params[i].param, *meta = hw_meta_params[i].meta;
         if (user_set(e->sim_params ? e->sim_params : "", param))
             continue; /* the user's choice */
-        char val[64];
+        char val[64], what[80];
         int have = tl_validation_hw_meta(hw_db, meta, val, sizeof val, err);
         if (have < 0)
             return have;
         if (have == 0)
             continue;
-        char kv[96];
-        snprintf(kv, sizeof kv, "%s=%s", param, val);
-        tl_sim_params before;
-        tl_sim_params_default(&before, &e->gpu);
-        if (tl_sim_params_apply(&before, e->sim_params, err) < 0)
-            return tl_errf(err, TL_EINVAL, "%s: the simulator parameters '%s' do not apply",
-                           hw_db, e->sim_params);
-        int r = tl_experiment_set_sim_param(e, kv, err);
-        if (r < 0) {
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            return tl_errf(err, r, "%s: meta %s '%s': %s", hw_db, meta, val, why);
-        }
-        /* The hardware runs' graph jobs arrived at a load of their capacity
-         * with the gap they were given (not the replay's): so do the twin's. */
-        if (!strcmp(param, "graph_gap_ns") && e->graph_capacity_gap_ns <= 0)
-            e->graph_capacity_gap_ns = before.graph_gap_ns;
-        if (used < cap) {
-            int w = snprintf(applied + used, cap - used, "%s%s", used ? ";" : "", kv);
-            used += w > 0 ? (size_t)w : 0;
+        snprintf(what, sizeof what, "meta %s", meta);
+        if ((r = apply_recorded(e, hw_db, what, param, val, applied, cap, &used, err)) < 0)
+            return r;
+    }
+    /* A graph's issue cost: graph_node_ns per op, the launch call included
+     * (graph_launch_ns 0), unless the user set either. */
+    const char *sp = e->sim_params ? e->sim_params : "";
+    if (!user_set(sp, "graph_node_ns") && !user_set(sp, "graph_launch_ns")) {
+        long long per_op = 0;
+        int have = hw_graph_lag_per_op(hw_db, &per_op, err);
+        if (have < 0)
+            return have;
+        if (have) {
+            char val[32];
+            const char *what = "the alone inference runs' metrics cuda_graph_lag_*";
+            snprintf(val, sizeof val, "%lld", per_op);
+            if ((r = apply_recorded(e, hw_db, what, "graph_node_ns", val, applied, cap, &used, err)) < 0 ||
+                (r = apply_recorded(e, hw_db, what, "graph_launch_ns", "0", applied, cap, &used, err)) < 0)
+                return r;
         }
     }
     return 0;

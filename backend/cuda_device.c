@@ -438,10 +438,18 @@ static int batch_failed(tl_cuda *c, int code, const char *what, int cuda_err)
     return code;
 }
 
-/* The last n pending entries of stream s (a batch) went to the GPU at t. */
-static void set_submitted(tl_dstream *s, size_t n, tl_ns t)
+/* The last n pending entries of stream s (a batch) go to the GPU now: their
+ * submission time, and the batch's lag behind the event that issued its first
+ * op (the replay's own issue cost: the loop's lateness, the runner, the policy
+ * and this backend per op, the launch or its messages; run metrics
+ * cuda_graph_lag_*, which tally-validate turns into graph_node_ns). */
+static void batch_submitted(tl_cuda *c, tl_dstream *s, size_t n)
 {
+    tl_ns t = host_now(c);
     for (size_t i = 0; i < n; i++) s->q[(s->head + s->n - n + i) % s->cap].submitted_ns = t;
+    c->loop.lag_batches++;
+    c->loop.lag_ops += n;
+    c->loop.lag_sum_ns += t > s->batch_event_ns ? t - s->batch_event_ns : 0;
 }
 
 /* Launch stream s's batch: as one CUDA graph, or, when the graphs hold too
@@ -465,7 +473,7 @@ static int flush_stream(tl_cuda *c, tl_dstream *s, bool cut)
             m->u.node[m->n].id = s->q[(s->head + s->n - n + i) % s->cap].id;
             m->u.node[m->n++].launch = s->batch[i];
             m->last = i + 1 == n;
-            if (m->last) set_submitted(s, n, host_now(c));
+            if (m->last) batch_submitted(c, s, n);
             if ((m->n == TL_W_BULK || m->last) && tl_worker_send(&c->workers[s->worker], m))
                 return batch_failed(c, TL_EIO, "graph launch: the context's worker process is gone", 0);
             if (m->n == TL_W_BULK) m->n = 0;
@@ -476,7 +484,7 @@ static int flush_stream(tl_cuda *c, tl_dstream *s, bool cut)
     c->loop.batch_open_sum_ns += host_now(c) - s->q[(s->head + s->n - n) % s->cap].issued_ns;
     const unsigned int *slots = NULL;
     int graph = -1;
-    set_submitted(s, n, host_now(c));
+    batch_submitted(c, s, n);
     int e = tl_gcache_launch(c->gcache, s->batch, n, s->s, &slots, &graph);
     for (size_t i = 0; i < n; i++) {
         tl_pending *p = &s->q[(s->head + s->n - n + i) % s->cap];
@@ -516,7 +524,10 @@ static void batch_add(tl_cuda *c, tl_dstream *s, const tl_synth_launch *l)
         s->batch = tl_xrealloc(s->batch, s->cap_batch * sizeof *s->batch);
     }
     s->batch[s->n_batch++] = *l;
-    if (s->n_batch == 1) c->open_batches++;
+    if (s->n_batch == 1) {
+        c->open_batches++;
+        s->batch_event_ns = c->in_cb ? c->logical : host_now(c); /* what now() told the caller */
+    }
 }
 
 /* Issue synthetic launch l (slot and salt are set here) on stream s for op:
@@ -1096,8 +1107,9 @@ static void cu_close(tl_device *d)
 
 /* The replay's own figures of the run, warm-up included (what cu_close's
  * "CUDA graphs" line prints), recorded with the run: how the graph jobs'
- * batches were launched, how late the event loop fired its timers, and how
- * far fix_offset moved the GPU clock's offset each way. This
+ * batches were launched and how long after the event that issued them (also
+ * a context worker's: the parent sends them), how late the event loop fired
+ * its timers, and how far fix_offset moved the GPU clock's offset each way. This
  * process's contexts only: a context worker's graphs are its own. */
 static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
 {
@@ -1108,6 +1120,11 @@ static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
     fn(arg, "cuda_timers", (double)l->timers);
     fn(arg, "cuda_clock_offset_raised_ns", (double)l->offset_raised_ns);
     fn(arg, "cuda_clock_offset_lowered_ns", (double)l->offset_lowered_ns);
+    if (l->lag_batches) {
+        fn(arg, "cuda_graph_lag_batches", (double)l->lag_batches);
+        fn(arg, "cuda_graph_lag_ops", (double)l->lag_ops);
+        fn(arg, "cuda_graph_lag_sum_ns", (double)l->lag_sum_ns);
+    }
     if (l->timers) {
         fn(arg, "cuda_timer_late_mean_ns", (double)l->late_sum_ns / (double)l->timers);
         fn(arg, "cuda_timer_late_max_ns", (double)l->late_max_ns);

@@ -79,6 +79,10 @@ typedef struct tl_cuda_loop_stats {
     tl_ns batch_open_sum_ns;  /* ... host time from each one's first kernel to its flush, in all */
     uint64_t batch_cuts;      /* ... flushed before the loop turn ended: a lone launch or a
                                  copy on its stream, a measurement or a sync came first */
+    uint64_t lag_batches;     /* graph batches sent to the GPU, here or to a context worker */
+    uint64_t lag_ops;         /* ... their ops */
+    tl_ns lag_sum_ns;         /* ... each one's submission after the event time (now())
+                                 at which its first op was issued, in all */
 } tl_cuda_loop_stats;
 
 /* The synthetic stand-in chosen for a kernel op. */

@@ -53,6 +53,7 @@ typedef struct tl_dstream {
     tl_synth_launch *batch;   /* graph launches issued this loop turn, not launched yet:
                                  the last n_batch entries of q */
     size_t n_batch, cap_batch;
+    tl_ns batch_event_ns;     /* now() when the batch's first op was issued */
 } tl_dstream;
 
 typedef struct tl_dctx {

@@ -54,7 +54,10 @@ static const char usage_text[] =
     "                           names: tally-sim --help). Where tally-run recorded its\n"
     "                           replay's back-to-back gap (meta hw_stream_gap_ns of HW.db;\n"
     "                           inside CUDA graphs hw_graph_gap_ns), stream_gap_ns\n"
-    "                           (graph_gap_ns) is that unless given here\n"
+    "                           (graph_gap_ns) is that unless given here; where its alone\n"
+    "                           runs of graph inference jobs recorded their issue cost\n"
+    "                           (run metrics cuda_graph_lag_*), graph_node_ns is its mean\n"
+    "                           per op and graph_launch_ns 0 unless either is given here\n"
     "  -q, --quiet              no simulation progress, no list of files written\n"
     "  -h, --help               this help\n"
     "  -V, --version            version\n"
@@ -243,7 +246,7 @@ int main(int argc, char **argv)
             r = tl_validation_experiment(&e, spec, hw_db, experiment, seed, &err);
         for (int i = 0; i < n_sim_params && r == 0; i++)
             r = tl_experiment_set_sim_param(&e, sim_params[i], &err);
-        char applied[128] = "";
+        char applied[256] = "";
         if (r == 0)
             r = tl_validation_hw_params(&e, hw_db, applied, sizeof applied, &err);
         if (r == 0 && *applied && !quiet)

@@ -703,6 +703,31 @@ static void test_self_validation(void **state)
     assert_int_equal(hw_params_with(&e, spec_path, hw, "graph_gap_ns=900", applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "stream_gap_ns=6100");
     tl_experiment_close(&e);
+    /* the replay's issue cost of a graph (run metrics cuda_graph_lag_*): the
+     * alone inference runs' mean per op sets graph_node_ns, with the launch
+     * call inside it (graph_launch_ns 0); the training job's alone runs and
+     * the shared runs do not count; a user's graph_node_ns or graph_launch_ns
+     * keeps both */
+    assert_int_equal(sqlite3_open(hw, &db), SQLITE_OK);
+    tl_test_exec_sql(db, "INSERT INTO metrics SELECT r.run_id, -1, 'cuda_graph_lag_sum_ns',"
+                         " CASE WHEN r.policy <> 'alone' THEN 9e9"
+                         " WHEN j.role = 'inference' THEN 102000 * (r.repetition + 1) ELSE 7e9 END"
+                         " FROM runs r JOIN jobs j ON j.run_id = r.run_id AND j.job_id = 0;"
+                         "INSERT INTO metrics SELECT r.run_id, -1, 'cuda_graph_lag_ops', 204 * (r.repetition + 1)"
+                         " FROM runs r;");
+    sqlite3_close(db);
+    char many[256];
+    assert_int_equal(hw_params_with(&e, spec_path, hw, NULL, many, sizeof many, &err), 0);
+    assert_string_equal(many, "stream_gap_ns=6100;graph_gap_ns=2500;graph_node_ns=500;graph_launch_ns=0");
+    tl_experiment_close(&e);
+    assert_int_equal(hw_params_with(&e, spec_path, hw, "graph_launch_ns=2500", many, sizeof many, &err), 0);
+    assert_string_equal(many, "stream_gap_ns=6100;graph_gap_ns=2500");
+    tl_experiment_close(&e);
+    /* what does not fit in applied is cut, not overrun */
+    char small[24];
+    assert_int_equal(hw_params_with(&e, spec_path, hw, NULL, small, sizeof small, &err), 0);
+    assert_string_equal(small, "stream_gap_ns=6100;grap");
+    tl_experiment_close(&e);
     set_hw_meta(hw, "hw_stream_gap_ns", "-5");
     assert_true(hw_params_with(&e, spec_path, hw, NULL, applied, sizeof applied, &err) < 0);
     assert_non_null(strstr(err.msg, "self_hw.db"));

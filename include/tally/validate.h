@@ -131,8 +131,12 @@ int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char
 int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t cap, tl_err *err);
 /* The simulator parameters tally-run recorded of its replay in hw_db (meta
  * hw_stream_gap_ns: the synthetic kernels' back-to-back gap -> stream_gap_ns;
- * hw_graph_gap_ns: the same inside a CUDA graph -> graph_gap_ns) and e does
- * not set already, set on e; "KEY=VALUE;..." of what was set in applied ("" none). */
+ * hw_graph_gap_ns: the same inside a CUDA graph -> graph_gap_ns; the alone
+ * runs of graph inference jobs' run metrics cuda_graph_lag_sum_ns and
+ * cuda_graph_lag_ops: the replay's issue cost of a graph, launch call
+ * included -> graph_node_ns = their mean per op and graph_launch_ns = 0,
+ * unless e sets either) and e does not set already, set on e; "KEY=VALUE;..."
+ * of what was set in applied ("" none; cut to cap). */
 int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, size_t cap,
                             tl_err *err);
 /* Simulate e into sim_db (runs already there are kept: resume). */
