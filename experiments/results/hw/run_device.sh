@@ -32,7 +32,7 @@
 #              as CUDA graphs), all six policies, 8 s after 2 s, repetition 1:
 #              OUTDIR/graph_1.db
 #   graph-rep2 repetition 2 on a copy of graph_1.db from GRAPH_DB (default:
-#              this folder's headline_graph.db): OUTDIR/graph_2.db
+#              this folder's headline_graph.db.gz, unpacked): OUTDIR/graph_2.db
 #   tally-gap  tally_gap/spec.json (MobileNet beside training under tally
 #              variants, 2 s after 1 s) with per-kernel records; prints
 #              graph_diag.py and tally_gap/analyze.py and leaves the slim
@@ -102,7 +102,8 @@ for step in "$@"; do
         $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 1 -q -d "$out/graph_1.db"
         echo "rc=$?" ;;
     graph-rep2)
-        cp "${GRAPH_DB:-experiments/results/hw/headline_graph.db}" "$out/graph_2.db"
+        if [ -n "${GRAPH_DB:-}" ]; then cp "$GRAPH_DB" "$out/graph_2.db"
+        else gunzip -c experiments/results/hw/headline_graph.db.gz > "$out/graph_2.db"; fi
         $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 2 -q -d "$out/graph_2.db"
         echo "rc=$?" ;;
     tally-gap)
