@@ -1067,6 +1067,12 @@ static void cu_close(tl_device *d)
                 c->loop.batches ? c->loop.batch_open_sum_ns / 1e3 / (double)c->loop.batches : 0.0,
                 gs.launches ? gs.launch_call_ns / 1e3 / (double)gs.launches : 0.0,
                 c->loop.timers ? c->loop.late_sum_ns / 1e3 / (double)c->loop.timers : 0.0);
+    if (c->loop.lag_batches)
+        fprintf(stderr, "tally-run: graph batches: %llu of %.1f ops on average, each sent to the GPU %.1f us "
+                        "after the event that issued its first op (%.0f ns an op)\n",
+                (unsigned long long)c->loop.lag_batches, (double)c->loop.lag_ops / (double)c->loop.lag_batches,
+                c->loop.lag_sum_ns / 1e3 / (double)c->loop.lag_batches,
+                (double)c->loop.lag_sum_ns / (double)c->loop.lag_ops);
     tl_watchdog_stop(c->watchdog);
     for (int i = 0; i < c->n_workers; i++) tl_worker_stop(&c->workers[i]);
     free(c->workers);
