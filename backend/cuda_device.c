@@ -543,6 +543,7 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
     tl_launch_id id = c->next_id + 1;
     int slot = -1, r = 0;
     tl_ns before = host_now(c); /* the GPU cannot start it earlier */
+    bool idle_stream = s->n == 0; /* nothing ahead of it: its start is the launch's latency */
     if (!batch && s->worker >= 0) r = send_launch(c, s, id, l);
     else if (!batch) r = enqueue_local(c, s, l, &slot);
     if (r) return r;
@@ -569,6 +570,12 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
     p->avg_sms = (double)(grid < (uint64_t)sms ? grid : (uint64_t)sms);
     p->issued_ns = host_now(c);
     p->submitted_ns = batch ? 0 : before; /* a batch's: set when it is flushed */
+    p->idle_stream = idle_stream;
+    if (!batch) {
+        tl_ns event = c->in_cb ? c->logical : before; /* what now() told the caller */
+        c->loop.launch_lag_count++;
+        c->loop.launch_lag_sum_ns += before > event ? before - event : 0;
+    }
     c->inflight++;
     if (batch) batch_add(c, s, l); /* launched at the end of the turn (a worker's: sent then) */
     tl_watchdog_kick(c->watchdog, true);
@@ -793,6 +800,10 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
         if (dur < 0 || !valid) dur = 0;
         if (end > seen || end < p->issued_ns) end = seen; /* offset error: trust what we saw */
         start = end - dur;
+        if (p->idle_stream && valid && p->submitted_ns > 0 && start >= p->submitted_ns) {
+            c->loop.start_lat_count++;
+            c->loop.start_lat_sum_ns += start - p->submitted_ns;
+        }
         r->start_ns = start;
         r->end_ns = end;
         uint64_t count = p->end - p->begin;
@@ -1114,8 +1125,11 @@ static void cu_close(tl_device *d)
 /* The replay's own figures of the run, warm-up included (what cu_close's
  * "CUDA graphs" line prints), recorded with the run: how the graph jobs'
  * batches were launched and how long after the event that issued them (also
- * a context worker's: the parent sends them), how late the event loop fired
- * its timers, and how far fix_offset moved the GPU clock's offset each way. This
+ * a context worker's: the parent sends them); the same for launches made one
+ * by one, and how long after their launch call kernels on an idle stream
+ * started on the GPU (on the corrected GPU clock: fix_offset keeps that >= 0,
+ * so a mean, not a bound); how late the event loop fired its timers, and how
+ * far fix_offset moved the GPU clock's offset each way. This
  * process's contexts only: a context worker's graphs are its own. */
 static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
 {
@@ -1126,6 +1140,14 @@ static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
     fn(arg, "cuda_timers", (double)l->timers);
     fn(arg, "cuda_clock_offset_raised_ns", (double)l->offset_raised_ns);
     fn(arg, "cuda_clock_offset_lowered_ns", (double)l->offset_lowered_ns);
+    if (l->launch_lag_count) {
+        fn(arg, "cuda_launch_lag_count", (double)l->launch_lag_count);
+        fn(arg, "cuda_launch_lag_sum_ns", (double)l->launch_lag_sum_ns);
+    }
+    if (l->start_lat_count) {
+        fn(arg, "cuda_start_latency_count", (double)l->start_lat_count);
+        fn(arg, "cuda_start_latency_sum_ns", (double)l->start_lat_sum_ns);
+    }
     if (l->lag_batches) {
         fn(arg, "cuda_graph_lag_batches", (double)l->lag_batches);
         fn(arg, "cuda_graph_lag_ops", (double)l->lag_ops);

@@ -33,6 +33,7 @@ typedef struct tl_pending {
                                  so the GPU cannot have started it earlier */
     unsigned int gen;         /* local kernels: generation its record will carry */
     bool batched;             /* a node of a graph batch (graph_cache.h) */
+    bool idle_stream;         /* issued with nothing ahead of it on its stream */
     bool unflushed;           /* ... whose batch is not launched yet (slot unknown) */
     int graph;                /* local batched kernels: tl_gcache handle */
     /* ops on a worker's stream: filled from its TL_W_DONES entry */
