@@ -581,14 +581,11 @@ static bool coalesce_defer(sim *s, launch *l)
 /* A new group of l: 'placed' blocks on the pieces, a wave train when l is
  * alone in its unit with full waves left. */
 static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces, int np,
-                                uint64_t placed, bool lone)
+                                uint64_t placed)
 {
     group *g = group_new(s, l, u);
     g->blocks = placed;
-    if (lone)
-        sm_place_lone(s, u, g, pieces, np);
-    else
-        sm_place(s, u, g, pieces, np);
+    sm_place(s, u, g, pieces, np);
     l->to_dispatch -= placed;
     l->last_place = sim_now(s);
     if (!l->ptb && l->blk_ns > 0 && l->to_dispatch >= placed && alone_in_unit(u, l)) {
@@ -630,7 +627,7 @@ static int place_idle(sim *s, unit *u, launch *l)
         if (kr > 0 && m - x > 0)
             pieces[np++] = (piece){ 0, m - x, kr };
     }
-    place_commit(s, u, l, pieces, np, need, true);
+    place_commit(s, u, l, pieces, np, need);
     return l->to_dispatch == 0 ? PLACE_DONE : PLACE_ROOM;
 }
 
@@ -642,8 +639,6 @@ static int place(sim *s, sctx *c, launch *l)
         return PLACE_LATER;
     if (!u->groups && u->n_cls == 1 && c->cap_sms >= u->pools[c->pool].sms)
         return place_idle(s, u, l);
-    if (u->lone) /* the candidates below read the classes */
-        sm_materialize(s, u);
 again:;
     int n_cls = u->n_cls;
     cand stack_cands[16];
@@ -758,7 +753,7 @@ again:;
         }
         placed = need;
     }
-    place_commit(s, u, l, pieces, np, placed, false);
+    place_commit(s, u, l, pieces, np, placed);
     if (pieces != stack_pieces)
         free(pieces);
     if (cands != stack_cands)

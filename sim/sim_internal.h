@@ -147,11 +147,6 @@ struct smclass {
     smclass *next_free;     /* class free list (ents kept for reuse) */
 };
 
-/* A part of a placement: bps blocks per SM on m SMs of class index ci. */
-typedef struct sm_piece {
-    int ci, m, bps;
-} sm_piece;
-
 typedef struct pool_info {
     int sms;
 } pool_info;
@@ -169,12 +164,6 @@ struct unit {
     int n_trains;           /* live wave trains */
     group *groups;          /* live groups (running or paused) */
     bool dirty;             /* dispatch needed */
-    /* A group placed on the idle unit (sm_place_lone) whose classes are not
-     * split yet: many groups run alone and leave, so the split and the merge
-     * back are done only if another group comes (sm_materialize). */
-    group *lone;
-    sm_piece lone_pieces[2];
-    int n_lone_pieces;
 };
 
 struct sctx {
@@ -325,13 +314,12 @@ static inline int sm_fit(const sim *s, const smclass *c, const launch *l)
     }
     return f > 0 ? f : 0;
 }
+/* A part of a placement: bps blocks per SM on m SMs of class index ci. */
+typedef struct sm_piece {
+    int ci, m, bps;
+} sm_piece;
 /* Place group g (its launch's blocks) on the pieces, in order. */
 void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np);
-/* The same for a group on an idle unit of one pool (at most 2 pieces of
- * class 0): the classes are split later, if at all. */
-void sm_place_lone(sim *s, unit *u, group *g, const sm_piece *pieces, int np);
-/* Split the classes of the unit's lone group (before anything reads them). */
-void sm_materialize(sim *s, unit *u);
 /* Remove group g from every class of its unit, merge classes. */
 void sm_remove(sim *s, group *g);
 /* Running-SM accounting of a whole unit on pause (-1) / resume (+1). */

@@ -184,28 +184,12 @@ static inline void class_push_ent(smclass *c, const cls_ent *ne, const tl_block_
 /* The pieces of one placement share the launch's figures, and the SM
  * counts of its launch, job and context change at one instant, so the
  * accounting takes the sum of the pieces (the same integrals). */
-static inline void place_account(sim *s, unit *u, group *g, int sms, int add_l, int add_j,
-                                 int add_c)
+void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
 {
     launch *l = g->l;
-    g->sms += sms;
-    if (unit_running(s, u)) {
-        if (add_l)
-            acct_launch_sms(s, l, add_l);
-        if (add_j)
-            acct_job_sms(s, l->job, add_j);
-    }
-    l->st->c->sms_now += add_c;
-}
-
-/* The classes' side of a placement: split, meet the residents, add g.
- * Adds to out[0..2] the SMs where g's launch, job and context are new. */
-static inline void place_classes(sim *s, unit *u, group *g, const sm_piece *pieces, int np,
-                                 int out[3])
-{
-    launch *l = g->l;
-    cls_ent ne = { g, l, l->st->c, l->job, l->cost.threads, 0, l->work };
-    int add_l = 0, add_j = 0, add_c = 0;
+    sctx *ctx = l->st->c;
+    cls_ent ne = { g, l, ctx, l->job, l->cost.threads, 0, l->work };
+    int add_l = 0, add_j = 0, add_c = 0, sms = 0;
     for (const sm_piece *p = pieces, *pend = pieces + np; p != pend; p++) {
         int m = p->m;
         smclass *c = u->cls[p->ci];
@@ -219,47 +203,19 @@ static inline void place_classes(sim *s, unit *u, group *g, const sm_piece *piec
         /* an empty class (the common case) has no one to meet */
         unsigned here = c->n_ents ? place_beside(s, c, g, &ne, m) : 0;
         class_push_ent(c, &ne, &l->cost);
+        sms += m;
         add_l += here & HERE_L ? 0 : m;
         add_j += here & HERE_J ? 0 : m;
         add_c += here & HERE_C ? 0 : m;
     }
-    out[0] += add_l;
-    out[1] += add_j;
-    out[2] += add_c;
-}
-
-void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
-{
-    if (u->lone)
-        sm_materialize(s, u);
-    int add[3] = { 0, 0, 0 }, sms = 0;
-    place_classes(s, u, g, pieces, np, add);
-    for (int i = 0; i < np; i++)
-        sms += pieces[i].m;
-    place_account(s, u, g, sms, add[0], add[1], add[2]);
-}
-
-/* The unit is idle (one empty class): g meets no one, so its launch, job
- * and context are new on every one of its SMs; the split waits. */
-void sm_place_lone(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
-{
-    int sms = 0;
-    for (int i = 0; i < np; i++) {
-        u->lone_pieces[i] = pieces[i];
-        sms += pieces[i].m;
+    g->sms += sms;
+    if (unit_running(s, u)) {
+        if (add_l)
+            acct_launch_sms(s, l, add_l);
+        if (add_j)
+            acct_job_sms(s, ne.job, add_j);
     }
-    u->n_lone_pieces = np;
-    u->lone = g;
-    place_account(s, u, g, sms, sms, sms, sms);
-}
-
-void sm_materialize(sim *s, unit *u)
-{
-    group *g = u->lone;
-    int add[3] = { 0, 0, 0 };
-    u->lone = NULL;
-    /* accounted at placement (sm_place_lone) */
-    place_classes(s, u, g, u->lone_pieces, u->n_lone_pieces, add);
+    ctx->sms_now += add_c;
 }
 
 static bool class_equal(const smclass *a, const smclass *b)
@@ -326,23 +282,13 @@ static void merge_classes(sim *s, unit *u)
     }
 }
 
-/* g, the unit's only group, leaves all its SMs at one instant. */
-static inline void remove_account_all(sim *s, unit *u, group *g)
-{
-    launch *l = g->l;
-    if (unit_running(s, u)) {
-        acct_launch_sms(s, l, -g->sms);
-        acct_job_sms(s, l->job, -g->sms);
-    }
-    l->st->c->sms_now -= g->sms;
-}
-
 /* g is the unit's only live group: every class of its pool holds g alone,
  * so the pool goes back to one empty class, the first of the pool (what
  * removing g class by class and merging would give; SM counts change at one
  * instant, so the accounting takes them in one step). */
 static void remove_only_group(sim *s, unit *u, group *g)
 {
+    launch *l = g->l;
     int pool = 0;
     smclass *kept;
     if (u->n_pools == 1) { /* every class is of the pool: the first stays */
@@ -374,7 +320,11 @@ static void remove_only_group(sim *s, unit *u, group *g)
     kept->n_ents = 0;
     kept->thr = kept->regs = kept->smem = kept->blocks = 0;
     kept->hash = 0;
-    remove_account_all(s, u, g);
+    if (unit_running(s, u)) {
+        acct_launch_sms(s, l, -g->sms);
+        acct_job_sms(s, l->job, -g->sms);
+    }
+    l->st->c->sms_now -= g->sms;
 }
 
 /* g's entry in class c, NULL if g has no blocks on c's SMs. */
@@ -389,13 +339,6 @@ static inline cls_ent *entry_of(smclass *c, const group *g)
 void sm_remove(sim *s, group *g)
 {
     unit *u = g->u;
-    if (u->lone == g) { /* never split: one empty class, as after the merges */
-        u->lone = NULL;
-        remove_account_all(s, u, g);
-        return;
-    }
-    if (u->lone)
-        sm_materialize(s, u);
     if (u->groups == g && !g->next) {
         remove_only_group(s, u, g);
         return;
@@ -460,8 +403,6 @@ void sm_remove(sim *s, group *g)
 
 void sm_presence_all(sim *s, unit *u, int sign)
 {
-    if (u->lone)
-        sm_materialize(s, u);
     for (int ci = 0; ci < u->n_cls; ci++) {
         smclass *c = u->cls[ci];
         for (int i = 0; i < c->n_ents; i++) {
@@ -494,8 +435,6 @@ void sm_renew_age(sim *s, group *g, uint64_t age)
     unit *u = g->u;
     launch *l = g->l;
     int left = g->sms;
-    if (u->lone)
-        sm_materialize(s, u);
     for (int ci = 0; ci < u->n_cls && left > 0; ci++) {
         smclass *c = u->cls[ci];
         if (!entry_of(c, g))
