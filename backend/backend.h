@@ -89,6 +89,23 @@ typedef struct tl_hw_gap {
 } tl_hw_gap;
 int tl_gap_summarize(const tl_ns *start, const tl_ns *end, int n, tl_hw_gap *out, tl_err *err);
 
+/* ---- GPU clock offset correction (clock_fix.c) ----------------------------
+ * The CUDA device converts a kernel's %globaltimer stamps to host time as
+ * stamp - offset. The offset is estimated once from below, and the two clocks
+ * drift apart (~9 us a second on the H100), so a batch of completions can show
+ * kernels ending after the host saw them end (the offset is too low) or
+ * starting before they were handed to the GPU (too high). The move that
+ * corrects the offset for one batch: + the largest excess of an end over seen;
+ * else - the largest shortfall of a start under its submission; 0 if neither.
+ * Samples with no end stamp (0) are skipped, a start stamp of 0 or a
+ * submission of 0 bounds nothing, and a discrepancy beyond 1 ms is not clock
+ * error and is ignored. */
+typedef struct tl_clock_sample {
+    uint64_t start_gt, end_gt; /* the kernel's stamps (0: none) */
+    tl_ns submitted_ns;        /* host time just before its launch call (0: unknown) */
+} tl_clock_sample;
+tl_ns tl_clock_offset_move(const tl_clock_sample *k, int n, tl_ns offset, tl_ns seen);
+
 /* ---- Calibration cache (calib_db.c) --------------------------------------
  * SQLite, one row per measured point of a shape:
  *   calib_point(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant,

@@ -862,37 +862,38 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
  * times relative to the others (clamping every end to the moment it was
  * seen, as finish() still does as a last resort, put a whole batch at one
  * instant: zero durations apart, negative gaps between them). Moves beyond
- * 1 ms are not clock error and are left to that clamp. */
+ * 1 ms are not clock error and are left to that clamp. The arithmetic:
+ * tl_clock_offset_move (clock_fix.c, tested without a GPU). */
 static void fix_offset(tl_cuda *c, const done_rec *buf, int n, tl_ns seen)
 {
-    tl_ns excess = 0, shortfall = 0;
-    for (int i = 0; i < n; i++) {
+    tl_clock_sample k[64];
+    int m = 0;
+    for (int i = 0; i < n && m < 64; i++) {
         const tl_pending *p = &buf[i].p;
         if (!p->is_kernel) continue;
-        uint64_t sg, eg;
+        tl_clock_sample *x = &k[m];
         if (p->remote) {
-            sg = p->r_start_gt;
-            eg = p->r_end_gt;
+            x->start_gt = p->r_start_gt;
+            x->end_gt = p->r_end_gt;
         } else {
             const volatile tl_synth_rec *rec = tl_synth_record(c->synth, (unsigned)p->slot);
             if (rec->gen != tl_synth_slot_gen(c->synth, (unsigned)p->slot)) continue;
-            sg = rec->start_gt;
-            eg = rec->end_gt;
+            x->start_gt = rec->start_gt;
+            x->end_gt = rec->end_gt;
         }
-        if (!eg) continue;
-        tl_ns over = (tl_ns)eg - c->gt_offset - c->t0 - seen;
-        if (over > excess && over <= TL_NS_PER_MS) excess = over;
-        tl_ns under = p->submitted_ns - ((tl_ns)sg - c->gt_offset - c->t0);
-        if (sg && p->submitted_ns > 0 && under > shortfall && under <= TL_NS_PER_MS) shortfall = under;
+        /* stamps on the host clock's origin: the offset's t0 part taken out */
+        x->submitted_ns = p->submitted_ns > 0 ? p->submitted_ns + c->t0 : 0;
+        m++;
     }
-    if (excess > 0) {
-        c->gt_offset += excess;
+    tl_ns move = tl_clock_offset_move(k, m, c->gt_offset, seen + c->t0);
+    if (move > 0) {
+        c->gt_offset += move;
         c->loop.offset_raises++;
-        c->loop.offset_raised_ns += excess;
-    } else if (shortfall > 0) {
-        c->gt_offset -= shortfall;
+        c->loop.offset_raised_ns += move;
+    } else if (move < 0) {
+        c->gt_offset += move;
         c->loop.offset_lowers++;
-        c->loop.offset_lowered_ns += shortfall;
+        c->loop.offset_lowered_ns -= move;
     }
 }
 

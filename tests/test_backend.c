@@ -532,6 +532,46 @@ static void test_watchdog_rule(void **state)
     assert_false(tl_watchdog_expired(100 * s, 0, true, 0)); /* disabled */
 }
 
+/* ---- GPU clock offset correction (clock_fix.c) ---- */
+
+/* Host time = stamp - offset. Offset 1000 us here; every figure in ns. */
+static void test_clock_offset_moves_both_ways(void **state)
+{
+    (void)state;
+    const tl_ns off = 1000000, seen = 500000;
+    /* kernels [100, 200] and [250, 400] us on the host clock, handed to the GPU
+     * at 90 and 95 us, seen at 500 us: consistent, no move */
+    tl_clock_sample k[3] = {
+        {.start_gt = 1100000, .end_gt = 1200000, .submitted_ns = 90000},
+        {.start_gt = 1250000, .end_gt = 1400000, .submitted_ns = 95000},
+    };
+    assert_int_equal(tl_clock_offset_move(k, 2, off, seen), 0);
+    /* an end 3 us after the host saw it (the offset is too low): raise by the
+     * largest excess */
+    k[1].end_gt = 1503000;
+    k[2] = (tl_clock_sample){.start_gt = 1300000, .end_gt = 1501000, .submitted_ns = 95000};
+    assert_int_equal(tl_clock_offset_move(k, 3, off, seen), 3000);
+    /* starts 7 and 12 us before their launch calls (the clocks drifted: the
+     * offset is too high): lower by the largest shortfall */
+    k[1].end_gt = 1400000;
+    k[2] = (tl_clock_sample){.start_gt = 1083000, .end_gt = 1090000, .submitted_ns = 95000};
+    k[0].submitted_ns = 107000;
+    assert_int_equal(tl_clock_offset_move(k, 3, off, seen), -12000);
+    /* both at once: the end bound wins (raising moves starts later as well) */
+    k[1].end_gt = 1502000;
+    assert_int_equal(tl_clock_offset_move(k, 3, off, seen), 2000);
+    /* what bounds nothing: no end stamp, no start stamp, no submission time,
+     * a discrepancy over 1 ms (not clock error) */
+    tl_clock_sample odd[4] = {
+        {.start_gt = 1100000, .end_gt = 0, .submitted_ns = 900000},
+        {.start_gt = 0, .end_gt = 1200000, .submitted_ns = 900000},
+        {.start_gt = 1100000, .end_gt = 1200000, .submitted_ns = 0},
+        {.start_gt = 1100000, .end_gt = 2600000, .submitted_ns = 1200000},
+    };
+    assert_int_equal(tl_clock_offset_move(odd, 4, off, seen), 0);
+    assert_int_equal(tl_clock_offset_move(odd, 0, off, seen), 0);
+}
+
 /* ---- context workers' messages (worker_ipc.c) ---- */
 
 /* Two ends of a socket pair as a worker's parent side and the worker. */
@@ -913,6 +953,7 @@ int main(void)
         cmocka_unit_test(test_contention_fit_recovers_parameters),
         cmocka_unit_test(test_contention_fit_kinds),
         cmocka_unit_test(test_contention_csv),
+        cmocka_unit_test(test_clock_offset_moves_both_ways),
         cmocka_unit_test(test_worker_bulk_messages_keep_their_entries),
         cmocka_unit_test(test_worker_malformed_messages_are_refused_or_dropped),
         cmocka_unit_test(test_watchdog_ends_hung_run),
