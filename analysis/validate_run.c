@@ -136,14 +136,24 @@ int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char
     return r;
 }
 
+/* hw_db opened read-only, or an error naming it. */
+static int open_hw_db(const char *hw_db, sqlite3 **db, tl_err *err)
+{
+    *db = NULL;
+    if (sqlite3_open_v2(hw_db, db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+        return 0;
+    int r = tl_errf(err, TL_EIO, "%s: cannot open: %s", hw_db, *db ? sqlite3_errmsg(*db) : "?");
+    sqlite3_close(*db);
+    *db = NULL;
+    return r;
+}
+
 int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t cap, tl_err *err)
 {
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(hw_db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int r = tl_errf(err, TL_EIO, "%s: cannot open: %s", hw_db, db ? sqlite3_errmsg(db) : "?");
-        sqlite3_close(db);
+    sqlite3 *db;
+    int r = open_hw_db(hw_db, &db, err);
+    if (r < 0)
         return r;
-    }
     sqlite3_stmt *st = NULL;
     int found = 0;
     /* a database without a meta table (older, or foreign) has no such key */
@@ -168,12 +178,10 @@ int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t 
  * job's host waits on its launch queue, which its own timeline models. */
 static int hw_graph_lag_per_op(const char *hw_db, long long *per_op_ns, tl_err *err)
 {
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(hw_db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int r = tl_errf(err, TL_EIO, "%s: cannot open: %s", hw_db, db ? sqlite3_errmsg(db) : "?");
-        sqlite3_close(db);
+    sqlite3 *db;
+    int r = open_hw_db(hw_db, &db, err);
+    if (r < 0)
         return r;
-    }
     static const char *const sql =
         "SELECT SUM(CASE m.name WHEN 'cuda_graph_lag_sum_ns' THEN m.value END),"
         " SUM(CASE m.name WHEN 'cuda_graph_lag_ops' THEN m.value END)"

@@ -12,6 +12,9 @@
 static tl_cuda *C(tl_device *d) { return (tl_cuda *)d->impl; }
 
 static tl_ns host_now(tl_cuda *c) { return tl_mono_ns() - c->t0; }
+/* What now() tells a caller: inside a callback the event's time, else the
+ * wall clock (wall: host_now(c), read by the caller). */
+static tl_ns event_time(const tl_cuda *c, tl_ns wall) { return c->in_cb ? c->logical : wall; }
 
 /* ---- events ---------------------------------------------------------------- */
 
@@ -526,7 +529,7 @@ static void batch_add(tl_cuda *c, tl_dstream *s, const tl_synth_launch *l)
     s->batch[s->n_batch++] = *l;
     if (s->n_batch == 1) {
         c->open_batches++;
-        s->batch_event_ns = c->in_cb ? c->logical : host_now(c); /* what now() told the caller */
+        s->batch_event_ns = event_time(c, host_now(c));
     }
 }
 
@@ -572,7 +575,7 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
     p->submitted_ns = batch ? 0 : before; /* a batch's: set when it is flushed */
     p->idle_stream = idle_stream;
     if (!batch) {
-        tl_ns event = c->in_cb ? c->logical : before; /* what now() told the caller */
+        tl_ns event = event_time(c, before);
         c->loop.launch_lag_count++;
         c->loop.launch_lag_sum_ns += before > event ? before - event : 0;
     }
@@ -752,7 +755,7 @@ static int cu_timer(tl_device *d, tl_ns at, tl_timer_cb cb, void *arg)
 static tl_ns cu_now(tl_device *d)
 {
     tl_cuda *c = C(d);
-    return c->in_cb ? c->logical : host_now(c);
+    return event_time(c, host_now(c));
 }
 
 static void enter_cb(tl_cuda *c, tl_ns event_time)

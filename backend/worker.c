@@ -161,7 +161,7 @@ int tl_worker_main(int fd, int device)
         if (pr > 0) {
             ssize_t n = recv(fd, &m, sizeof m, 0);
             if (n <= 0) break; /* parent gone */
-            if (n < (ssize_t)offsetof(tl_wmsg, u) || (size_t)n != tl_wmsg_len(&m)) continue;
+            if (!tl_wmsg_whole(&m, n)) continue;
             switch (m.type) {
             case TL_W_QUIT:
                 quit = true;

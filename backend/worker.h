@@ -24,6 +24,7 @@
 #ifndef TALLY_BACKEND_WORKER_H
 #define TALLY_BACKEND_WORKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -93,6 +94,9 @@ typedef struct tl_worker {
 /* The bytes of m that travel: its header, and n payload entries for GRAPH and
  * DONES; 0 when n is over TL_W_BULK. */
 size_t tl_wmsg_len(const tl_wmsg *m);
+/* n bytes received into m make a whole message: its header, and exactly the
+ * length its type and n call for. */
+bool tl_wmsg_whole(const tl_wmsg *m, ssize_t n);
 
 /* Start a worker: env entries (NAME=value) are added to its environment.
  * Waits for READY (up to 60 s). */

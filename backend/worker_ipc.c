@@ -27,6 +27,11 @@ size_t tl_wmsg_len(const tl_wmsg *m)
     return head;
 }
 
+bool tl_wmsg_whole(const tl_wmsg *m, ssize_t n)
+{
+    return n >= (ssize_t)offsetof(tl_wmsg, u) && (size_t)n == tl_wmsg_len(m);
+}
+
 static void inbox_push(tl_worker *w, const tl_wmsg *m)
 {
     void *q = w->inbox;
@@ -41,7 +46,7 @@ static int raw_recv(tl_worker *w, tl_wmsg *m)
 {
     for (;;) {
         ssize_t n = recv(w->fd, m, sizeof *m, MSG_DONTWAIT);
-        if (n >= (ssize_t)offsetof(tl_wmsg, u) && (size_t)n == tl_wmsg_len(m)) return 1;
+        if (tl_wmsg_whole(m, n)) return 1;
         if (n > 0) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
         return TL_EIO; /* 0 bytes: the worker is gone */

@@ -20,8 +20,8 @@
  *  - High-priority throughput of a window: the solo (traced) time of the
  *    high-priority tasks completed in it divided by the time they took, each
  *    from when it could start (handed to the GPU, and its stream's previous
- *    task done) to its end. 1 alone (less a constant launch overhead on hardware); below 1
- *    when best-effort work slows or delays it. Normalising by solo time keeps a
+ *    task done) to its end. 1 alone (less a constant launch overhead on
+ *    hardware); below 1 when best-effort work slows or delays it. Normalising by solo time keeps a
  *    window with fewer or smaller requests from reading as interference (a raw
  *    blocks-per-window count swings with the arrival process). A window with
  *    no completed high-priority task gives no observation: "no drop".
