@@ -1121,8 +1121,12 @@ static void cu_close(tl_device *d)
     free(c->jstats);
     free(c->mem);
     free(c->meas);
+    bool reset = !c->opt.keep_context;
     free(c);
     d->impl = NULL;
+    /* Every CUDA object of this device is gone: start the next one from a
+     * fresh primary context (tl_cuda_options.keep_context says why). */
+    if (reset) cudaDeviceReset();
     d->ops = NULL;
 }
 

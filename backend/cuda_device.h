@@ -44,6 +44,11 @@ typedef struct tl_cuda_options {
     int calib_reps;          /* timed runs per calibration point; 0: 5 */
     tl_ns watchdog_ns;       /* 0: 20 s; < 0: no watchdog */
     bool verbose;            /* calibration progress on stderr */
+    bool keep_context;       /* leave the CUDA primary context as it is at close; default:
+                              * reset it, so no run inherits the GPU state an earlier
+                              * run of the process left (an eager run before made a
+                              * graph job's in-graph gaps 0.25 us longer on the H100:
+                              * experiments/results/hw/session11/README.md) */
 } tl_cuda_options;
 
 typedef struct tl_cuda_info {

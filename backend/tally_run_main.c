@@ -65,6 +65,9 @@ static void usage(FILE *f)
 "                           ~/.cache/tally/calib.sqlite)\n"
 "      --calib-tol F        calibration tolerance (default 0.02)\n"
 "      --watchdog S         end a run whose GPU work makes no progress for S s (20)\n"
+"      --keep-context       keep the CUDA context from one run to the next (default:\n"
+"                           each run starts in a fresh one; an earlier run's state\n"
+"                           can slow the next one's kernels)\n"
 "  -v, --verbose            calibration details on stderr\n"
 "\n"
 "Before its runs, run measures the gap the replay's kernels leave between them\n"
@@ -78,7 +81,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV, OPT_VERSION,
-       OPT_FIT };
+       OPT_FIT, OPT_KEEP_CONTEXT };
 
 static const struct option opts[] = {
     {"spec", required_argument, NULL, 's'},      {"db", required_argument, NULL, 'd'},
@@ -92,6 +95,7 @@ static const struct option opts[] = {
     {"calib-tol", required_argument, NULL, OPT_CALIB_TOL}, {"watchdog", required_argument, NULL, OPT_WATCHDOG},
     {"csv", required_argument, NULL, OPT_CSV},   {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION}, {"fit", required_argument, NULL, OPT_FIT},
+    {"keep-context", no_argument, NULL, OPT_KEEP_CONTEXT},
     {NULL, 0, NULL, 0},
 };
 
@@ -135,6 +139,7 @@ static int parse(cli *c, int argc, char **argv)
         case OPT_FORCE: c->so.force = true; break;
         case OPT_CSV: c->csv = optarg; break;
         case OPT_FIT: c->fit = optarg; break;
+        case OPT_KEEP_CONTEXT: c->co.keep_context = true; break;
         case OPT_CALIB_DB: c->co.calib_db = optarg; break;
         case 'p': case 'J': case 'l':
             if ((ch == 'p' ? c->ov.n_policies : ch == 'J' ? c->ov.n_jobs : c->ov.n_loads) >= 64) {
