@@ -753,6 +753,9 @@ static void test_tally_run_refuses_without_gpu(void **state)
                    sizeof out);
     assert_int_equal(st, 69);
     assert_non_null(strstr(out, "no usable GPU"));
+    /* --keep-context is an option of run (not a usage error) */
+    st = run_tally("run --keep-context -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz -t 1", out, sizeof out);
+    assert_int_equal(st, 69);
 }
 
 static void test_tally_run_usage(void **state)
@@ -762,6 +765,7 @@ static void test_tally_run_usage(void **state)
     char out[8192];
     assert_int_equal(run_tally("--help", out, sizeof out), 0);
     assert_non_null(strstr(out, "Usage: tally-run"));
+    assert_non_null(strstr(out, "--keep-context"));
     assert_int_equal(run_tally("frobnicate", out, sizeof out), 64);
     assert_non_null(strstr(out, "unknown command"));
     assert_int_equal(run_tally("--calib-tol 3", out, sizeof out), 64);
