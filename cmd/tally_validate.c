@@ -39,7 +39,8 @@ static const char usage_text[] =
     "                           are written there (runs already there are reused), else\n"
     "                           read only (default with --spec: a temporary file)\n"
     "  -e, --experiment NAME    only the hardware runs of this experiment\n"
-    "  -S, --seed N             base seed the hardware runs used (default: the spec's)\n"
+    "  -S, --seed N             base seed the hardware runs used (default: the spec's,\n"
+    "                           or the one up to 100000 that derives the runs' seeds)\n"
     "  -j, --jobs N             simulation worker processes (default: one per core)\n"
     "  -m, --markdown FILE      also write the report as Markdown\n"
     "  -c, --csv FILE           also write one CSV row per policy and job\n"
@@ -242,6 +243,16 @@ int main(int argc, char **argv)
         }
         tl_experiment e;
         tl_experiment_init(&e);
+        if (r == 0 && seed < 0) {
+            /* hardware runs made with another --seed than the spec's */
+            int f = tl_validation_hw_seed(spec, hw_db, experiment, &seed, &err);
+            if (f < 0)
+                r = f;
+            else if (f > 0 && !quiet)
+                fprintf(stderr, "tally-validate: %s: the hardware runs were made with seed %lld, "
+                                "not the spec's: simulating with it (--seed overrides)\n",
+                        hw_db, seed);
+        }
         if (r == 0)
             r = tl_validation_experiment(&e, spec, hw_db, experiment, seed, &err);
         for (int i = 0; i < n_sim_params && r == 0; i++)

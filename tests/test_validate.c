@@ -670,6 +670,20 @@ static void test_self_validation(void **state)
     assert_int_equal(tl_validation_simulate(&e, path_in("self_sim6.db"), 1, true, &err), 0);
     tl_experiment_close(&e);
     assert_int_equal(tl_validation_load(&v, path_in("self_sim6.db"), hw, NULL, &err), TL_EMISSING);
+    /* ... unless the base seed is found from the runs' derived seeds: none
+     * needed with the spec's (5); a spec saying 6 gets 5 back */
+    long long found = -1;
+    assert_int_equal(tl_validation_hw_seed(spec_path, hw, NULL, &found, &err), 0);
+    assert_int_equal(found, -1);
+    const char *spec6 = path_in("spec6.json");
+    json_error_t je;
+    json_t *sj = json_load_file(spec_path, 0, &je);
+    assert_non_null(sj);
+    json_object_set_new(sj, "seed", json_integer(6));
+    assert_int_equal(json_dump_file(sj, spec6, 0), 0);
+    json_decref(sj);
+    assert_int_equal(tl_validation_hw_seed(spec6, hw, NULL, &found, &err), 1);
+    assert_int_equal(found, 5);
 
     /* tally-run's record of its replay's back-to-back gap: the simulated twin
      * runs with it (the report says so), unless the user set the gap; a bad

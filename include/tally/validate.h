@@ -126,6 +126,16 @@ int tl_validation_plot(const tl_validation *v, const char *combined_db, const tl
  * hardware runs used; seed >= 0 replaces the spec's. */
 int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char *hw_db,
                              const char *experiment, long long seed, tl_err *err);
+/* The base seed the hardware runs of hw_db were made with, when it is not the
+ * spec's: runs store only their derived seeds (tl_rng_derive_seed of the base
+ * and the repetition), so each base up to TL_VALIDATION_SEED_SEARCH is tried.
+ * 1 and *seed set when another base derives every run's seed; 0 when the
+ * spec's does, or none up to the limit does (the runs then match nothing and
+ * the report says so, as for a spec that does not load); < 0 on database
+ * errors. */
+#define TL_VALIDATION_SEED_SEARCH 100000
+int tl_validation_hw_seed(const char *spec_path, const char *hw_db, const char *experiment,
+                          long long *seed, tl_err *err);
 /* A value of hw_db's meta table (e.g. hw_stream_gap_ns, written by tally-run):
  * 1 and the value in buf if there, 0 if not, < 0 on errors. Read-only. */
 int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t cap, tl_err *err);
