@@ -452,7 +452,10 @@ static void batch_submitted(tl_cuda *c, tl_dstream *s, size_t n)
     for (size_t i = 0; i < n; i++) s->q[(s->head + s->n - n + i) % s->cap].submitted_ns = t;
     c->loop.lag_batches++;
     c->loop.lag_ops += n;
-    c->loop.lag_sum_ns += t > s->batch_event_ns ? t - s->batch_event_ns : 0;
+    tl_ns lag = t > s->batch_event_ns ? t - s->batch_event_ns : 0;
+    c->loop.lag_sum_ns += lag;
+    if (lag > c->loop.lag_max_ns) c->loop.lag_max_ns = lag;
+    if (lag > 500 * TL_NS_PER_US) c->loop.lag_over_500us++;
 }
 
 /* Launch stream s's batch: as one CUDA graph, or, when the graphs hold too
@@ -804,8 +807,11 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
         if (end > seen || end < p->issued_ns) end = seen; /* offset error: trust what we saw */
         start = end - dur;
         if (p->idle_stream && valid && p->submitted_ns > 0 && start >= p->submitted_ns) {
+            tl_ns lat = start - p->submitted_ns;
             c->loop.start_lat_count++;
-            c->loop.start_lat_sum_ns += start - p->submitted_ns;
+            c->loop.start_lat_sum_ns += lat;
+            if (lat > c->loop.start_lat_max_ns) c->loop.start_lat_max_ns = lat;
+            if (lat > 500 * TL_NS_PER_US) c->loop.start_lat_over_500us++;
         }
         r->start_ns = start;
         r->end_ns = end;
@@ -1155,11 +1161,15 @@ static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
     if (l->start_lat_count) {
         fn(arg, "cuda_start_latency_count", (double)l->start_lat_count);
         fn(arg, "cuda_start_latency_sum_ns", (double)l->start_lat_sum_ns);
+        fn(arg, "cuda_start_latency_max_ns", (double)l->start_lat_max_ns);
+        fn(arg, "cuda_start_latency_over_500us", (double)l->start_lat_over_500us);
     }
     if (l->lag_batches) {
         fn(arg, "cuda_graph_lag_batches", (double)l->lag_batches);
         fn(arg, "cuda_graph_lag_ops", (double)l->lag_ops);
         fn(arg, "cuda_graph_lag_sum_ns", (double)l->lag_sum_ns);
+        fn(arg, "cuda_graph_lag_max_ns", (double)l->lag_max_ns);
+        fn(arg, "cuda_graph_lag_over_500us", (double)l->lag_over_500us);
     }
     if (l->timers) {
         fn(arg, "cuda_timer_late_mean_ns", (double)l->late_sum_ns / (double)l->timers);
