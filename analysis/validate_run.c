@@ -137,11 +137,17 @@ int tl_validation_experiment(tl_experiment *e, const char *spec_path, const char
     return r;
 }
 
-/* Whether base derives the seed of every (seed, repetition) pair. */
-static bool derives_all(uint64_t base, const long long (*runs)[2], size_t n)
+/* A hardware run's stored seed and its repetition. */
+typedef struct run_seed {
+    long long seed, repetition;
+} run_seed;
+
+/* Whether base derives every run's seed (core/spec.c's derivation). */
+static bool derives_all(uint64_t base, const run_seed *runs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if ((long long)(tl_rng_derive_seed(base, (uint64_t)runs[i][1], 0) >> 1) != runs[i][0])
+        if ((long long)(tl_rng_derive_seed(base, (uint64_t)runs[i].repetition, 0) >> 1) !=
+            runs[i].seed)
             return false;
     return true;
 }
@@ -163,36 +169,33 @@ int tl_validation_hw_seed(const char *spec_path, const char *hw_db, const char *
     int r = tl_analysis_open(&a, hw_db, err);
     if (r < 0)
         return r;
+    enum { MAX_RUNS = 1000 }; /* distinct (seed, repetition) pairs: one per repetition */
+    run_seed *runs = tl_xcalloc(MAX_RUNS, sizeof *runs);
+    size_t n = 0;
     sqlite3_stmt *st;
     r = tl_an_prepare(&a, "SELECT DISTINCT seed, repetition FROM runs WHERE kind='hw' "
                           "AND COALESCE(status,'done')='done' AND (?1 IS NULL OR experiment=?1) "
                           "AND seed IS NOT NULL AND repetition IS NOT NULL LIMIT 1000", &st, err);
-    long long (*runs)[2] = NULL;
-    size_t n = 0;
     if (r == 0) {
         if (experiment)
             sqlite3_bind_text(st, 1, experiment, -1, SQLITE_STATIC);
-        runs = tl_xcalloc(1000, sizeof *runs);
-        while (sqlite3_step(st) == SQLITE_ROW && n < 1000) {
-            runs[n][0] = sqlite3_column_int64(st, 0);
-            runs[n][1] = sqlite3_column_int64(st, 1);
+        while (n < MAX_RUNS && sqlite3_step(st) == SQLITE_ROW) {
+            runs[n].seed = sqlite3_column_int64(st, 0);
+            runs[n].repetition = sqlite3_column_int64(st, 1);
             n++;
         }
         sqlite3_finalize(st);
     }
     tl_analysis_close(&a);
-    if (r < 0 || n == 0 || derives_all(spec_seed, (const long long (*)[2])runs, n)) {
-        free(runs);
-        return r < 0 ? r : 0;
-    }
     int found = 0;
-    for (uint64_t b = 0; b <= TL_VALIDATION_SEED_SEARCH && !found; b++)
-        if (b != spec_seed && derives_all(b, (const long long (*)[2])runs, n)) {
-            *seed = (long long)b;
-            found = 1;
-        }
+    if (r == 0 && n > 0 && !derives_all(spec_seed, runs, n))
+        for (uint64_t b = 0; b <= TL_VALIDATION_SEED_SEARCH && !found; b++)
+            if (b != spec_seed && derives_all(b, runs, n)) {
+                *seed = (long long)b;
+                found = 1;
+            }
     free(runs);
-    return found;
+    return r < 0 ? r : found;
 }
 
 /* hw_db opened read-only, or an error naming it. */
