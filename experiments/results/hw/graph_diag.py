@@ -45,6 +45,21 @@ class Others:
         return sum(max(0, min(e, b) - max(s, a)) for s, e in self.ks[i:j])
 
 
+def by_request(ks, reqs):
+    """Each request (rows of (.., start, end): the last two fields) with its
+    kernels: those of ks (sorted by start) that start inside [start, end]."""
+    i = 0
+    for req in reqs:
+        rs, re = req[-2], req[-1]
+        while i < len(ks) and ks[i][0] < rs:
+            i += 1
+        j = i
+        while j < len(ks) and ks[j][0] <= re:
+            j += 1
+        yield req, ks[i:j]
+        i = j
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -66,16 +81,9 @@ def main():
                                        (run_id, job_id)).fetchall())
             reqs = db.execute("select start_ns, end_ns from requests where run_id=? and job_id=? "
                               "and end_ns is not null order by start_ns", (run_id, job_id)).fetchall()
-            rows, i = [], 0
+            rows = []
             per_pos = {}
-            for rs, re in reqs:
-                while i < len(ks) and ks[i][0] < rs:
-                    i += 1
-                j = i
-                while j < len(ks) and ks[j][0] <= re:
-                    j += 1
-                mine = ks[i:j]
-                i = j
+            for (rs, re), mine in by_request(ks, reqs):
                 if not mine:
                     continue
                 busy = sum(e - s for s, e, _ in mine)

@@ -15,9 +15,13 @@ Then, over the whole run, how late the host started requests it could have
 started (after both their arrival and the previous request's end): whether
 stalls are the host's (late starts, lead, tail) or the GPU's (busy, gaps).
 """
+import os
 import sqlite3
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from graph_diag import by_request  # noqa: E402
 
 
 def main():
@@ -34,15 +38,8 @@ def main():
                               "and end_ns is not null order by start_ns", (run_id, job_id)).fetchall()
             if not ks or not reqs:
                 continue
-            rows, i = [], 0
-            for a, rs, re in reqs:
-                while i < len(ks) and ks[i][0] < rs:
-                    i += 1
-                j = i
-                while j < len(ks) and ks[j][0] <= re:
-                    j += 1
-                mine = ks[i:j]
-                i = j
+            rows = []
+            for (a, rs, re), mine in by_request(ks, reqs):
                 if not mine:
                     continue
                 busy = sum(e - s for s, e in mine)
