@@ -16,10 +16,10 @@
 #              OUTDIR/eager_A.db
 #   eager-B    the same spec under tally, tgs, pipeswitch: OUTDIR/eager_B.db
 #   eager-rep3 a third repetition of every policy: OUTDIR/eager_3.db starts
-#              as a copy of this folder's headline_eager.db (the first two
+#              as a copy of this folder's headline_eager.db.xz, unpacked (the first two
 #              are found there and skipped)
 #   eager-rep4 a fourth repetition of every policy, the same way (OUTDIR/eager_4.db
-#              from headline_eager.db); this build records the replay's
+#              from headline_eager.db.xz); this build records the replay's
 #              back-to-back gap in the database (meta hw_stream_gap_ns)
 #   be-alone   resnet50-train alone under the policies that hold best-effort
 #              work on the host (tally, tgs, pipeswitch) and under
@@ -74,12 +74,12 @@ for step in "$@"; do
                -p herald -q -d "$out/eager_A.db"
         echo "rc=$?" ;;
     eager-rep3)
-        cp experiments/results/hw/headline_eager.db "$out/eager_3.db"
+        xz -dc experiments/results/hw/headline_eager.db.xz > "$out/eager_3.db"
         $B run -s $spec -t 8 -w 2 -r 3 -p priority-streams -p time-slicing -p mps -p mps-priority \
                -p herald -p tally -p tgs -p pipeswitch -q -d "$out/eager_3.db"
         echo "rc=$?" ;;
     eager-rep4)
-        cp experiments/results/hw/headline_eager.db "$out/eager_4.db"
+        xz -dc experiments/results/hw/headline_eager.db.xz > "$out/eager_4.db"
         $B run -s $spec -t 8 -w 2 -r 4 -p priority-streams -p time-slicing -p mps -p mps-priority \
                -p herald -p tally -p tgs -p pipeswitch -q -d "$out/eager_4.db"
         echo "rc=$?"

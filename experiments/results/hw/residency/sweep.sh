@@ -5,6 +5,7 @@
 # repository root after `make`:
 #   experiments/results/hw/residency/sweep.sh > experiments/results/hw/residency/sweep.csv
 set -eu
+[ -f experiments/results/hw/headline_eager.db ] || xz -dk experiments/results/hw/headline_eager.db.xz
 echo "residency_speedup,pair,training_sim_it_s,training_hw_it_s,error"
 for r in ${R:-0 0.05 0.1 0.15 0.2 0.3 0.5 0.7 0.9}; do
     f=$(mktemp /tmp/residency.XXXXXX.csv)
