@@ -58,15 +58,23 @@ static void q_pop(tl_dstream *s)
     s->n--;
 }
 
-/* A worker reported a completion: mark the op in its stream's queue. */
+/* A worker reported a completion: mark the op in its stream's queue. Reports
+ * come in the stream's order and a batch's (up to a few hundred) are marked
+ * before any is popped, so the search starts after the last one found rather
+ * than at the head (from the head it was quadratic in the batch). */
 static void remote_done(tl_cuda *c, int worker, const tl_wdone *m)
 {
     for (int i = 0; i < c->n_streams; i++) {
         tl_dstream *s = &c->streams[i];
-        if (s->worker != worker || s->remote != m->stream) continue;
-        for (size_t j = 0; j < s->n; j++) {
-            tl_pending *p = &s->q[(s->head + j) % s->cap];
+        if (s->worker != worker || s->remote != m->stream || s->n == 0) continue;
+        /* rdone_at may be stale (popped, or the ring regrown): any start finds the op */
+        size_t from = (s->rdone_at + s->cap - s->head) % s->cap; /* offset from the head */
+        if (from >= s->n) from = 0;
+        for (size_t k = 0, j = from; k < s->n; k++, j = j + 1 == s->n ? 0 : j + 1) {
+            size_t slot = s->head + j < s->cap ? s->head + j : s->head + j - s->cap;
+            tl_pending *p = &s->q[slot];
             if (p->id != m->id) continue;
+            s->rdone_at = slot;
             p->r_done = true;
             p->r_failed = m->status != 0;
             p->r_start_gt = m->start_gt;

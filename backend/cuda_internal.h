@@ -51,6 +51,8 @@ typedef struct tl_dstream {
     int remote;               /* the worker's stream index */
     tl_pending *q;            /* ring */
     size_t head, n, cap;
+    size_t rdone_at;          /* ring slot of the last op a worker reported done: the next
+                                 report is looked for from there (they come in order) */
     tl_synth_launch *batch;   /* graph launches issued this loop turn, not launched yet:
                                  the last n_batch entries of q */
     size_t n_batch, cap_batch;
