@@ -88,10 +88,10 @@ typedef struct tl_cuda_loop_stats {
     uint64_t lag_ops;         /* ... their ops */
     tl_ns lag_sum_ns;         /* ... each one's submission after the event time (now())
                                  at which its first op was issued, in all */
+    tl_ns lag_max_ns;         /* ... the longest such lag */
+    uint64_t lag_over_500us;  /* ... how many were over 0.5 ms (the replay's host stalls) */
     uint64_t launch_lag_count;/* launches and slices sent one by one */
     tl_ns launch_lag_sum_ns;  /* ... their launch call after the event time, in all */
-    tl_ns lag_max_ns;         /* ... the longest one */
-    uint64_t lag_over_500us;  /* ... how many took over 0.5 ms (host stalls) */
     uint64_t start_lat_count; /* kernels issued to an idle stream, here or to a worker */
     tl_ns start_lat_sum_ns;   /* ... their GPU start after their launch call, in all */
     tl_ns start_lat_max_ns;   /* ... the longest one */
