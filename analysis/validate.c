@@ -10,6 +10,7 @@
 
 #include "an_internal.h"
 #include "tally/metrics.h"
+#include "tally/rng.h"
 
 /* ---------- one run, as read from a database ---------- */
 
@@ -22,6 +23,7 @@ typedef struct vjob {
     double v[TL_M_COUNT];
     bool has[TL_M_COUNT];
     bool grows;      /* inference: its queue grows through the run */
+    double p99_lo, p99_hi; /* inference, hardware runs: tl_val_p99_range (else NaN) */
 } vjob;
 
 typedef struct vrun {
@@ -156,8 +158,80 @@ bool tl_val_queue_grows(const double *arrival, const double *lat, size_t n, size
     return dt > 0 && dl > TL_VAL_GROWTH * dt;
 }
 
-/* tl_val_queue_grows of an inference job of run r, from its requests. */
-static int load_growth(tl_analysis *a, const vrun *r, vjob *j, tl_err *err)
+/* The k-th smallest (0-based) of v[0..n), v reordered (Wirth's selection). */
+static double select_kth(double *v, size_t n, size_t k)
+{
+    long l = 0, m = (long)n - 1, kk = (long)k;
+    while (l < m) {
+        double x = v[kk];
+        long i = l, j = m;
+        do {
+            while (v[i] < x)
+                i++;
+            while (x < v[j])
+                j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                j--;
+            }
+        } while (i <= j);
+        if (j < kk)
+            l = i;
+        if (kk < i)
+            m = j;
+    }
+    return v[kk];
+}
+
+void tl_val_p99_range(const double *arrival, const double *lat, size_t n, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (n == 0)
+        return;
+    /* windows: [start[w], start[w + 1]) index ranges of consecutive arrivals */
+    size_t *start = tl_xmalloc((n + 1) * sizeof *start);
+    size_t nw = 0;
+    double w0 = arrival[0];
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || floor((arrival[i] - w0) / TL_VAL_WINDOW_NS) !=
+                          floor((arrival[i - 1] - w0) / TL_VAL_WINDOW_NS))
+            start[nw++] = i;
+    start[nw] = n;
+    if (nw >= TL_VAL_MIN_WINDOWS) {
+        tl_rng rng;
+        tl_rng_init(&rng, 1);
+        double *buf = tl_xmalloc(n * TL_VAL_MIN_WINDOWS * sizeof *buf);
+        size_t cap = n * TL_VAL_MIN_WINDOWS;
+        double p99s[TL_VAL_RESAMPLES];
+        for (int b = 0; b < TL_VAL_RESAMPLES; b++) {
+            size_t m = 0;
+            for (size_t k = 0; k < nw; k++) {
+                size_t w = (size_t)(tl_rng_uniform(&rng) * (double)nw);
+                size_t len = start[w + 1] - start[w];
+                if (m + len > cap) {
+                    cap = 2 * (m + len);
+                    buf = tl_xrealloc(buf, cap * sizeof *buf);
+                }
+                memcpy(buf + m, lat + start[w], len * sizeof *buf);
+                m += len;
+            }
+            size_t rank = (size_t)ceil(0.99 * (double)m); /* nearest rank, as tl_percentile */
+            p99s[b] = select_kth(buf, m, rank > 0 ? rank - 1 : 0);
+        }
+        free(buf);
+        tl_sort_doubles(p99s, TL_VAL_RESAMPLES);
+        *lo = tl_percentile(p99s, TL_VAL_RESAMPLES, 0.05);
+        *hi = tl_percentile(p99s, TL_VAL_RESAMPLES, 0.95);
+    }
+    free(start);
+}
+
+/* tl_val_queue_grows of an inference job of run r, from its requests; with
+ * range, also tl_val_p99_range. */
+static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_err *err)
 {
     sqlite3_stmt *st;
     int rc = tl_an_prepare(a,
@@ -190,12 +264,15 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, tl_err *err)
     sqlite3_finalize(st);
     if (rc == 0)
         j->grows = tl_val_queue_grows(arr, lat, n, unfinished);
+    j->p99_lo = j->p99_hi = NAN;
+    if (rc == 0 && range)
+        tl_val_p99_range(arr, lat, n, &j->p99_lo, &j->p99_hi);
     free(lat);
     free(arr);
     return rc;
 }
 
-static int load_jobs(tl_analysis *a, vrun *r, tl_err *err)
+static int load_jobs(tl_analysis *a, vrun *r, bool range, tl_err *err)
 {
     sqlite3_stmt *st;
     int rc = tl_an_prepare(a,
@@ -215,6 +292,7 @@ static int load_jobs(tl_analysis *a, vrun *r, tl_err *err)
         }
         vjob *j = &r->jobs[r->n_jobs++];
         memset(j, 0, sizeof *j);
+        j->p99_lo = j->p99_hi = NAN;
         j->job_id = sqlite3_column_int(st, 0);
         j->name = tl_an_clean_label((const char *)sqlite3_column_text(st, 1));
         j->role = tl_an_clean_label((const char *)sqlite3_column_text(st, 2));
@@ -251,7 +329,7 @@ static int load_jobs(tl_analysis *a, vrun *r, tl_err *err)
     sqlite3_finalize(st);
     for (int k = 0; k < r->n_jobs; k++)
         if (!strcmp(r->jobs[k].role, "inference")) {
-            rc = load_growth(a, r, &r->jobs[k], err);
+            rc = load_growth(a, r, &r->jobs[k], range, err);
             if (rc < 0)
                 return rc;
         }
@@ -353,7 +431,7 @@ static int load_db(tl_analysis *a, const char *kind, const char *experiment, vdb
         rc = tl_errf(err, TL_EDB, "%s: reading runs: %s", a->path, sqlite3_errmsg(a->db));
     sqlite3_finalize(st);
     for (size_t i = 0; rc == 0 && i < d->n; i++)
-        rc = load_jobs(a, &d->runs[i], err);
+        rc = load_jobs(a, &d->runs[i], !strcmp(kind, "hw"), err);
     if (rc == 0)
         fill_derived(d);
     return rc;
@@ -373,6 +451,8 @@ typedef struct cell_acc {
     int n[2][64][TL_M_COUNT];
     double sys_sum[2];
     int sys_n[2];
+    double range_sum[64][2]; /* hardware p99 ranges (lo, hi) */
+    int range_n[64];
     size_t first;   /* order of appearance of the job set among the hw runs */
 } cell_acc;
 
@@ -394,6 +474,11 @@ static void add_pair(tl_val_cell *c, cell_acc *acc, const vrun *s, const vrun *h
         for (int j = 0; j < r->n_jobs && j < c->n_jobs && j < 64; j++) {
             if (r->jobs[j].grows)
                 *(side ? &c->jobs[j].grows_hw : &c->jobs[j].grows_sim) = true;
+            if (side && isfinite(r->jobs[j].p99_lo)) {
+                acc->range_sum[j][0] += r->jobs[j].p99_lo;
+                acc->range_sum[j][1] += r->jobs[j].p99_hi;
+                acc->range_n[j]++;
+            }
             for (int m = 0; m < TL_M_COUNT; m++)
                 if (r->jobs[j].has[m]) {
                     acc->sum[side][j][m] += r->jobs[j].v[m];
@@ -697,6 +782,11 @@ static int build(tl_validation *v, vdb *sim, vdb *hw)
     }
     for (size_t i = 0; i < nc; i++) {
         tl_val_cell *c = &cs[i].cell;
+        for (int j = 0; j < c->n_jobs; j++) {
+            int nr = acc[i]->range_n[j];
+            c->jobs[j].p99_hw_lo = nr ? acc[i]->range_sum[j][0] / nr : NAN;
+            c->jobs[j].p99_hw_hi = nr ? acc[i]->range_sum[j][1] / nr : NAN;
+        }
         for (int j = 0; j < c->n_jobs; j++)
             for (int m = 0; m < TL_M_COUNT; m++) {
                 int ns = acc[i]->n[0][j][m], nh = acc[i]->n[1][j][m];

@@ -38,6 +38,8 @@ typedef struct tl_val_job {
     double sim[TL_M_COUNT], hw[TL_M_COUNT];
     bool grows_sim, grows_hw;   /* inference: its queue grows through a run of that side
                                    (tl_val_queue_grows), in any of the cell's pairs */
+    double p99_hw_lo, p99_hw_hi;/* inference: the hardware p99's 90% range (tl_val_p99_range
+                                   of each hardware run, means over the pairs; NaN: unknown) */
 } tl_val_job;
 
 typedef struct tl_val_cell {
@@ -166,6 +168,19 @@ int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int worke
 #define TL_VAL_GROWTH 0.02
 #define TL_VAL_UNFINISHED 0.05
 bool tl_val_queue_grows(const double *arrival, const double *latency, size_t n, size_t unfinished);
+
+/* How far one run's p99 latency could have landed: a block bootstrap over
+ * windows of TL_VAL_WINDOW_NS of arrival time (a stall delays a cluster of
+ * requests together, so requests are not resampled one by one):
+ * TL_VAL_RESAMPLES resamples of as many windows, drawn with replacement by a
+ * generator of fixed seed (the same data give the same range); *lo and *hi
+ * the 5th and 95th percentiles of their nearest-rank p99s. NaN for both with
+ * fewer than TL_VAL_MIN_WINDOWS windows holding requests. arrival sorted. */
+#define TL_VAL_WINDOW_NS 1e9
+#define TL_VAL_RESAMPLES 200
+#define TL_VAL_MIN_WINDOWS 4
+void tl_val_p99_range(const double *arrival, const double *latency, size_t n, double *lo,
+                      double *hi);
 
 /* Kendall's tau-b of two paired samples (NaN when n < 2 or a side is all ties). */
 double tl_kendall_tau_b(const double *x, const double *y, int n);
