@@ -5,7 +5,7 @@
 # tally's MobileNetV3 p99 at +47% over alone with its service time +1.6%: its tail
 # is ~10 clusters of 20-40 requests behind a multi-ms stall, alone as under tally
 # (stall times differ between runs), so 8 s holds too few of them for a p99.
-# Build: build/dev of dc86476 of the commit that adds this file.
+# Build: build/dev of the commit that adds this file.
 out=${1:?usage: call11.sh OUTDIR}
 hw=experiments/results/hw
 export TALLY_CALIB_DB=/tmp/calib.sqlite; cp $hw/calib.sqlite $TALLY_CALIB_DB
