@@ -726,6 +726,21 @@ static void test_self_validation(void **state)
     json_decref(sj);
     assert_int_equal(tl_validation_hw_seed(spec6, hw, NULL, &found, &err), 1);
     assert_int_equal(found, 5);
+    /* runs whose seeds no base up to the limit derives: none found (the
+     * report then says nothing matched); a copy, the runs stay as they were */
+    const char *odd = path_in("self_hw_oddseed.db");
+    sqlite3 *odb;
+    assert_int_equal(sqlite3_open(hw, &odb), SQLITE_OK);
+    char sql[512];
+    snprintf(sql, sizeof sql, "VACUUM INTO '%s'", odd);
+    assert_int_equal(sqlite3_exec(odb, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(odb);
+    assert_int_equal(sqlite3_open(odd, &odb), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(odb, "UPDATE runs SET seed = seed + 1", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(odb);
+    found = -1;
+    assert_int_equal(tl_validation_hw_seed(spec6, odd, NULL, &found, &err), 0);
+    assert_int_equal(found, -1);
 
     /* tally-run's record of its replay's back-to-back gap: the simulated twin
      * runs with it (the report says so), unless the user set the gap; a bad
