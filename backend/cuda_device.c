@@ -16,6 +16,16 @@ static tl_ns host_now(tl_cuda *c) { return tl_mono_ns() - c->t0; }
  * wall clock (wall: host_now(c), read by the caller). */
 static tl_ns event_time(const tl_cuda *c, tl_ns wall) { return c->in_cb ? c->logical : wall; }
 
+/* One more sample v of a duration the loop keeps figures of (timer lateness,
+ * graph issue lag, idle-stream start latency): its sum, maximum and how many
+ * were over over_ns. */
+static void ns_stat_add(tl_ns v, tl_ns *sum, tl_ns *max, uint64_t *over, tl_ns over_ns)
+{
+    *sum += v;
+    if (v > *max) *max = v;
+    if (v > over_ns) (*over)++;
+}
+
 /* ---- events ---------------------------------------------------------------- */
 
 static int ev_get(tl_cuda *c, bool timing, cudaEvent_t *out)
@@ -460,10 +470,8 @@ static void batch_submitted(tl_cuda *c, tl_dstream *s, size_t n)
     for (size_t i = 0; i < n; i++) s->q[(s->head + s->n - n + i) % s->cap].submitted_ns = t;
     c->loop.lag_batches++;
     c->loop.lag_ops += n;
-    tl_ns lag = t > s->batch_event_ns ? t - s->batch_event_ns : 0;
-    c->loop.lag_sum_ns += lag;
-    if (lag > c->loop.lag_max_ns) c->loop.lag_max_ns = lag;
-    if (lag > 500 * TL_NS_PER_US) c->loop.lag_over_500us++;
+    ns_stat_add(t > s->batch_event_ns ? t - s->batch_event_ns : 0, &c->loop.lag_sum_ns,
+                &c->loop.lag_max_ns, &c->loop.lag_over_500us, 500 * TL_NS_PER_US);
 }
 
 /* Launch stream s's batch: as one CUDA graph, or, when the graphs hold too
@@ -815,11 +823,9 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
         if (end > seen || end < p->issued_ns) end = seen; /* offset error: trust what we saw */
         start = end - dur;
         if (p->idle_stream && valid && p->submitted_ns > 0 && start >= p->submitted_ns) {
-            tl_ns lat = start - p->submitted_ns;
             c->loop.start_lat_count++;
-            c->loop.start_lat_sum_ns += lat;
-            if (lat > c->loop.start_lat_max_ns) c->loop.start_lat_max_ns = lat;
-            if (lat > 500 * TL_NS_PER_US) c->loop.start_lat_over_500us++;
+            ns_stat_add(start - p->submitted_ns, &c->loop.start_lat_sum_ns, &c->loop.start_lat_max_ns,
+                        &c->loop.start_lat_over_500us, 500 * TL_NS_PER_US);
         }
         r->start_ns = start;
         r->end_ns = end;
@@ -984,11 +990,9 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
         int fired = 0;
         while (c->n_timers && c->timers[0].at <= now && fired < 64) {
             tl_timer_ent t = t_pop(c);
-            tl_ns late = now - t.at;
             c->loop.timers++;
-            c->loop.late_sum_ns += late;
-            if (late > c->loop.late_max_ns) c->loop.late_max_ns = late;
-            if (late > 10 * TL_NS_PER_US) c->loop.late_over_10us++;
+            ns_stat_add(now - t.at, &c->loop.late_sum_ns, &c->loop.late_max_ns, &c->loop.late_over_10us,
+                        10 * TL_NS_PER_US);
             enter_cb(c, t.at < now ? t.at : now);
             t.cb(t.arg, c->logical);
             c->in_cb--;
