@@ -40,9 +40,9 @@ typedef struct tl_contention_params {
     double mem_alpha;      /* KINDS: memory beside memory (>= 0) */
     double mem_p, mem_q;   /* KINDS: exponents of fo and fs (>= 0) */
     double mem_max_slowdown; /* KINDS: cap, >= 1 (the measured range ends there) */
-    int partial_starve;    /* KINDS, experimental (0 off, 1 on): a group starved on some of
-                              its SMs progresses at full rate on the others
-                              (sim/README.md, "Partly starved") */
+    int partial_starve;    /* KINDS (1 on, the default since model revision 11; 0 off):
+                              a group starved on some of its SMs progresses at full
+                              rate on the others (sim/README.md, "Partly starved") */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
@@ -118,7 +118,7 @@ typedef struct tl_sim_stats {
  * iteration, never inside one (runner.c: a graph launch is one call); 10:
  * graph_launch_ns and graph_node_ns, the host's graph launch call before a
  * graph's ops are issued (2.5 us + 30 ns an op on the H100). */
-#define TL_SIM_MODEL_REVISION 10
+#define TL_SIM_MODEL_REVISION 11
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
