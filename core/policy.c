@@ -358,7 +358,9 @@ tl_stream_id tl_stream_map_get(const tl_stream_map *m, const tl_op *op)
     if (m->n <= 0)
         return -1;
     int32_t i = op->stream < 0 ? 0 : op->stream;
-    return m->s[i % m->n];
+    if (i >= m->n) /* a division only when it wraps (once per launch otherwise) */
+        i %= m->n;
+    return m->s[i];
 }
 
 int tl_policy_setup_jobs(tl_policy *p, const tl_job_ctx_plan *plan, tl_ctx_id *ctxs,

@@ -578,14 +578,10 @@ static bool coalesce_defer(sim *s, launch *l)
     return true;
 }
 
-/* A new group of l: 'placed' blocks on the pieces, a wave train when l is
- * alone in its unit with full waves left. */
-static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces, int np,
-                                uint64_t placed)
+/* A new group g of l, its 'placed' blocks on their SMs, starts: a wave train
+ * when l is alone in its unit with full waves left. */
+static inline void place_start(sim *s, unit *u, launch *l, group *g, uint64_t placed)
 {
-    group *g = group_new(s, l, u);
-    g->blocks = placed;
-    sm_place(s, u, g, pieces, np);
     l->to_dispatch -= placed;
     l->last_place = sim_now(s);
     if (!l->ptb && l->blk_ns > 0 && l->to_dispatch >= placed && alone_in_unit(u, l)) {
@@ -600,9 +596,19 @@ static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces,
     group_start(s, g);
 }
 
+/* A new group of l: 'placed' blocks on the pieces. */
+static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces, int np,
+                                uint64_t placed)
+{
+    group *g = group_new(s, l, u);
+    g->blocks = placed;
+    sm_place(s, u, g, pieces, np);
+    place_start(s, u, l, g, placed);
+}
+
 /* An idle unit of one pool (no live group: one empty class, hence no trains
- * to break) without an SM cap: the pieces that place() below would compute,
- * without its candidate lists. Returns PLACE_*. */
+ * to break) without an SM cap: the placement that place() below would
+ * compute, without its candidate lists or pieces. Returns PLACE_*. */
 static int place_idle(sim *s, unit *u, launch *l)
 {
     smclass *k = u->cls[0];
@@ -613,21 +619,21 @@ static int place_idle(sim *s, unit *u, launch *l)
     uint64_t need = l->to_dispatch - l->reserved;
     if (need == 0)
         return l->to_dispatch ? PLACE_ROOM : PLACE_DONE;
-    piece pieces[2];
-    int np = 0;
+    int m_hi = 0, bps_hi = 0, bps_lo;
     if (need >= cap) {
-        pieces[np++] = (piece){ 0, m, f };
+        bps_lo = f;
         need = cap;
     } else { /* k full rounds (k < f), the rest one more on the first SMs */
         int kr = need <= UINT32_MAX ? (int)((uint32_t)need / (uint32_t)m)
                                     : (int)(need / (uint64_t)m);
-        int x = (int)(need - (uint64_t)kr * (uint64_t)m);
-        if (x > 0)
-            pieces[np++] = (piece){ 0, x, kr + 1 };
-        if (kr > 0 && m - x > 0)
-            pieces[np++] = (piece){ 0, m - x, kr };
+        m_hi = (int)(need - (uint64_t)kr * (uint64_t)m);
+        bps_hi = kr + 1;
+        bps_lo = kr;
     }
-    place_commit(s, u, l, pieces, np, need);
+    group *g = group_new(s, l, u);
+    g->blocks = need;
+    sm_place_idle(s, u, g, m_hi, bps_hi, bps_lo);
+    place_start(s, u, l, g, need);
     return l->to_dispatch == 0 ? PLACE_DONE : PLACE_ROOM;
 }
 
@@ -764,7 +770,7 @@ again:;
 }
 
 /* Dispatch one context's EE queues; returns PLACE_* for its first blocked head. */
-static int dispatch_ctx(sim *s, sctx *c)
+int dispatch_ctx(sim *s, sctx *c)
 {
     while (c->ee_mask) {
         int lvl = __builtin_ctzll(c->ee_mask);
@@ -796,13 +802,8 @@ static int ctx_order(const void *a, const void *b)
     return sx < sy ? -1 : sx > sy;
 }
 
-void dispatch_unit(sim *s, unit *u)
+void dispatch_unit_multi(sim *s, unit *u)
 {
-    if (u->n_ctxs == 1) {
-        if (u->ctxs[0]->ee_mask)
-            dispatch_ctx(s, u->ctxs[0]);
-        return;
-    }
     sctx *stack[16];
     sctx **order = u->n_ctxs <= 16 ? stack : tl_xmalloc((size_t)u->n_ctxs * sizeof *order);
     int n = 0;

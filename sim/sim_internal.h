@@ -320,6 +320,9 @@ typedef struct sm_piece {
 } sm_piece;
 /* Place group g (its launch's blocks) on the pieces, in order. */
 void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np);
+/* The same on an idle unit of one pool (its one class empty): bps_hi blocks
+ * on the first m_hi SMs, bps_lo on the others. */
+void sm_place_idle(sim *s, unit *u, group *g, int m_hi, int bps_hi, int bps_lo);
 /* Remove group g from every class of its unit, merge classes. */
 void sm_remove(sim *s, group *g);
 /* Running-SM accounting of a whole unit on pause (-1) / resume (+1). */
@@ -358,7 +361,20 @@ static inline void acct_job_sms(sim *s, int job, int delta)
 }
 
 /* sim_dispatch.c */
-void dispatch_unit(sim *s, unit *u);
+int dispatch_ctx(sim *s, sctx *c);
+/* A unit of several contexts (MPS clients, partitions): they dispatch in
+ * order of (MPS client priority, arrival of their head kernel). */
+void dispatch_unit_multi(sim *s, unit *u);
+/* Dispatch the unit's queued kernels (once per instant, from the flush). One
+ * context (most units) goes straight to its queues: this runs at nearly
+ * every instant, and the several-context path's frame is not free. */
+static inline void dispatch_unit(sim *s, unit *u)
+{
+    if (u->n_ctxs != 1)
+        dispatch_unit_multi(s, u);
+    else if (u->ctxs[0]->ee_mask)
+        dispatch_ctx(s, u->ctxs[0]);
+}
 /* g's SMs changed neighbours: re-evaluate its rate at the end of the instant. */
 static inline void group_rate_dirty(sim *s, group *g)
 {
@@ -401,7 +417,16 @@ static inline void unit_dirty(sim *s, unit *u)
     u->dirty = true;
     s->eng.flush_pending = true; /* tl_engine_request_flush */
 }
-void slice_update(sim *s);
+void slice_update_slow(sim *s);
+/* Time-slicing decisions at the end of an instant. A device of one unit
+ * (one context, or MPS, or partitions only) has nothing to slice once that
+ * unit is active: the check is inline, as it runs at every instant. */
+static inline void slice_update(sim *s)
+{
+    if (s->n_units == 1 && s->active)
+        return;
+    slice_update_slow(s);
+}
 void unit_work_added(sim *s, unit *u);
 void unit_work_removed(sim *s, unit *u);
 

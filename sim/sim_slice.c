@@ -98,7 +98,7 @@ static void idle_ev_fn(void *ctx, void *arg, uint64_t x)
     slice_update(s);
 }
 
-void slice_update(sim *s)
+void slice_update_slow(sim *s)
 {
     if (s->switching)
         return;

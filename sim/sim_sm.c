@@ -218,6 +218,40 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
     ctx->sms_now += add_c;
 }
 
+/* sm_place on an idle unit of one pool: its one class (index 0) is empty and
+ * holds every SM. The group takes bps_hi blocks on m_hi SMs (split off into
+ * a new last class, as sm_place splits a class) and bps_lo on the rest (may
+ * be 0). The same classes, in the same order, as sm_place with those pieces;
+ * with no one to meet, the launch, job and context gain every SM placed.
+ * About half the placements of a shared run are on an idle unit. */
+void sm_place_idle(sim *s, unit *u, group *g, int m_hi, int bps_hi, int bps_lo)
+{
+    launch *l = g->l;
+    sctx *ctx = l->st->c;
+    smclass *k = u->cls[0];
+    cls_ent ne = { g, l, ctx, l->job, l->cost.threads, 0, l->work };
+    int sms = 0;
+    if (m_hi > 0) {
+        smclass *t = class_clone(s, k, m_hi);
+        k->n -= m_hi;
+        unit_push_class(u, t);
+        ne.bps = bps_hi;
+        class_push_ent(t, &ne, &l->cost);
+        sms = m_hi;
+    }
+    if (bps_lo > 0 && k->n > 0) {
+        ne.bps = bps_lo;
+        class_push_ent(k, &ne, &l->cost);
+        sms += k->n;
+    }
+    g->sms += sms;
+    if (sms && unit_running(s, u)) {
+        acct_launch_sms(s, l, sms);
+        acct_job_sms(s, ne.job, sms);
+    }
+    ctx->sms_now += sms;
+}
+
 static bool class_equal(const smclass *a, const smclass *b)
 {
     if (a->pool != b->pool || a->n_ents != b->n_ents)
