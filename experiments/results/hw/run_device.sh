@@ -32,11 +32,11 @@
 #              as CUDA graphs), all six policies, 8 s after 2 s, repetition 1:
 #              OUTDIR/graph_1.db
 #   graph-rep2 repetition 2 on a copy of graph_1.db from GRAPH_DB (default:
-#              this folder's headline_graph.db.gz, unpacked): OUTDIR/graph_2.db
+#              this folder's headline_graph.db.xz, unpacked): OUTDIR/graph_2.db
 #   tally-gap  tally_gap/spec.json (MobileNet beside training under tally
 #              variants, 2 s after 1 s) with per-kernel records; prints
 #              graph_diag.py and tally_gap/analyze.py and leaves the slim
-#              database as OUTDIR/tally_gap_slim.db.gz
+#              database as OUTDIR/tally_gap_slim.db.xz
 #   graph-diag the graph headline spec under tally and priority-streams (and
 #              each job alone), 2 s after 1 s, per-kernel records (-k):
 #              OUTDIR/graph_diag.db
@@ -103,7 +103,7 @@ for step in "$@"; do
         echo "rc=$?" ;;
     graph-rep2)
         if [ -n "${GRAPH_DB:-}" ]; then cp "$GRAPH_DB" "$out/graph_2.db"
-        else gunzip -c experiments/results/hw/headline_graph.db.gz > "$out/graph_2.db"; fi
+        else xz -dc experiments/results/hw/headline_graph.db.xz > "$out/graph_2.db"; fi
         $B run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 2 -q -d "$out/graph_2.db"
         echo "rc=$?" ;;
     tally-gap)
@@ -113,7 +113,7 @@ for step in "$@"; do
         python3 experiments/results/hw/graph_diag.py /tmp/tally_gap.db
         python3 experiments/results/hw/slim_db.py /tmp/tally_gap.db /tmp/tally_gap_slim.db 100 &&
             python3 experiments/results/hw/tally_gap/analyze.py /tmp/tally_gap_slim.db &&
-            gzip -c /tmp/tally_gap_slim.db > "$out/tally_gap_slim.db.gz" ;;
+            xz -c /tmp/tally_gap_slim.db > "$out/tally_gap_slim.db.xz" ;;
     graph-diag)
         $B run -s experiments/specs/tally_headline.json -t 2 -w 1 -r 1 -p tally -p priority-streams \
                -k -q -d "$out/graph_diag.db"

@@ -20,3 +20,9 @@ v graph_long_s5 $g $d/graph_long_s5.db
 # revision 10 (partial_starve off) on the seed-2 runs, for the comparison in README.md
 v graph_s12_rev10 $g $d/graph_s12.db --sim-param contention.partial_starve=0
 v eager_s12_rev10 $ea $d/eager_s12.db --sim-param contention.partial_starve=0
+# the third repetition (call3.sh, seed 3; held out from the revision 11 decision),
+# at revision 11 and at revision 10
+v graph_s12r3 $g $d/graph_s12r3.db
+v eager_s12r3 $ea $d/eager_s12r3.db
+v graph_s12r3_rev10 $g $d/graph_s12r3.db --sim-param contention.partial_starve=0
+v eager_s12r3_rev10 $ea $d/eager_s12r3.db --sim-param contention.partial_starve=0

@@ -3,7 +3,7 @@
 
 Usage: analyze.py HW_SLIM.db [SIM.db]
 
-HW_SLIM.db: a slim_db.py copy of a tally-run -k database (gunzip the .db.gz
+HW_SLIM.db: a slim_db.py copy of a tally-run -k database (unpack the .db.xz with xz -dk
 here first). Printed per run and inference job:
   - the median gap between consecutive kernels of the job (gaps under 3 us:
     those inside one CUDA graph), and how many requests hold a hole of more
