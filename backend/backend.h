@@ -112,13 +112,16 @@ tl_ns tl_clock_offset_move(const tl_clock_sample *k, int n, tl_ns offset, tl_ns 
  *               iters, ns, PRIMARY KEY(gpu..iters))
  * and one row per answered target (the brief's key):
  *   calib(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant,
- *         target_ns, iters, measured_ns, PRIMARY KEY(gpu..target_ns)). */
+ *         target_ns, iters, measured_ns, PRIMARY KEY(gpu..target_ns)).
+ * calib_node_point and calib_node: the same for kernels timed as CUDA-graph
+ * nodes (the key's node field). */
 typedef struct tl_calib_key {
     const char *gpu;
     int kind, variant;
     uint64_t blocks;
     uint32_t block[3];
     uint32_t smem;
+    int node;   /* 1: timed as a CUDA-graph node (tables calib_node*), 0: a launch */
 } tl_calib_key;
 
 typedef struct tl_calib_db {

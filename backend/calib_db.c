@@ -22,6 +22,20 @@ static const char schema[] =
     " bz INTEGER NOT NULL, smem INTEGER NOT NULL, variant INTEGER NOT NULL,"
     " target_ns INTEGER NOT NULL, iters INTEGER NOT NULL, measured_ns INTEGER NOT NULL,"
     " PRIMARY KEY(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant, target_ns));"
+    /* The same two tables for kernels calibrated as CUDA-graph nodes (key.node):
+     * a node's blocks end more cheaply than a launch's (synth.cu, node_exit),
+     * so the same work units take less time inside a graph. Tables of their
+     * own keep caches written before them valid. */
+    "CREATE TABLE IF NOT EXISTS calib_node_point(gpu TEXT NOT NULL, synth_version INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL, blocks INTEGER NOT NULL, bx INTEGER NOT NULL, by INTEGER NOT NULL,"
+    " bz INTEGER NOT NULL, smem INTEGER NOT NULL, variant INTEGER NOT NULL, iters INTEGER NOT NULL,"
+    " ns INTEGER NOT NULL,"
+    " PRIMARY KEY(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant, iters));"
+    "CREATE TABLE IF NOT EXISTS calib_node(gpu TEXT NOT NULL, synth_version INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL, blocks INTEGER NOT NULL, bx INTEGER NOT NULL, by INTEGER NOT NULL,"
+    " bz INTEGER NOT NULL, smem INTEGER NOT NULL, variant INTEGER NOT NULL,"
+    " target_ns INTEGER NOT NULL, iters INTEGER NOT NULL, measured_ns INTEGER NOT NULL,"
+    " PRIMARY KEY(gpu, synth_version, kind, blocks, bx, by, bz, smem, variant, target_ns));"
     "CREATE TABLE IF NOT EXISTS measure(gpu TEXT NOT NULL, synth_version INTEGER NOT NULL,"
     " key TEXT NOT NULL, ns INTEGER NOT NULL, PRIMARY KEY(gpu, synth_version, key));";
 
@@ -103,6 +117,9 @@ static void bind_key(sqlite3_stmt *st, const tl_calib_key *k)
 
 #define KEY_WHERE "gpu=?1 AND synth_version=?2 AND kind=?3 AND blocks=?4 AND bx=?5 AND by=?6 AND bz=?7 AND smem=?8 AND variant=?9"
 
+/* sql with each "%s" replaced by the key's table suffix ("" or "_node"). */
+static int prep_key(tl_calib_db *c, const tl_calib_key *k, const char *fmt, sqlite3_stmt **st, tl_err *err);
+
 static int prep(tl_calib_db *c, const char *sql, sqlite3_stmt **st, tl_err *err)
 {
     if (!c->db) return tl_errf(err, TL_EINVAL, "calibration cache: not open");
@@ -111,11 +128,18 @@ static int prep(tl_calib_db *c, const char *sql, sqlite3_stmt **st, tl_err *err)
     return 0;
 }
 
+static int prep_key(tl_calib_db *c, const tl_calib_key *k, const char *fmt, sqlite3_stmt **st, tl_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, fmt, k->node ? "_node" : "");
+    return prep(c, sql, st, err);
+}
+
 int tl_calib_db_load_curve(tl_calib_db *c, const tl_calib_key *k, tl_calib_curve *out, tl_err *err)
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
-    int r = prep(c, "SELECT iters, ns FROM calib_point WHERE " KEY_WHERE " ORDER BY iters", &st, err);
+    int r = prep_key(c, k, "SELECT iters, ns FROM calib%s_point WHERE " KEY_WHERE " ORDER BY iters", &st, err);
     if (r) return r;
     bind_key(st, k);
     int rc;
@@ -129,7 +153,7 @@ int tl_calib_db_load_curve(tl_calib_db *c, const tl_calib_key *k, tl_calib_curve
 int tl_calib_db_add_point(tl_calib_db *c, const tl_calib_key *k, uint32_t iters, tl_ns ns, tl_err *err)
 {
     sqlite3_stmt *st;
-    int r = prep(c, "INSERT OR REPLACE INTO calib_point(gpu, synth_version, kind, blocks, bx, by, bz,"
+    int r = prep_key(c, k, "INSERT OR REPLACE INTO calib%s_point(gpu, synth_version, kind, blocks, bx, by, bz,"
                     " smem, variant, iters, ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", &st, err);
     if (r) return r;
     bind_key(st, k);
@@ -146,7 +170,7 @@ int tl_calib_db_get(tl_calib_db *c, const tl_calib_key *k, tl_ns target, uint32_
 {
     *found = false;
     sqlite3_stmt *st;
-    int r = prep(c, "SELECT iters, measured_ns FROM calib WHERE " KEY_WHERE " AND target_ns=?10", &st, err);
+    int r = prep_key(c, k, "SELECT iters, measured_ns FROM calib%s WHERE " KEY_WHERE " AND target_ns=?10", &st, err);
     if (r) return r;
     bind_key(st, k);
     sqlite3_bind_int64(st, 10, target);
@@ -166,7 +190,7 @@ int tl_calib_db_put(tl_calib_db *c, const tl_calib_key *k, tl_ns target, uint32_
                     tl_ns measured, tl_err *err)
 {
     sqlite3_stmt *st;
-    int r = prep(c, "INSERT OR REPLACE INTO calib(gpu, synth_version, kind, blocks, bx, by, bz, smem,"
+    int r = prep_key(c, k, "INSERT OR REPLACE INTO calib%s(gpu, synth_version, kind, blocks, bx, by, bz, smem,"
                     " variant, target_ns, iters, measured_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
                  &st, err);
     if (r) return r;
@@ -190,11 +214,12 @@ int tl_calib_db_commit(tl_calib_db *c)
     return c->db && sqlite3_exec((sqlite3 *)c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : TL_EDB;
 }
 
-int tl_calib_db_each(tl_calib_db *c, const char *gpu, tl_calib_row_cb cb, void *arg, tl_err *err)
+static int each_table(tl_calib_db *c, const char *gpu, int node, tl_calib_row_cb cb, void *arg, tl_err *err)
 {
     sqlite3_stmt *st;
-    int r = prep(c, "SELECT kind, blocks, bx, by, bz, smem, variant, target_ns, iters, measured_ns"
-                    " FROM calib WHERE gpu=?1 AND synth_version=?2", &st, err);
+    tl_calib_key nk = {.node = node};
+    int r = prep_key(c, &nk, "SELECT kind, blocks, bx, by, bz, smem, variant, target_ns, iters, measured_ns"
+                             " FROM calib%s WHERE gpu=?1 AND synth_version=?2", &st, err);
     if (r) return r;
     sqlite3_bind_text(st, 1, gpu ? gpu : "", -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 2, TL_SYNTH_VERSION);
@@ -204,13 +229,19 @@ int tl_calib_db_each(tl_calib_db *c, const char *gpu, tl_calib_row_cb cb, void *
                           (uint64_t)sqlite3_column_int64(st, 1),
                           {(uint32_t)sqlite3_column_int(st, 2), (uint32_t)sqlite3_column_int(st, 3),
                            (uint32_t)sqlite3_column_int(st, 4)},
-                          (uint32_t)sqlite3_column_int(st, 5)};
+                          (uint32_t)sqlite3_column_int(st, 5), node};
         cb(arg, &k, sqlite3_column_int64(st, 7), (uint32_t)sqlite3_column_int64(st, 8),
            sqlite3_column_int64(st, 9));
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return tl_errf(err, TL_EDB, "%s: %s", c->path, sqlite3_errmsg((sqlite3 *)c->db));
     return 0;
+}
+
+int tl_calib_db_each(tl_calib_db *c, const char *gpu, tl_calib_row_cb cb, void *arg, tl_err *err)
+{
+    int r = each_table(c, gpu, 0, cb, arg, err);
+    return r ? r : each_table(c, gpu, 1, cb, arg, err);
 }
 
 int tl_calib_db_measure_each(tl_calib_db *c, const char *gpu, tl_measure_row_cb cb, void *arg, tl_err *err)

@@ -44,12 +44,51 @@ int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *tmpl, int reps, cudaS
     return 0;
 }
 
+/* The same, inside one CUDA graph of reps + 1 copies of the launch as nodes
+ * back to back (the first a warm-up): how a graph job's kernels run in the
+ * replay. Each node's time is its own first block start to last block end. */
+static int time_nodes(tl_cuda *c, const tl_synth_launch *tmpl, int reps, cudaStream_t s, tl_ns *out, tl_err *err)
+{
+    if (reps < 1) reps = 1;
+    if (reps > 32) reps = 32;
+    int n = reps + 1;
+    unsigned slots[33];
+    tl_synth_launch ls[33];
+    for (int i = 0; i < n; i++) {
+        int sl = tl_synth_slot_acquire(c->synth);
+        if (sl < 0) {
+            for (int j = 0; j < i; j++) tl_synth_slot_release(c->synth, slots[j]);
+            return tl_errf(err, TL_EINVAL, "calibration: no free launch slot (too much work in flight)");
+        }
+        slots[i] = (unsigned)sl;
+        ls[i] = *tmpl;
+        ls[i].slot = slots[i];
+        ls[i].salt = c->salt;
+        c->salt += 0x9e3779b97f4a7c15ull >> 20;
+    }
+    tl_synth_graph *g = NULL;
+    int e = tl_synth_graph_new(c->synth, ls, (size_t)n, &g);
+    if (!e) e = tl_synth_graph_launch(c->synth, g, slots, s);
+    int se = (int)cudaStreamSynchronize(s);
+    if (!e) e = se;
+    tl_ns d[32];
+    for (int i = 1; i < n && !e; i++) {
+        const volatile tl_synth_rec *r = tl_synth_record(c->synth, slots[i]);
+        d[i - 1] = (tl_ns)(r->end_gt - r->start_gt);
+    }
+    tl_synth_graph_free(g);
+    for (int i = 0; i < n; i++) tl_synth_slot_release(c->synth, slots[i]);
+    if (e) return tl_cuda_errf(err, e, "calibration as graph nodes");
+    *out = tl_median_ns(d, reps);
+    return 0;
+}
+
 static size_t mem_hash(const tl_calib_key *k, tl_ns target)
 {
     uint64_t h = 1469598103934665603ull;
-    uint64_t v[8] = {(uint64_t)k->kind, (uint64_t)k->variant, k->blocks, k->block[0], k->block[1], k->block[2],
-                     k->smem, (uint64_t)target};
-    for (int i = 0; i < 8; i++) {
+    uint64_t v[9] = {(uint64_t)k->kind, (uint64_t)k->variant, k->blocks, k->block[0], k->block[1], k->block[2],
+                     k->smem, (uint64_t)target, (uint64_t)k->node};
+    for (int i = 0; i < 9; i++) {
         h ^= v[i];
         h *= 1099511628211ull;
         h ^= h >> 29;
@@ -59,7 +98,8 @@ static size_t mem_hash(const tl_calib_key *k, tl_ns target)
 
 static bool mem_match(const tl_calib_mem *m, const tl_calib_key *k, tl_ns target)
 {
-    return m->kind == k->kind && m->variant == k->variant && m->blocks == k->blocks && m->block[0] == k->block[0] &&
+    return m->kind == k->kind && m->variant == k->variant && m->node == k->node && m->blocks == k->blocks &&
+           m->block[0] == k->block[0] &&
            m->block[1] == k->block[1] && m->block[2] == k->block[2] && m->smem == k->smem && m->target == target;
 }
 
@@ -84,7 +124,7 @@ static void mem_put(void *arg, const tl_calib_key *k, tl_ns target, uint32_t ite
         for (size_t i = 0; i < ocap; i++) {
             if (!old[i].used) continue;
             tl_calib_key ok = {NULL, old[i].kind, old[i].variant, old[i].blocks,
-                               {old[i].block[0], old[i].block[1], old[i].block[2]}, old[i].smem};
+                               {old[i].block[0], old[i].block[1], old[i].block[2]}, old[i].smem, old[i].node};
             mem_put(c, &ok, old[i].target, old[i].iters, old[i].measured);
         }
         free(old);
@@ -96,6 +136,7 @@ static void mem_put(void *arg, const tl_calib_key *k, tl_ns target, uint32_t ite
     m->used = true;
     m->kind = k->kind;
     m->variant = k->variant;
+    m->node = k->node;
     m->blocks = k->blocks;
     memcpy(m->block, k->block, sizeof m->block);
     m->smem = k->smem;
@@ -109,7 +150,7 @@ int tl_cuda_calib_load(tl_cuda *c, tl_err *err)
     return tl_calib_db_each(&c->calib, c->info.name, mem_put, c, err);
 }
 
-static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *op, tl_kernel_plan *out,
+static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *op, bool node, tl_kernel_plan *out,
                           bool only_cached, tl_err *err);
 
 static void fill_launch(const tl_op *op, int kind, int variant, uint32_t iters, tl_synth_launch *l)
@@ -125,7 +166,8 @@ static void fill_launch(const tl_op *op, int kind, int variant, uint32_t iters, 
     l->iters = iters;
 }
 
-int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, tl_kernel_plan *out, tl_err *err)
+int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, bool node, tl_kernel_plan *out,
+                      tl_err *err)
 {
     memset(out, 0, sizeof *out);
     if (!name) {
@@ -134,7 +176,7 @@ int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, tl_kernel_p
          * one kind or the other. */
         for (int kd = 0; kd < 2; kd++) {
             tl_kernel_plan pl;
-            if (calibrate_kind(c, "", kd, op, &pl, true, err) == 1) {
+            if (calibrate_kind(c, "", kd, op, node, &pl, true, err) == 1) {
                 *out = pl;
                 return 0;
             }
@@ -146,12 +188,12 @@ int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, tl_kernel_p
         }
         name = "";
     }
-    return calibrate_kind(c, name, tl_kernel_kind_for_name(name), op, out, false, err);
+    return calibrate_kind(c, name, tl_kernel_kind_for_name(name), op, node, out, false, err);
 }
 
 /* Returns 1 when only_cached and a cached answer was found, 0 when planned,
  * <0 on error. */
-static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *op, tl_kernel_plan *out,
+static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *op, bool node, tl_kernel_plan *out,
                           bool only_cached, tl_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -169,7 +211,7 @@ static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *o
                        threads);
     tl_synth_launch l;
     fill_launch(op, kind, variant, 0, &l);
-    tl_calib_key key = {c->info.name, kind, variant, l.end, {l.block[0], l.block[1], l.block[2]}, l.smem};
+    tl_calib_key key = {c->info.name, kind, variant, l.end, {l.block[0], l.block[1], l.block[2]}, l.smem, node};
     out->kind = kind;
     out->variant = variant;
     if (!only_cached) c->cstats.kernels++;
@@ -208,7 +250,9 @@ static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *o
         }
         l.iters = next;
         tl_ns t;
-        if ((r = tl_cuda_time_launch(c, &l, reps, c->calib_stream, &t, err))) return r;
+        r = node ? time_nodes(c, &l, reps, c->calib_stream, &t, err)
+                 : tl_cuda_time_launch(c, &l, reps, c->calib_stream, &t, err);
+        if (r) return r;
         c->cstats.measurements++;
         measured_any = true;
         if (t > 20 * target && t > 10 * TL_NS_PER_MS) { /* runaway guess: keep what we have */
@@ -226,8 +270,8 @@ static int calibrate_kind(tl_cuda *c, const char *name, int kind, const tl_op *o
     if (iters == 0 && measured > target) c->cstats.below_floor++;
     else if (!tl_calib_within(measured, target, tol)) c->cstats.outside_tol++;
     if (c->opt.verbose)
-        fprintf(stderr, "calib: %-40.40s %s v%d grid %llu block %u smem %u target %lld ns -> iters %u (%lld ns)\n",
-                name, tl_kernel_kind_name(kind), variant, (unsigned long long)l.end, threads, l.smem,
+        fprintf(stderr, "calib: %-40.40s %s%s v%d grid %llu block %u smem %u target %lld ns -> iters %u (%lld ns)\n",
+                name, tl_kernel_kind_name(kind), node ? " node" : "", variant, (unsigned long long)l.end, threads, l.smem,
                 (long long)target, iters, (long long)measured);
     out->iters = iters;
     out->expected_ns = measured;

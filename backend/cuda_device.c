@@ -161,7 +161,15 @@ static tl_plan_ent *plan_find(tl_cuda *c, const tl_op *op)
     }
 }
 
-static void plan_put(tl_cuda *c, const tl_op *op, const tl_kernel_plan *pl)
+static void plan_put(tl_cuda *c, const tl_op *op, int node, const tl_kernel_plan *pl);
+
+static void plan_copy(tl_cuda *c, const tl_plan_ent *e)
+{
+    for (int n = 0; n < 2; n++)
+        if (e->have[n]) plan_put(c, e->op, n, &e->plan[n]);
+}
+
+static void plan_put(tl_cuda *c, const tl_op *op, int node, const tl_kernel_plan *pl)
 {
     if ((c->plan_n + 1) * 2 > c->plan_cap) {
         size_t ncap = c->plan_cap ? c->plan_cap * 2 : 1024;
@@ -171,14 +179,15 @@ static void plan_put(tl_cuda *c, const tl_op *op, const tl_kernel_plan *pl)
         c->plan_cap = ncap;
         c->plan_n = 0;
         for (size_t i = 0; i < ocap; i++)
-            if (old[i].op) plan_put(c, old[i].op, &old[i].plan);
+            if (old[i].op) plan_copy(c, &old[i]);
         free(old);
     }
     size_t i = ptr_hash(op) & (c->plan_cap - 1);
     while (c->plans[i].op && c->plans[i].op != op) i = (i + 1) & (c->plan_cap - 1);
     if (!c->plans[i].op) c->plan_n++;
     c->plans[i].op = op;
-    c->plans[i].plan = *pl;
+    c->plans[i].plan[node] = *pl;
+    c->plans[i].have[node] = true;
 }
 
 /* Name of an op from the traces we were given (kernel-kind rule needs it);
@@ -197,15 +206,28 @@ static const char *op_name(tl_cuda *c, const tl_trace *t, const tl_op *op)
     return NULL;
 }
 
+static int plan_get(tl_cuda *c, const tl_trace *t, const tl_op *op, int node, tl_kernel_plan *out, tl_err *err)
+{
+    tl_plan_ent *e = plan_find(c, op);
+    if (e && e->have[node]) {
+        *out = e->plan[node];
+        return 0;
+    }
+    int r = tl_cuda_calibrate(c, op_name(c, t, op), op, node, out, err);
+    if (r) return r;
+    plan_put(c, op, node, out);
+    return 0;
+}
+
 int tl_cuda_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err)
 {
+    return plan_get(C(d), t, op, 0, out, err);
+}
+
+int tl_cuda_node_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err)
+{
     tl_cuda *c = C(d);
-    tl_plan_ent *e = plan_find(c, op);
-    if (e) { *out = e->plan; return 0; }
-    int r = tl_cuda_calibrate(c, op_name(c, t, op), op, out, err);
-    if (r) return r;
-    plan_put(c, op, out);
-    return 0;
+    return plan_get(c, t, op, c->opt.plain_node_calib ? 0 : 1, out, err);
 }
 
 static int ensure_buffers(tl_cuda *c, size_t bytes, tl_err *err)
@@ -241,7 +263,7 @@ void tl_cuda_forget_trace(tl_device *d, const tl_trace *t)
     c->plans = NULL;
     c->plan_cap = c->plan_n = 0;
     for (size_t i = 0; i < ocap; i++)
-        if (old[i].op && !op_in_trace(t, old[i].op)) plan_put(c, old[i].op, &old[i].plan);
+        if (old[i].op && !op_in_trace(t, old[i].op)) plan_copy(c, &old[i]);
     free(old);
     for (int k = 0; k < c->n_traces; k++)
         if (c->traces[k] == t) c->traces[k--] = c->traces[--c->n_traces];
@@ -265,6 +287,8 @@ int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err)
             if (op->kind == TL_OP_KERNEL) {
                 tl_kernel_plan pl;
                 r = tl_cuda_plan(d, t, op, &pl, err);
+                /* A graph job's whole launches go out as nodes (cu_launch). */
+                if (!r && op->graph) r = tl_cuda_node_plan(d, t, op, &pl, err);
             } else if ((op->kind == TL_OP_MEMCPY || op->kind == TL_OP_MEMSET) && op->bytes > maxbytes) {
                 maxbytes = op->bytes;
             }
@@ -610,16 +634,19 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
 {
     tl_cuda *c = C(d);
     if (sid < 0 || sid >= c->n_streams || !k || !k->op || k->op->kind != TL_OP_KERNEL) return TL_EINVAL;
-    tl_kernel_plan pl;
-    tl_err err;
-    tl_err_clear(&err);
-    if (tl_cuda_plan(d, NULL, k->op, &pl, &err)) {
-        fprintf(stderr, "tally-run: %s\n", err.msg);
-        return err.code ? err.code : TL_EIO;
-    }
     uint64_t total = tl_op_blocks(k->op);
     uint64_t end = k->block_end ? k->block_end : total;
     if (end > total || k->block_begin >= end) return TL_ERANGE;
+    /* A graph job's whole-grid launches wait for the end of this loop turn and
+     * go as one graph; slices and PTB launches (a policy's own) go alone. */
+    bool batch = k->op->graph && !k->ptb_workers_per_sm && k->block_begin == 0 && end == total;
+    tl_kernel_plan pl;
+    tl_err err;
+    tl_err_clear(&err);
+    if ((batch ? tl_cuda_node_plan : tl_cuda_plan)(d, NULL, k->op, &pl, &err)) {
+        fprintf(stderr, "tally-run: %s\n", err.msg);
+        return err.code ? err.code : TL_EIO;
+    }
     tl_synth_launch l;
     memset(&l, 0, sizeof l);
     l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
@@ -630,9 +657,6 @@ static int cu_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl
     l.end = end;
     l.workers = k->ptb_workers_per_sm ? k->ptb_workers_per_sm * (unsigned)ctx_sms(c, c->streams[sid].ctx) : 0;
     l.iters = pl.iters;
-    /* A graph job's whole-grid launches wait for the end of this loop turn and
-     * go as one graph; slices and PTB launches (a policy's own) go alone. */
-    bool batch = k->op->graph && !k->ptb_workers_per_sm && k->block_begin == 0 && end == total;
     return issue_synth(c, sid, &l, batch, k->op, k->job, k->tag, cb, arg, out);
 }
 

@@ -49,6 +49,11 @@ typedef struct tl_cuda_options {
                               * run of the process left (an eager run before made a
                               * graph job's in-graph gaps 0.25 us longer on the H100:
                               * experiments/results/hw/session11/README.md) */
+    bool plain_node_calib;   /* calibrate a graph job's kernels as launches, as before
+                              * session 12; default: as graph nodes, which run a
+                              * launch's work units faster (their blocks end with one
+                              * atomic, not a fence and an exit count):
+                              * experiments/results/hw/session12/README.md */
 } tl_cuda_options;
 
 typedef struct tl_cuda_info {
@@ -117,8 +122,11 @@ int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err);
 /* Drop what the device remembers of a trace (call before closing it: plans
  * are keyed by op address). */
 void tl_cuda_forget_trace(tl_device *d, const tl_trace *t);
-/* Plan for one op (calibrating now if needed). */
+/* Plan for one op launched on its own (calibrating now if needed). */
 int tl_cuda_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err);
+/* Plan for a graph job's op as its graph's node: calibrated as a node unless
+ * tl_cuda_options.plain_node_calib, else tl_cuda_plan's. */
+int tl_cuda_node_plan(tl_device *d, const tl_trace *t, const tl_op *op, tl_kernel_plan *out, tl_err *err);
 void tl_cuda_get_info(tl_device *d, tl_cuda_info *out);
 void tl_cuda_get_calib_stats(tl_device *d, tl_cuda_calib_stats *out);
 void tl_cuda_get_loop_stats(tl_device *d, tl_cuda_loop_stats *out);

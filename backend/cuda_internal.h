@@ -75,7 +75,8 @@ typedef struct tl_timer_ent {
 
 typedef struct tl_plan_ent {
     const tl_op *op;          /* key; NULL = empty */
-    tl_kernel_plan plan;
+    tl_kernel_plan plan[2];   /* [0]: as a launch; [1]: as a CUDA-graph node */
+    bool have[2];
 } tl_plan_ent;
 
 /* Driver entry points, fetched through cudaGetDriverEntryPointByVersion so
@@ -98,7 +99,7 @@ typedef struct tl_drv {
  * open, so that per-run lookups cost no SQL). */
 typedef struct tl_calib_mem {
     bool used;
-    int kind, variant;
+    int kind, variant, node;
     uint64_t blocks;
     uint32_t block[3], smem;
     tl_ns target, measured;
@@ -183,7 +184,10 @@ int tl_cuda_green_stream(tl_cuda *c, CUgreenCtx g, int prio, cudaStream_t *out, 
  * median of the kernels' own durations. */
 int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *l, int reps, cudaStream_t s, tl_ns *out,
                         tl_err *err);
-int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, tl_kernel_plan *out, tl_err *err);
+/* node: calibrate the kernel as a CUDA-graph node (timed inside a graph of
+ * copies of itself), for a graph job's launches that go out in graphs. */
+int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, bool node, tl_kernel_plan *out,
+                      tl_err *err);
 void tl_cuda_fill_props(tl_cuda *c, tl_gpu_props *g);
 int tl_cuda_calib_load(tl_cuda *c, tl_err *err);
 

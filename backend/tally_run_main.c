@@ -68,6 +68,9 @@ static void usage(FILE *f)
 "      --keep-context       keep the CUDA context from one run to the next (default:\n"
 "                           each run starts in a fresh one; an earlier run's state\n"
 "                           can slow the next one's kernels)\n"
+"      --plain-node-calibration  calibrate a graph job's kernels as launches\n"
+"                           (before session 12; default: inside a CUDA graph, as\n"
+"                           the replay runs them)\n"
 "  -v, --verbose            calibration details on stderr\n"
 "\n"
 "Before its runs, run measures the gap the replay's kernels leave between them\n"
@@ -81,7 +84,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV, OPT_VERSION,
-       OPT_FIT, OPT_KEEP_CONTEXT };
+       OPT_FIT, OPT_KEEP_CONTEXT, OPT_PLAIN_NODE_CALIB };
 
 static const struct option opts[] = {
     {"spec", required_argument, NULL, 's'},      {"db", required_argument, NULL, 'd'},
@@ -96,6 +99,7 @@ static const struct option opts[] = {
     {"csv", required_argument, NULL, OPT_CSV},   {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION}, {"fit", required_argument, NULL, OPT_FIT},
     {"keep-context", no_argument, NULL, OPT_KEEP_CONTEXT},
+    {"plain-node-calibration", no_argument, NULL, OPT_PLAIN_NODE_CALIB},
     {NULL, 0, NULL, 0},
 };
 
@@ -140,6 +144,7 @@ static int parse(cli *c, int argc, char **argv)
         case OPT_CSV: c->csv = optarg; break;
         case OPT_FIT: c->fit = optarg; break;
         case OPT_KEEP_CONTEXT: c->co.keep_context = true; break;
+        case OPT_PLAIN_NODE_CALIB: c->co.plain_node_calib = true; break;
         case OPT_CALIB_DB: c->co.calib_db = optarg; break;
         case 'p': case 'J': case 'l':
             if ((ch == 'p' ? c->ov.n_policies : ch == 'J' ? c->ov.n_jobs : c->ov.n_loads) >= 64) {

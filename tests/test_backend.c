@@ -245,13 +245,13 @@ static int remove_tmpdir(void **state)
     return tl_test_remove_tree(tmpdir);
 }
 
-typedef struct rows { int n; tl_ns target; uint32_t iters; } rows;
+typedef struct rows { int n, nodes; tl_ns target; uint32_t iters; } rows;
 static void count_row(void *arg, const tl_calib_key *k, tl_ns target, uint32_t iters, tl_ns measured)
 {
     rows *r = arg;
-    (void)k;
     (void)measured;
     r->n++;
+    r->nodes += k->node;
     r->target = target;
     r->iters = iters;
 }
@@ -298,6 +298,49 @@ static void test_calib_db_roundtrip(void **state)
     assert_int_equal(tl_calib_db_each(&db, "NVIDIA H100 80GB HBM3", count_row, &r, &err), 0);
     assert_int_equal(r.n, 1);
     assert_int_equal(r.target, 71105);
+    tl_calib_db_close(&db);
+}
+
+/* A kernel calibrated as a CUDA-graph node is another key: its points and
+ * answers are kept apart from the same shape's as a launch (a node runs the
+ * same work units faster), and bulk loading says which is which. */
+static void test_calib_db_node_key(void **state)
+{
+    (void)state;
+    char path[160];
+    snprintf(path, sizeof path, "%s/node_calib.sqlite", tmpdir);
+    tl_calib_db db;
+    tl_err err = {0};
+    assert_int_equal(tl_calib_db_open(&db, path, &err), 0);
+    tl_calib_key k = {"NVIDIA H100 80GB HBM3", TL_KIND_COMPUTE, 1, 4096, {256, 1, 1}, 0};
+    tl_calib_key kn = k;
+    kn.node = 1;
+    assert_int_equal(tl_calib_db_add_point(&db, &k, 100, 20000, &err), 0);
+    assert_int_equal(tl_calib_db_add_point(&db, &kn, 100, 17500, &err), 0);
+    assert_int_equal(tl_calib_db_add_point(&db, &kn, 120, 20500, &err), 0);
+    assert_int_equal(tl_calib_db_put(&db, &k, 20000, 100, 20000, &err), 0);
+    assert_int_equal(tl_calib_db_put(&db, &kn, 20000, 117, 20100, &err), 0);
+    tl_calib_curve c;
+    assert_int_equal(tl_calib_db_load_curve(&db, &k, &c, &err), 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.p[0].ns, 20000);
+    assert_int_equal(tl_calib_db_load_curve(&db, &kn, &c, &err), 0);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.p[0].ns, 17500);
+    uint32_t it = 0;
+    tl_ns m = 0;
+    bool found = false;
+    assert_int_equal(tl_calib_db_get(&db, &k, 20000, &it, &m, &found, &err), 0);
+    assert_true(found);
+    assert_int_equal(it, 100);
+    assert_int_equal(tl_calib_db_get(&db, &kn, 20000, &it, &m, &found, &err), 0);
+    assert_true(found);
+    assert_int_equal(it, 117);
+    assert_int_equal(m, 20100);
+    rows r = {0};
+    assert_int_equal(tl_calib_db_each(&db, "NVIDIA H100 80GB HBM3", count_row, &r, &err), 0);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.nodes, 1);
     tl_calib_db_close(&db);
 }
 
@@ -944,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_median),
         cmocka_unit_test(test_gap_summarize),
         cmocka_unit_test(test_calib_db_roundtrip),
+        cmocka_unit_test(test_calib_db_node_key),
         cmocka_unit_test(test_calib_db_bad_path),
         cmocka_unit_test(test_calib_default_path),
         cmocka_unit_test(test_mps_command_lines),
