@@ -16,5 +16,5 @@ build/dev/tally-run run -s experiments/specs/tally_headline.json -t 8 -w 2 -r 1 
   -d $out/graph_node.db > $out/graph_node.log 2>&1
 echo "graph rc=$? in $(( $(date +%s) - t0 )) s"; grep -E "^[a-z-]+ +- +0 " $out/graph_node.log
 grep -i "calib" $out/graph_node.log | head -5
-sqlite3 $TALLY_CALIB_DB "select count(*) from calib_node" 2>/dev/null
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(\"calib_node rows:\", c.execute(\"select count(*) from calib_node\").fetchone()[0])" $TALLY_CALIB_DB
 cp $TALLY_CALIB_DB $out/calib.sqlite
