@@ -181,6 +181,12 @@ int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, bool node, 
                 return 0;
             }
         }
+        /* A node whose shape was calibrated as a launch only: its kind is known. */
+        for (int kd = 0; node && kd < 2; kd++) {
+            tl_kernel_plan pl;
+            if (calibrate_kind(c, "", kd, op, false, &pl, true, err) == 1)
+                return calibrate_kind(c, "", kd, op, true, out, false, err);
+        }
         if (!c->warned_unnamed) {
             fprintf(stderr, "tally-run: warning: kernel shapes not calibrated before the run; calibrating "
                             "now as memory-bound (this stalls the run)\n");

@@ -24,6 +24,7 @@
 #include "backend.h"
 #include "cuda_device.h"
 #include "worker.h"
+#include "tally/transform.h"
 #include "tally/policy.h"
 #include "tally/results.h"
 #include "tally/runner.h"
@@ -559,8 +560,12 @@ static int cmd_run(cli *c, int argc, char **argv)
                                    .skip_iterations = jc->skip_iterations};
             tl_trace t;
             tl_trace_init(&t);
-            if ((r = tl_trace_load(&t, jc->trace_path, &to, &err)) >= 0)
+            if ((r = tl_trace_load(&t, jc->trace_path, &to, &err)) >= 0) {
+                /* marks the ops as graph nodes, which are calibrated as such */
+                tl_graph_launch gl = {0};
+                if (jc->graph) tl_trace_as_graph(&t, &gl);
                 r = tl_cuda_prepare_trace(&d, &t, &err);
+            }
             tl_cuda_forget_trace(&d, &t);
             tl_trace_close(&t);
         }
