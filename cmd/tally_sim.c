@@ -68,6 +68,8 @@ static void usage(FILE *f)
 "                           context keeps the GPU before handing it over),\n"
 "                           idle_switch_ns (time slicing: the gap before the\n"
 "                           next context runs after an idle hand-over),\n"
+"                           mps_client_priority (1: a priority-1 MPS client waits\n"
+"                           for priority-0 ones; 0: ignored, the H100's default),\n"
 "                           residency_speedup (experimental, default 0: slices\n"
 "                           and PTB launches with fewer blocks per SM run each\n"
 "                           block faster)\n"

@@ -14,7 +14,9 @@
  *  - blocks are spread breadth-first (one per SM, then a second, ...).
  * Contexts of one unit (MPS clients, partitions) dispatch independently, in
  * order of (MPS client priority, arrival of their head kernel); a priority-1
- * MPS client dispatches nothing while a priority-0 client waits for room. */
+ * MPS client dispatches nothing while a priority-0 client waits for room.
+ * With mps_client_priority 0 (the H100's default) client priority is
+ * ignored: arrival order alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -792,6 +794,16 @@ int dispatch_ctx(sim *s, sctx *c)
     return PLACE_DONE;
 }
 
+/* Arrival of the contexts' oldest head kernels. */
+static int ctx_order_arrival(const void *a, const void *b)
+{
+    const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
+    uint64_t sx = x->ee_head[__builtin_ctzll(x->ee_mask)]->ee_seq;
+    uint64_t sy = y->ee_head[__builtin_ctzll(y->ee_mask)]->ee_seq;
+    return sx < sy ? -1 : sx > sy;
+}
+
+/* MPS client priority first (mps_client_priority 1), then arrival. */
 static int ctx_order(const void *a, const void *b)
 {
     const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
@@ -810,14 +822,15 @@ void dispatch_unit_multi(sim *s, unit *u)
     for (int i = 0; i < u->n_ctxs; i++)
         if (u->ctxs[i]->ee_mask)
             order[n++] = u->ctxs[i];
+    bool strict = s->p.mps_client_priority != 0;
     if (n > 1)
-        qsort(order, (size_t)n, sizeof *order, ctx_order);
+        qsort(order, (size_t)n, sizeof *order, strict ? ctx_order : ctx_order_arrival);
     bool p0_waiting = false;
     for (int i = 0; i < n; i++) {
         sctx *c = order[i];
         if (!c->ee_mask)
             continue;
-        if (c->cfg.mps_priority > 0 && p0_waiting)
+        if (strict && c->cfg.mps_priority > 0 && p0_waiting)
             continue;
         int r = dispatch_ctx(s, c);
         if ((r == PLACE_ROOM || r == PLACE_LATER) && c->cfg.mps_priority == 0)

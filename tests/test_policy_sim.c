@@ -101,6 +101,8 @@ static void on_activity(void *arg, const tl_sim_activity *a)
         act->max_concurrent_ctx = n;
 }
 
+static int MPS_CLIENT_PRIORITY = -1; /* >= 0: run_policy sets mps_client_priority */
+
 static void run_policy(const char *policy, const char *params_json, tl_job_spec *jobs, int n,
                        tl_ns duration, bool contention, activity *act, tl_run_result *res)
 {
@@ -114,6 +116,8 @@ static void run_policy(const char *policy, const char *params_json, tl_job_spec 
         sp.contention.alpha = 0;
     }
     sp.callback_launch_latency_ns = 0; /* released work starts at once: exact arithmetic */
+    if (MPS_CLIENT_PRIORITY >= 0)
+        sp.mps_client_priority = MPS_CLIENT_PRIORITY;
     LAT = sp.launch_latency_ns;
     tl_device dev;
     assert_int_equal(tl_sim_open(&dev, &gpu, &sp, &err), 0);
@@ -257,8 +261,10 @@ static void test_mps_never_exceeds_a_clients_cap(void **s)
  * GPU, B2 waits. The high-priority client issues H (the same shape, 100 us) at
  * 300 us. When B1 ends at 1000 us: under plain mps the client whose head
  * kernel came first (B2, since 0) dispatches first, so H waits for B2 too
- * (starts at 2000 us); with client priority 1 for best-effort, H (priority 0)
- * goes first (starts at 1000 us) and B2 after it. */
+ * (starts at 2000 us); with client priority 1 for best-effort, read strictly
+ * (mps_client_priority 1), H (priority 0) goes first (starts at 1000 us) and
+ * B2 after it. The H100's default ignores client priority (measured): there
+ * mps-priority is mps. */
 static void test_mps_priority_favours_the_high_priority_client(void **s)
 {
     job_def d[2];
@@ -276,7 +282,12 @@ static void test_mps_priority_favours_the_high_priority_client(void **s)
     run_policy("mps", NULL, jobs, 2, 10 * MS, false, NULL, &res);
     assert_near(first_of(&res, 0, NULL)->start_ns, 2000 * US, 5 * US);
     tl_run_result_close(&res);
+    run_policy("mps-priority", NULL, jobs, 2, 10 * MS, false, NULL, &res); /* H100 default */
+    assert_near(first_of(&res, 0, NULL)->start_ns, 2000 * US, 5 * US);
+    tl_run_result_close(&res);
+    MPS_CLIENT_PRIORITY = 1;
     run_policy("mps-priority", NULL, jobs, 2, 10 * MS, false, NULL, &res);
+    MPS_CLIENT_PRIORITY = -1;
     const tl_kernel_record *kh = first_of(&res, 0, NULL);
     assert_near(kh->start_ns, 1000 * US, 5 * US);
     for (size_t i = 0; i < res.n_kernels; i++)

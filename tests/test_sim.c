@@ -790,10 +790,12 @@ static void test_mps_cap_rounding(void **st)
 /* MPS client priority 1 (below normal): at 0 the low client's 3-wave kernel
  * takes the GPU; the normal client's kernel arrives at 0.5 ms; at the wave
  * end (1 ms) the normal client goes first although the low client's blocks
- * were waiting longer. With both at priority 0, arrival order wins. */
-static void mps_prio_case(int low_prio, tl_ns *normal_start, tl_ns *low_end)
+ * were waiting longer. With both at priority 0, arrival order wins; so it
+ * does when client priority is ignored (mps_client_priority 0, the H100's). */
+static void mps_prio_case(int low_prio, int strict, tl_ns *normal_start, tl_ns *low_end)
 {
     h *x = open_h(4, 0);
+    x->p.mps_client_priority = strict;
     start_h(x);
     tl_ctx_id lo = ctx(x, TL_CTX_MPS, 0, low_prio, 0), no = ctx(x, TL_CTX_MPS, 0, 0, 0);
     tl_op L = mk(96, 256, 32, 0, 3 * MS), N = mk(32, 256, 32, 0, 1 * MS);
@@ -809,12 +811,34 @@ static void mps_prio_case(int low_prio, tl_ns *normal_start, tl_ns *low_end)
 static void test_mps_client_priority(void **st)
 {
     tl_ns ns, le;
-    mps_prio_case(1, &ns, &le);
+    mps_prio_case(1, 1, &ns, &le);
     assert_int_equal(ns, 1 * MS);
     assert_int_equal(le, 4 * MS);
-    mps_prio_case(0, &ns, &le);
+    mps_prio_case(0, 1, &ns, &le);
     assert_int_equal(ns, 3 * MS); /* behind the two remaining waves */
     assert_int_equal(le, 3 * MS);
+    mps_prio_case(1, 0, &ns, &le);
+    assert_int_equal(ns, 3 * MS);
+    assert_int_equal(le, 3 * MS);
+}
+
+/* The defaults: client priority ignored on the H100 (measured), strict on a
+ * GPU where it was not measured; anything but 0 or 1 is refused. */
+static void test_mps_client_priority_defaults(void **st)
+{
+    (void)st;
+    tl_gpu_props g;
+    tl_err err;
+    tl_sim_params p;
+    assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.mps_client_priority, 0);
+    assert_int_equal(tl_gpu_lookup("A100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.mps_client_priority, 1);
+    p.mps_client_priority = 2;
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "mps_client_priority"));
 }
 
 /* Partitions: fixed disjoint SM sets, concurrent. A: 1 SM, 8 blocks (occ 8):
@@ -1583,6 +1607,7 @@ int main(void)
         cmocka_unit_test(test_mps_cap),
         cmocka_unit_test(test_mps_cap_rounding),
         cmocka_unit_test(test_mps_client_priority),
+        cmocka_unit_test(test_mps_client_priority_defaults),
         cmocka_unit_test(test_partitions),
         cmocka_unit_test(test_partitions_after_idle),
         cmocka_unit_test(test_ptb_retreat_resume),

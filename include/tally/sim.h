@@ -80,6 +80,10 @@ typedef struct tl_sim_params {
     tl_ns idle_switch_ns;      /* time slicing: nothing runs for this long when the GPU
                                   passes from an idle context to another one (no state
                                   to save; 0: the next context starts at once) */
+    int mps_client_priority;   /* 1: an MPS client of priority 1 dispatches nothing while
+                                  a priority-0 client of its unit waits for room (a strict
+                                  lower priority); 0: client priority is ignored, as
+                                  measured on the H100 (sim/README.md) */
     double residency_speedup;  /* in [0, 1): a slice or PTB launch with fewer blocks per
                                   SM than its traced kernel runs each block faster, block
                                   time x (1 - r (1 - k / occupancy)) relative to the
@@ -118,7 +122,7 @@ typedef struct tl_sim_stats {
  * iteration, never inside one (runner.c: a graph launch is one call); 10:
  * graph_launch_ns and graph_node_ns, the host's graph launch call before a
  * graph's ops are issued (2.5 us + 30 ns an op on the H100). */
-#define TL_SIM_MODEL_REVISION 11
+#define TL_SIM_MODEL_REVISION 12
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
