@@ -194,7 +194,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * measured on the workloads.) Other GPUs: not measured, 0. */
     p->idle_switch_ns = h100 ? 75 * TL_NS_PER_US : 0;
     /* MPS client priority (CUDA_MPS_CLIENT_PRIORITY, "a hint"): on the H100
-     * mps-priority and mps runs are indistinguishable in all 42 pairs of
+     * mps-priority and mps runs are indistinguishable in all 21 pairs (42 job rows) of
      * session 12's graph and eager runs (experiments/results/hw/session12/
      * README.md), so it is ignored there. Elsewhere: not measured, the strict
      * reading of earlier revisions. */
