@@ -610,7 +610,7 @@ static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces,
 static int place_idle(sim *s, unit *u, launch *l)
 {
     smclass *k = u->cls[0];
-    int f = sm_fit(s, k, l), m = k->n;
+    int f = sm_fit(k, l), m = k->n;
     if (f == 0)
         return PLACE_ROOM;
     uint64_t cap = (uint64_t)m * (uint64_t)f;
@@ -657,7 +657,7 @@ again:;
             smclass *k = u->cls[ci];
             if (k->pool != c->pool)
                 continue;
-            int f = sm_fit(s, k, l);
+            int f = sm_fit(k, l);
             if (f == 0)
                 continue;
             cands[nc++] = (cand){ ci, k->n, f };
@@ -677,7 +677,7 @@ again:;
                 bool present = sm_ctx_present(k, c);
                 if (present != (pass == 0))
                     continue;
-                int f = sm_fit(s, k, l);
+                int f = sm_fit(k, l);
                 if (f == 0)
                     continue;
                 int m = k->n;
