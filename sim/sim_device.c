@@ -57,7 +57,7 @@ static int sim_ctx_create(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out
     switch (cfg->kind) {
     case TL_CTX_TIMESLICED:
         c->u = unit_new(s, TL_CTX_TIMESLICED);
-        unit_add_pool(c->u, 0, sms);
+        unit_add_pool(s, c->u, 0, sms);
         c->pool = 0;
         c->cap_sms = sms;
         break;
@@ -75,7 +75,7 @@ static int sim_ctx_create(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out
         }
         if (!s->mps_unit) {
             s->mps_unit = unit_new(s, TL_CTX_MPS);
-            unit_add_pool(s->mps_unit, 0, sms);
+            unit_add_pool(s, s->mps_unit, 0, sms);
         }
         c->u = s->mps_unit;
         c->pool = 0;
@@ -95,7 +95,7 @@ static int sim_ctx_create(tl_device *d, const tl_ctx_config *cfg, tl_ctx_id *out
             s->part_unit = unit_new(s, TL_CTX_PARTITION);
         c->u = s->part_unit;
         c->pool = s->part_unit->n_pools;
-        unit_add_pool(c->u, c->pool, cfg->sm_count);
+        unit_add_pool(s, c->u, c->pool, cfg->sm_count);
         c->cap_sms = cfg->sm_count;
         s->part_sms_used += cfg->sm_count;
         break;

@@ -543,12 +543,10 @@ static group *group_new(sim *s, launch *l, unit *u)
 
 /* ---------- placement ---------- */
 
-typedef struct cand {
-    int ci;      /* class index */
-    int m;       /* SMs usable */
-    int f;       /* blocks per SM that fit */
-} cand;
-
+/* A candidate class: ci, its m usable SMs and the blocks per SM that fit
+ * there (bps). A piece has the same shape, so when every candidate is
+ * filled (the common case) the candidates are the placement's pieces. */
+typedef sm_piece cand;
 typedef sm_piece piece;
 
 static void coalesce_wake_ev(void *ctx, void *arg, uint64_t x)
@@ -614,7 +612,7 @@ static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces,
 static int place_idle(sim *s, unit *u, launch *l)
 {
     smclass *k = u->cls[0];
-    int f = sm_fit(s, k, l), m = k->n;
+    int f = sm_fit(k, l), m = k->n;
     if (f == 0)
         return PLACE_ROOM;
     uint64_t cap = (uint64_t)m * (uint64_t)f;
@@ -661,7 +659,7 @@ again:;
             smclass *k = u->cls[ci];
             if (k->pool != c->pool)
                 continue;
-            int f = sm_fit(s, k, l);
+            int f = sm_fit(k, l);
             if (f == 0)
                 continue;
             cands[nc++] = (cand){ ci, k->n, f };
@@ -681,7 +679,7 @@ again:;
                 bool present = sm_ctx_present(k, c);
                 if (present != (pass == 0))
                     continue;
-                int f = sm_fit(s, k, l);
+                int f = sm_fit(k, l);
                 if (f == 0)
                     continue;
                 int m = k->n;
@@ -697,9 +695,9 @@ again:;
             }
         }
         for (int i = 0; i < nc; i++) {
-            cap += (uint64_t)cands[i].m * (uint64_t)cands[i].f;
-            if (cands[i].f > maxf)
-                maxf = cands[i].f;
+            cap += (uint64_t)cands[i].m * (uint64_t)cands[i].bps;
+            if (cands[i].bps > maxf)
+                maxf = cands[i].bps;
         }
     }
     if (cap == 0) {
@@ -720,48 +718,48 @@ again:;
             free(cands);
         return l->to_dispatch ? PLACE_ROOM : PLACE_DONE;
     }
+    if (need >= cap) { /* every candidate filled: they are the pieces */
+        place_commit(s, u, l, cands, nc, cap);
+        if (cands != stack_cands)
+            free(cands);
+        if (l->to_dispatch == 0)
+            return PLACE_DONE;
+        return cap_limited ? PLACE_CAP : PLACE_ROOM;
+    }
+    /* Breadth-first: every usable SM gets min(f, k) blocks, where k is the
+     * largest number of full rounds that fits in 'need'; the rest go one
+     * more per SM, in class order. */
     piece stack_pieces[32];
     piece *pieces = 2 * nc <= 32 ? stack_pieces : tl_xmalloc((size_t)(2 * nc) * sizeof *pieces);
     int np = 0;
-    uint64_t placed = 0;
-    if (need >= cap) {
+    int k = 0;
+    uint64_t tot_k = 0;
+    if (nc == 1) { /* one class: k full rounds directly */
+        k = need <= UINT32_MAX ? (int)((uint32_t)need / (uint32_t)cands[0].m)
+                               : (int)(need / (uint64_t)cands[0].m);
+        tot_k = (uint64_t)k * (uint64_t)cands[0].m;
+    } else for (;;) {
+        uint64_t t = 0;
         for (int i = 0; i < nc; i++)
-            pieces[np++] = (piece){ cands[i].ci, cands[i].m, cands[i].f };
-        placed = cap;
-    } else {
-        /* Breadth-first: every usable SM gets min(f, k) blocks, where k is
-         * the largest number of full rounds that fits in 'need'; the rest go
-         * one more per SM, in class order. */
-        int k = 0;
-        uint64_t tot_k = 0;
-        if (nc == 1) { /* one class: k full rounds directly */
-            k = need <= UINT32_MAX ? (int)((uint32_t)need / (uint32_t)cands[0].m)
-                                   : (int)(need / (uint64_t)cands[0].m);
-            tot_k = (uint64_t)k * (uint64_t)cands[0].m;
-        } else for (;;) {
-            uint64_t t = 0;
-            for (int i = 0; i < nc; i++)
-                t += (uint64_t)cands[i].m * (uint64_t)(cands[i].f < k + 1 ? cands[i].f : k + 1);
-            if (t > need || k >= maxf)
-                break;
-            tot_k = t;
-            k++;
-        }
-        uint64_t rest = need - tot_k;
-        for (int i = 0; i < nc; i++) {
-            int lo = cands[i].f < k ? cands[i].f : k;
-            int x = 0;
-            if (cands[i].f > k && rest > 0) {
-                x = (int)u64_min((uint64_t)cands[i].m, rest);
-                rest -= (uint64_t)x;
-                pieces[np++] = (piece){ cands[i].ci, x, k + 1 };
-            }
-            if (lo > 0 && cands[i].m - x > 0)
-                pieces[np++] = (piece){ cands[i].ci, cands[i].m - x, lo };
-        }
-        placed = need;
+            t += (uint64_t)cands[i].m * (uint64_t)(cands[i].bps < k + 1 ? cands[i].bps : k + 1);
+        if (t > need || k >= maxf)
+            break;
+        tot_k = t;
+        k++;
     }
-    place_commit(s, u, l, pieces, np, placed);
+    uint64_t rest = need - tot_k;
+    for (int i = 0; i < nc; i++) {
+        int lo = cands[i].bps < k ? cands[i].bps : k;
+        int x = 0;
+        if (cands[i].bps > k && rest > 0) {
+            x = (int)u64_min((uint64_t)cands[i].m, rest);
+            rest -= (uint64_t)x;
+            pieces[np++] = (piece){ cands[i].ci, x, k + 1 };
+        }
+        if (lo > 0 && cands[i].m - x > 0)
+            pieces[np++] = (piece){ cands[i].ci, cands[i].m - x, lo };
+    }
+    place_commit(s, u, l, pieces, np, need);
     if (pieces != stack_pieces)
         free(pieces);
     if (cands != stack_cands)

@@ -139,7 +139,9 @@ typedef struct cls_ent {
 struct smclass {
     int pool;
     int n;                  /* SMs in the class */
-    int thr, regs, smem, blocks; /* used per SM */
+    /* free per SM (what sm_fit compares with a block's cost: kept free
+     * rather than used, so that no GPU limit is read per class) */
+    int free_thr, free_regs, free_smem, free_blocks;
     cls_ent *ents;
     int n_ents, cap_ents;
     uint64_t hash;          /* order-independent hash of ents */
@@ -274,36 +276,36 @@ static inline sim *sim_of(tl_device *d) { return (sim *)d->impl; }
 static inline tl_ns sim_now(sim *s) { return s->eng.now; }
 
 /* sim_sm.c: SM classes */
-smclass *sm_class_new(int pool, int n);
+smclass *sm_class_new(const sim *s, int pool, int n);
 void sm_class_free(smclass *c);
 void sm_class_release(sim *s, smclass *c);
-void unit_add_pool(unit *u, int pool, int sms);
+void unit_add_pool(sim *s, unit *u, int pool, int sms);
 int sm_launch_blocks_in(const smclass *c, const launch *l);
 
 /* Blocks of l that still fit on each SM of class c. */
-static inline int sm_fit(const sim *s, const smclass *c, const launch *l)
+static inline int sm_fit(const smclass *c, const launch *l)
 {
-    const tl_gpu_props *g = &s->gpu;
-    if (c->blocks == 0) /* an empty SM: the occupancy (no divisions) */
+    /* no residents (every entry holds at least one block per SM): an empty
+     * SM, the occupancy (no divisions) */
+    if (c->n_ents == 0)
         return l->max_per_sm < l->occ ? l->max_per_sm : l->occ;
     /* full on any resource: nothing fits (the common case on a busy GPU) */
-    if (c->thr + l->cost.threads > g->max_threads_per_sm ||
-        c->regs + l->cost.regs > g->regs_per_sm || c->smem + l->cost.smem > g->smem_per_sm ||
-        c->blocks >= g->max_blocks_per_sm)
+    if (l->cost.threads > c->free_thr || l->cost.regs > c->free_regs ||
+        l->cost.smem > c->free_smem || c->free_blocks <= 0)
         return 0;
-    int f = g->max_blocks_per_sm - c->blocks;
+    int f = c->free_blocks;
     if (l->cost.threads > 0) {
-        int x = (g->max_threads_per_sm - c->thr) / l->cost.threads;
+        int x = c->free_thr / l->cost.threads;
         if (x < f)
             f = x;
     }
     if (l->cost.regs > 0) {
-        int x = (g->regs_per_sm - c->regs) / l->cost.regs;
+        int x = c->free_regs / l->cost.regs;
         if (x < f)
             f = x;
     }
     if (l->cost.smem > 0) {
-        int x = (g->smem_per_sm - c->smem) / l->cost.smem;
+        int x = c->free_smem / l->cost.smem;
         if (x < f)
             f = x;
     }

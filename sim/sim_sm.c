@@ -19,11 +19,23 @@ static inline uint64_t ent_hash(const group *g, int bps)
     return g->uid * (2 * (uint64_t)bps + 1);
 }
 
-smclass *sm_class_new(int pool, int n)
+/* Every resource of an SM free. */
+static void class_empty(const sim *s, smclass *c)
+{
+    c->n_ents = 0;
+    c->free_thr = s->gpu.max_threads_per_sm;
+    c->free_regs = s->gpu.regs_per_sm;
+    c->free_smem = s->gpu.smem_per_sm;
+    c->free_blocks = s->gpu.max_blocks_per_sm;
+    c->hash = 0;
+}
+
+smclass *sm_class_new(const sim *s, int pool, int n)
 {
     smclass *c = tl_xcalloc(1, sizeof *c);
     c->pool = pool;
     c->n = n;
+    class_empty(s, c);
     return c;
 }
 
@@ -44,11 +56,11 @@ static inline void unit_push_class(unit *u, smclass *c)
     u->cls[u->n_cls++] = c;
 }
 
-void unit_add_pool(unit *u, int pool, int sms)
+void unit_add_pool(sim *s, unit *u, int pool, int sms)
 {
     u->pools = tl_xrealloc(u->pools, (size_t)(u->n_pools + 1) * sizeof *u->pools);
     u->pools[u->n_pools++].sms = sms;
-    unit_push_class(u, sm_class_new(pool, sms));
+    unit_push_class(u, sm_class_new(s, pool, sms));
 }
 
 /* Classes are recycled through a free list, their entry arrays with them:
@@ -174,10 +186,10 @@ static inline void class_push_ent(smclass *c, const cls_ent *ne, const tl_block_
     }
     c->ents[c->n_ents++] = *ne;
     int bps = ne->bps;
-    c->thr += bps * k->threads;
-    c->regs += bps * k->regs;
-    c->smem += bps * k->smem;
-    c->blocks += bps;
+    c->free_thr -= bps * k->threads;
+    c->free_regs -= bps * k->regs;
+    c->free_smem -= bps * k->smem;
+    c->free_blocks -= bps;
     c->hash += ent_hash(ne->g, bps);
 }
 
@@ -351,9 +363,7 @@ static void remove_only_group(sim *s, unit *u, group *g)
         u->n_cls = w;
     }
     kept->n = u->pools[pool].sms;
-    kept->n_ents = 0;
-    kept->thr = kept->regs = kept->smem = kept->blocks = 0;
-    kept->hash = 0;
+    class_empty(s, kept);
     if (unit_running(s, u)) {
         acct_launch_sms(s, l, -g->sms);
         acct_job_sms(s, l->job, -g->sms);
@@ -393,10 +403,10 @@ void sm_remove(sim *s, group *g)
         int bps = e->bps, n = c->n;
         *e = *--end;
         c->n_ents--;
-        c->thr -= bps * thr;
-        c->regs -= bps * regs;
-        c->smem -= bps * smem;
-        c->blocks -= bps;
+        c->free_thr += bps * thr;
+        c->free_regs += bps * regs;
+        c->free_smem += bps * smem;
+        c->free_blocks += bps;
         c->hash -= h * (2 * (uint64_t)bps + 1); /* ent_hash */
         c->touched = true;
         left -= n;
