@@ -536,6 +536,9 @@ static int flush_stream(tl_cuda *c, tl_dstream *s, bool cut)
         tl_pending *p = &s->q[(s->head + s->n - n + i) % s->cap];
         p->unflushed = false;
         if (e == TL_ENOMEM) {
+            /* No slots for a graph: launched one by one, with the node plan's
+             * work units (counted as cuda_graph_one_by_one; none in the
+             * headline runs). */
             p->batched = false;
             int r = enqueue_local(c, s, &s->batch[i], &p->slot);
             if (r) return batch_failed(c, r, "launch of a graph job's kernel failed", 0);
