@@ -78,7 +78,8 @@ static void usage(FILE *f)
 "on a stream and records it in the database (meta hw_stream_gap_ns; with graph\n"
 "jobs also inside a CUDA graph: hw_graph_gap_ns), which tally-validate then\n"
 "simulates with. Jobs with \"graph\": true launch each iteration's kernels as\n"
-"one CUDA graph (cached per distinct iteration and stream).\n"
+"one CUDA graph (cached per distinct iteration and stream); how their kernels\n"
+"were calibrated is recorded as meta hw_graph_calibration (node or launch).\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
 "70 internal error or watchdog, 73 cannot write the database.\n");
@@ -611,6 +612,15 @@ static int cmd_run(cli *c, int argc, char **argv)
     c->so.clocks = clocks;
     r = tl_sweep_run(&e, &c->so, stdout, &err);
     tl_experiment_close(&e);
+    if (r >= 0 && graphs) {
+        /* how the graph jobs' kernels were calibrated (session 12 changed it) */
+        tl_results db;
+        if ((r = tl_results_open(&db, c->so.db_path, &err)) >= 0) {
+            r = tl_results_set_meta(&db, "hw_graph_calibration", c->co.plain_node_calib ? "launch" : "node",
+                                    &err);
+            tl_results_close(&db);
+        }
+    }
     for (int g = 0; g < 2 && r >= 0; g++) {
         if (!have_gap[g])
             continue;
