@@ -16,3 +16,9 @@ v eager_s12r3 $ea $s12/eager_s12r3.db
 v graph_s11 $g $s11/graph_s11.db
 v graph_s12 $g $s12/graph_s12.db
 v graph_s12r3 $g $s12/graph_s12r3.db
+# the eager headline's four repetitions of sessions 4-6 (../../headline_eager.db.xz,
+# unpacked; made before the context reset, eager jobs only), with the command of
+# ../../validation_eager.md, at revision 12
+$b/tally-validate -q -j 1 --sim-param stream_gap_ns=5950 --sim-param launch_latency_ns=12500 \
+  --sim-param callback_launch_latency_ns=1100 -m $d/validation_eager_4rep.md -c $d/validation_eager_4rep.csv \
+  $ea experiments/results/hw/headline_eager.db > /dev/null || echo "validate eager_4rep failed" >&2
