@@ -833,6 +833,14 @@ int tl_validation_load(tl_validation *v, const char *sim_db, const char *hw_db,
     tl_analysis_close(&ah);
     v->hw_path = tl_xstrdup(hw_db);
     v->sim_path = tl_xstrdup(sim_db);
+    if (r == 0) {
+        char cal[32];
+        int m = tl_validation_hw_meta(hw_db, "hw_graph_calibration", cal, sizeof cal, err);
+        if (m < 0)
+            r = m;
+        else if (m == 1)
+            v->hw_graph_calib = tl_xstrdup(cal);
+    }
     v->hw_runs = hw.n;
     v->sim_runs = sim.n;
     if (r == 0 && hw.n == 0)
@@ -889,6 +897,7 @@ void tl_validation_close(tl_validation *v)
     free(v->sim_gpu);
     free(v->sim_params);
     free(v->hw_path);
+    free(v->hw_graph_calib);
     free(v->sim_path);
     memset(v, 0, sizeof *v);
 }

@@ -292,6 +292,8 @@ void tl_validation_print(const tl_validation *v, FILE *out)
             v->hw_gpu ? v->hw_gpu : "?", v->matched);
     fprintf(out, "Simulator parameters: %s.\n",
             v->sim_params && *v->sim_params ? v->sim_params : "the GPU's defaults");
+    if (v->hw_graph_calib)
+        fprintf(out, "Hardware graph jobs' kernels calibrated as: %s.\n", v->hw_graph_calib);
     for (size_t i = 0; i < v->n_cells;) {
         char *t = scope_title(&v->cells[i]);
         fprintf(out, "\n== %s\n", t);
@@ -353,6 +355,9 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
         fprintf(f, "Simulator parameters other than the GPU's defaults: `%s`.\n\n", v->sim_params);
     else
         fprintf(f, "Simulator parameters: the GPU's defaults.\n\n");
+    if (v->hw_graph_calib)
+        fprintf(f, "Hardware graph jobs' kernels calibrated as: %s (tally-run's meta "
+                   "hw_graph_calibration).\n\n", v->hw_graph_calib);
     fprintf(f, "## Summary\n\n");
     print_summary(f, v, "- ");
     for (size_t i = 0; i < v->n_cells;) {

@@ -477,6 +477,8 @@ static void test_csv_markdown(void **state)
     /* alone, tally, mps and tgs bert; mps grows; of the others tgs (-7.7%) is within 10% */
     assert_non_null(strstr(md, "never finish; their p99 depends on how long the run is): 1 of 4; p99 "
                                "within 10% in 1 of the other 3"));
+    /* no record of how graph kernels were calibrated: nothing said */
+    assert_null(strstr(md, "calibrated as"));
     free(md);
     /* an unwritable path */
     assert_int_equal(tl_validation_write_csv(&v, "/nonexistent-dir/x.csv", &err), TL_EIO);
@@ -484,6 +486,25 @@ static void test_csv_markdown(void **state)
     tl_validation_close(&v);
 }
 
+
+/* tally-run's record of how it calibrated graph jobs' kernels (meta
+ * hw_graph_calibration) is carried into the report, so a reader knows which
+ * replay a hardware database holds (graph nodes since session 12). */
+static void set_hw_meta(const char *hw, const char *key, const char *value);
+static void test_graph_calibration_reported(void **state)
+{
+    (void)state;
+    set_hw_meta(db_path, "hw_graph_calibration", "node");
+    tl_validation v;
+    tl_err err = {0};
+    assert_int_equal(tl_validation_load(&v, db_path, db_path, NULL, &err), 0);
+    assert_string_equal(v.hw_graph_calib, "node");
+    assert_int_equal(tl_validation_write_markdown(&v, path_in("vc.md"), NULL, &err), 0);
+    char *md = slurp(path_in("vc.md"));
+    assert_non_null(strstr(md, "Hardware graph jobs' kernels calibrated as: node"));
+    free(md);
+    tl_validation_close(&v);
+}
 static void test_combine_and_plot(void **state)
 {
     (void)state;
@@ -822,6 +843,7 @@ int main(void)
         cmocka_unit_test(test_queue_grows),
         cmocka_unit_test(test_p99_range),
         cmocka_unit_test(test_csv_markdown),
+        cmocka_unit_test(test_graph_calibration_reported),
         cmocka_unit_test(test_combine_and_plot),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_self_validation),

@@ -95,6 +95,9 @@ typedef struct tl_validation {
     char *sim_params;           /* its simulated run's simulator parameters ("KEY=VALUE;...",
                                    "" for the GPU's defaults) */
     char *hw_path, *sim_path;
+    char *hw_graph_calib;       /* how tally-run calibrated graph jobs' kernels (meta
+                                   hw_graph_calibration: "node" or "launch"); NULL when
+                                   not recorded (runs before session 12: launches) */
 } tl_validation;
 
 /* Match the runs of the two databases (only hardware runs of 'experiment' when
