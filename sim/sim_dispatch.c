@@ -807,9 +807,7 @@ static int ctx_order(const void *a, const void *b)
     const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
     if (x->cfg.mps_priority != y->cfg.mps_priority)
         return x->cfg.mps_priority < y->cfg.mps_priority ? -1 : 1;
-    uint64_t sx = x->ee_head[__builtin_ctzll(x->ee_mask)]->ee_seq;
-    uint64_t sy = y->ee_head[__builtin_ctzll(y->ee_mask)]->ee_seq;
-    return sx < sy ? -1 : sx > sy;
+    return ctx_order_arrival(a, b);
 }
 
 void dispatch_unit_multi(sim *s, unit *u)
