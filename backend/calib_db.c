@@ -117,9 +117,6 @@ static void bind_key(sqlite3_stmt *st, const tl_calib_key *k)
 
 #define KEY_WHERE "gpu=?1 AND synth_version=?2 AND kind=?3 AND blocks=?4 AND bx=?5 AND by=?6 AND bz=?7 AND smem=?8 AND variant=?9"
 
-/* sql with each "%s" replaced by the key's table suffix ("" or "_node"). */
-static int prep_key(tl_calib_db *c, const tl_calib_key *k, const char *fmt, sqlite3_stmt **st, tl_err *err);
-
 static int prep(tl_calib_db *c, const char *sql, sqlite3_stmt **st, tl_err *err)
 {
     if (!c->db) return tl_errf(err, TL_EINVAL, "calibration cache: not open");
@@ -128,6 +125,8 @@ static int prep(tl_calib_db *c, const char *sql, sqlite3_stmt **st, tl_err *err)
     return 0;
 }
 
+/* fmt with its "%s" (each table name's) replaced by the key's table suffix:
+ * "" or "_node". */
 static int prep_key(tl_calib_db *c, const tl_calib_key *k, const char *fmt, sqlite3_stmt **st, tl_err *err)
 {
     char sql[512];

@@ -8,78 +8,86 @@
 
 #include "cuda_internal.h"
 
-int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *tmpl, int reps, cudaStream_t s, tl_ns *out,
-                        tl_err *err)
+static void release_copies(tl_cuda *c, const tl_synth_launch *ls, int n)
 {
-    if (reps < 1) reps = 1;
-    if (reps > 32) reps = 32;
-    int slots[33];
-    int n = reps + 1; /* one warm-up */
-    for (int i = 0; i < n; i++) {
-        slots[i] = tl_synth_slot_acquire(c->synth);
-        if (slots[i] < 0) {
-            for (int j = 0; j < i; j++) tl_synth_slot_release(c->synth, (unsigned)slots[j]);
-            return tl_errf(err, TL_EINVAL, "calibration: no free launch slot (too much work in flight)");
-        }
-        tl_synth_launch l = *tmpl;
-        l.slot = (unsigned)slots[i];
-        l.salt = c->salt;
-        c->salt += 0x9e3779b97f4a7c15ull >> 20;
-        int e = tl_synth_enqueue(c->synth, &l, s);
-        if (e) {
-            cudaStreamSynchronize(s); /* the launches before it hold their slots until they end */
-            for (int j = 0; j <= i; j++) tl_synth_slot_release(c->synth, (unsigned)slots[j]);
-            return tl_cuda_errf(err, e, "calibration launch");
-        }
-    }
-    int e = cudaStreamSynchronize(s);
-    tl_ns d[32];
-    for (int i = 1; i < n; i++) {
-        const volatile tl_synth_rec *r = tl_synth_record(c->synth, (unsigned)slots[i]);
-        d[i - 1] = (tl_ns)(r->end_gt - r->start_gt);
-    }
-    for (int i = 0; i < n; i++) tl_synth_slot_release(c->synth, (unsigned)slots[i]);
-    if (e) return tl_cuda_errf(err, e, "calibration run");
-    *out = tl_median_ns(d, reps);
-    return 0;
+    for (int i = 0; i < n; i++) tl_synth_slot_release(c->synth, ls[i].slot);
 }
 
-/* The same, inside one CUDA graph of reps + 1 copies of the launch as nodes
- * back to back (the first a warm-up): how a graph job's kernels run in the
- * replay. Each node's time is its own first block start to last block end. */
-static int time_nodes(tl_cuda *c, const tl_synth_launch *tmpl, int reps, cudaStream_t s, tl_ns *out, tl_err *err)
+/* reps + 1 copies of tmpl into ls (the first a warm-up; reps within 1..32),
+ * each with a slot of its own and the next salt: how many, or < 0 (err) with
+ * no slot held. */
+static int take_copies(tl_cuda *c, const tl_synth_launch *tmpl, int reps, tl_synth_launch ls[33], tl_err *err)
 {
     if (reps < 1) reps = 1;
     if (reps > 32) reps = 32;
     int n = reps + 1;
-    unsigned slots[33];
-    tl_synth_launch ls[33];
     for (int i = 0; i < n; i++) {
         int sl = tl_synth_slot_acquire(c->synth);
         if (sl < 0) {
-            for (int j = 0; j < i; j++) tl_synth_slot_release(c->synth, slots[j]);
+            release_copies(c, ls, i);
             return tl_errf(err, TL_EINVAL, "calibration: no free launch slot (too much work in flight)");
         }
-        slots[i] = (unsigned)sl;
         ls[i] = *tmpl;
-        ls[i].slot = slots[i];
+        ls[i].slot = (unsigned)sl;
         ls[i].salt = c->salt;
         c->salt += 0x9e3779b97f4a7c15ull >> 20;
     }
+    return n;
+}
+
+/* After the copies ran: the median of their own durations (the warm-up left
+ * out); their slots released. */
+static tl_ns median_of_copies(tl_cuda *c, const tl_synth_launch *ls, int n)
+{
+    tl_ns d[32];
+    for (int i = 1; i < n; i++) {
+        const volatile tl_synth_rec *r = tl_synth_record(c->synth, ls[i].slot);
+        d[i - 1] = (tl_ns)(r->end_gt - r->start_gt);
+    }
+    release_copies(c, ls, n);
+    return tl_median_ns(d, n - 1);
+}
+
+int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *tmpl, int reps, cudaStream_t s, tl_ns *out,
+                        tl_err *err)
+{
+    tl_synth_launch ls[33];
+    int n = take_copies(c, tmpl, reps, ls, err);
+    if (n < 0) return n;
+    for (int i = 0; i < n; i++) {
+        int e = tl_synth_enqueue(c->synth, &ls[i], s);
+        if (e) {
+            cudaStreamSynchronize(s); /* the launches before it hold their slots until they end */
+            release_copies(c, ls, n);
+            return tl_cuda_errf(err, e, "calibration launch");
+        }
+    }
+    int e = cudaStreamSynchronize(s);
+    tl_ns med = median_of_copies(c, ls, n);
+    if (e) return tl_cuda_errf(err, e, "calibration run");
+    *out = med;
+    return 0;
+}
+
+/* The same, inside one CUDA graph of the copies as nodes back to back: how a
+ * graph job's kernels run in the replay. Each node's time is its own first
+ * block start to last block end. */
+static int time_nodes(tl_cuda *c, const tl_synth_launch *tmpl, int reps, cudaStream_t s, tl_ns *out, tl_err *err)
+{
+    tl_synth_launch ls[33];
+    int n = take_copies(c, tmpl, reps, ls, err);
+    if (n < 0) return n;
+    unsigned slots[33];
+    for (int i = 0; i < n; i++) slots[i] = ls[i].slot;
     tl_synth_graph *g = NULL;
     int e = tl_synth_graph_new(c->synth, ls, (size_t)n, &g);
     if (!e) e = tl_synth_graph_launch(c->synth, g, slots, s);
     int se = (int)cudaStreamSynchronize(s);
     if (!e) e = se;
-    tl_ns d[32];
-    for (int i = 1; i < n && !e; i++) {
-        const volatile tl_synth_rec *r = tl_synth_record(c->synth, slots[i]);
-        d[i - 1] = (tl_ns)(r->end_gt - r->start_gt);
-    }
     tl_synth_graph_free(g);
-    for (int i = 0; i < n; i++) tl_synth_slot_release(c->synth, slots[i]);
+    tl_ns med = median_of_copies(c, ls, n);
     if (e) return tl_cuda_errf(err, e, "calibration as graph nodes");
-    *out = tl_median_ns(d, reps);
+    *out = med;
     return 0;
 }
 

@@ -612,24 +612,22 @@ static int cmd_run(cli *c, int argc, char **argv)
     c->so.clocks = clocks;
     r = tl_sweep_run(&e, &c->so, stdout, &err);
     tl_experiment_close(&e);
-    if (r >= 0 && graphs) {
-        /* how the graph jobs' kernels were calibrated (session 12 changed it) */
+    /* With the runs, for tally-validate (the latest measurement wins): the
+     * gaps measured, and how the graph jobs' kernels were calibrated (session
+     * 12 changed it). */
+    if (r >= 0 && (graphs || have_gap[0] || have_gap[1])) {
         tl_results db;
         if ((r = tl_results_open(&db, c->so.db_path, &err)) >= 0) {
-            r = tl_results_set_meta(&db, "hw_graph_calibration", c->co.plain_node_calib ? "launch" : "node",
-                                    &err);
-            tl_results_close(&db);
-        }
-    }
-    for (int g = 0; g < 2 && r >= 0; g++) {
-        if (!have_gap[g])
-            continue;
-        /* with the runs, for tally-validate (the latest measurement wins) */
-        tl_results db;
-        char v[32];
-        snprintf(v, sizeof v, "%lld", (long long)gap[g].gap_ns);
-        if ((r = tl_results_open(&db, c->so.db_path, &err)) >= 0) {
-            r = tl_results_set_meta(&db, gap_meta[g], v, &err);
+            if (graphs)
+                r = tl_results_set_meta(&db, "hw_graph_calibration", c->co.plain_node_calib ? "launch" : "node",
+                                        &err);
+            for (int g = 0; g < 2 && r >= 0; g++) {
+                if (!have_gap[g])
+                    continue;
+                char v[32];
+                snprintf(v, sizeof v, "%lld", (long long)gap[g].gap_ns);
+                r = tl_results_set_meta(&db, gap_meta[g], v, &err);
+            }
             tl_results_close(&db);
         }
     }
