@@ -259,7 +259,7 @@ typedef struct tl_contention_result {
     int n;
 } tl_contention_result;
 
-double tl_contention_model(double alpha, double max_slowdown, double f);
+double tl_contention_threads_slowdown(double alpha, double max_slowdown, double f);
 /* Grid search, coarse then fine (0.001); deterministic. */
 int tl_contention_fit(const tl_contention_point *p, int n, tl_contention_result *out, tl_err *err);
 /* The serialized rule above: the co-run time reached 90% of the other's solo
@@ -275,6 +275,27 @@ int tl_contention_read_csv(const char *path, tl_contention_point **out, int *n, 
  * *fit is the fit without serialized points. */
 int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_contention_result *fit,
                          tl_err *err);
+
+/* ---- crowding fit (a kernel's blocks packed more densely than alone) ---- */
+
+/* One measurement of tally-run crowding: a one-wave synthetic kernel of
+ * 'kind' (TL_KIND_*) with k blocks on every SM, whose blocks took 'ratio'
+ * times as long as with k_ref on every SM (the same work per block);
+ * 'occupancy' is the most blocks of it an SM holds. */
+typedef struct tl_crowding_point {
+    int kind, occupancy, k_ref, k;
+    double ratio;
+} tl_crowding_point;
+
+typedef struct tl_crowding_result {
+    double c[2];                 /* per TL_KIND_*: the fitted crowding */
+    double rmse[2];              /* of the ratios */
+    int n[2];                    /* points of that kind */
+} tl_crowding_result;
+
+/* Least squares of tl_sim_crowding (include/tally/sim.h) over c in [0, 1] by
+ * 0.001, per kind; a kind without points gets c 0, n 0. */
+int tl_crowding_fit(const tl_crowding_point *p, int n, tl_crowding_result *out, tl_err *err);
 
 /* Monotonic clock in ns. */
 tl_ns tl_mono_ns(void);

@@ -14,7 +14,8 @@
 # that can be carried to a machine without those packages).
 
 BACKEND_HOST_SRC := backend/kind_rule.c backend/calib_math.c backend/calib_db.c backend/mps.c \
-                    backend/procs.c backend/watchdog.c backend/contention_fit.c backend/gap_stats.c \
+                    backend/procs.c backend/watchdog.c backend/contention_fit.c backend/crowding_fit.c \
+                    backend/gap_stats.c \
                     backend/worker_ipc.c backend/clock_fix.c
 BACKEND_HOST_OBJ := $(BACKEND_HOST_SRC:%.c=$(BUILD)/%.o)
 BACKEND_HOST_LIB := $(BUILD)/backend/libtally_backend_host.a
@@ -35,7 +36,8 @@ $(BUILD)/tests/test_backend.o: ALL_CFLAGS += -Ibackend
 ifneq ($(strip $(NVCC)),)
 
 BACKEND_CUDA_SRC := backend/cuda_device.c backend/cuda_calib.c backend/cuda_green.c \
-                    backend/cuda_probe.c backend/hw_selftest.c backend/hw_contention.c backend/hw_gap.c \
+                    backend/cuda_probe.c backend/hw_selftest.c backend/hw_contention.c backend/hw_crowding.c \
+                    backend/hw_gap.c \
                     backend/worker.c backend/graph_cache.c
 BACKEND_CUDA_OBJ := $(BACKEND_CUDA_SRC:%.c=$(BUILD)/%.o) $(BUILD)/backend/synth.o
 BACKEND_CUDA_LIB := $(BUILD)/backend/libtally_backend_cuda.a

@@ -19,7 +19,7 @@
 #include "backend.h"
 #include "tally/metrics.h"
 
-double tl_contention_model(double alpha, double max_slowdown, double f)
+double tl_contention_threads_slowdown(double alpha, double max_slowdown, double f)
 {
     if (f <= 0)
         return 1.0;
@@ -31,7 +31,7 @@ static double sse(const tl_contention_point *p, int n, double alpha, double cap)
 {
     double s = 0;
     for (int i = 0; i < n; i++) {
-        double r = p[i].slowdown - tl_contention_model(alpha, cap, p[i].f);
+        double r = p[i].slowdown - tl_contention_threads_slowdown(alpha, cap, p[i].f);
         s += r * r;
     }
     return s;
@@ -336,7 +336,7 @@ int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_conten
     fprintf(f, "%-8s %6s %-8s %6s %-6s %9s %9s %7s\n", "kind", "f_self", "other", "f", "order",
             "measured", "fitted", "error");
     for (int i = 0; i < n; i++) {
-        double mo = tl_contention_model(fit->alpha, fit->max_slowdown, p[i].f);
+        double mo = tl_contention_threads_slowdown(fit->alpha, fit->max_slowdown, p[i].f);
         fprintf(f, "%-8s %6.3f %-8s %6.3f %-6s %9.3f %9.3f %+6.1f%%%s\n",
                 tl_kernel_kind_name(p[i].kind), p[i].f_self, tl_kernel_kind_name(p[i].other_kind),
                 p[i].f, p[i].older ? "first" : "second", p[i].slowdown, mo,

@@ -7,6 +7,8 @@
  *   tally-run selftest            PTB retreat/resume, priority streams, SM partitions
  *   tally-run contention          co-run slowdowns of synthetic kernels, and the fit of
  *                                 the simulator's contention formula to them
+ *   tally-run crowding            block times of synthetic kernels at 1..occupancy blocks
+ *                                 an SM, and the fit of the simulator's crowding rule
  *
  * Every subcommand first checks for a GPU and refuses with exit status 69
  * (EX_UNAVAILABLE) and a one-line reason when there is none.
@@ -34,6 +36,7 @@
 
 int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err);
 int tl_hw_contention(FILE *out, FILE *csv, int device, tl_contention_result *fit, tl_err *err);
+int tl_hw_crowding(FILE *out, FILE *csv, int device, tl_crowding_result *fit, tl_err *err);
 
 static void usage(FILE *f)
 {
@@ -46,6 +49,8 @@ static void usage(FILE *f)
 "       tally-run contention [--csv F]   co-run slowdowns of compute/memory kernel pairs\n"
 "                                        and the fit of the simulator's contention model\n"
 "       tally-run contention --fit F     the fit again from a CSV written before (no GPU)\n"
+"       tally-run crowding [--csv F]     block times at 1..occupancy blocks an SM and the fit\n"
+"                                        of the simulator's crowding rule\n"
 "\n"
 "Run options (as tally-sim):\n"
 "  -s, --spec FILE          experiment spec (JSON)\n"
@@ -731,6 +736,36 @@ static int cmd_contention(cli *c, int argc, char **argv)
     return r < 0 ? fail(&err, r) : 0;
 }
 
+/* crowding: measure on the GPU (CSV with --csv) and fit. */
+static int cmd_crowding(cli *c, int argc, char **argv)
+{
+    if (optind < argc) {
+        fprintf(stderr, "tally-run crowding: unexpected argument '%s' (try --help)\n", argv[optind]);
+        return EX_USAGE;
+    }
+    if (c->fit) {
+        fprintf(stderr, "tally-run crowding: --fit is not supported (the fit is printed with the "
+                        "measurement)\n");
+        return EX_USAGE;
+    }
+    tl_cuda_info info;
+    int r = need_gpu(c, &info);
+    if (r) return r;
+    FILE *csv = NULL;
+    if (c->csv && !(csv = fopen(c->csv, "w"))) {
+        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    tl_err err = {0};
+    tl_crowding_result fit;
+    r = tl_hw_crowding(stdout, csv, c->co.device, &fit, &err);
+    if (csv && fclose(csv) != 0 && r == 0) {
+        fprintf(stderr, "tally-run: %s: write failed: %s\n", c->csv, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    return r < 0 ? fail(&err, r) : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "__worker")) /* a context worker (worker.h) */
@@ -754,6 +789,7 @@ int main(int argc, char **argv)
     if (!strcmp(sub, "fidelity")) return cmd_fidelity(&c, argc, argv);
     if (!strcmp(sub, "selftest")) return cmd_selftest(&c);
     if (!strcmp(sub, "contention")) return cmd_contention(&c, argc, argv);
+    if (!strcmp(sub, "crowding")) return cmd_crowding(&c, argc, argv);
     if (!strcmp(sub, "mps-check")) return cmd_mps_check(&c, "/proc/self/exe");
     fprintf(stderr, "tally-run: unknown command '%s' (try --help)\n", sub);
     return EX_USAGE;

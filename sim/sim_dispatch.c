@@ -149,12 +149,13 @@ static double group_slowdown_shared(sim *s, const group *g)
     return contention_slowdown(&s->p.contention, (double)g->foreign / slots);
 }
 
-/* A group alone on its SMs (most of them) runs at its solo rate: no call. */
+/* A group alone on its SMs (most of them) runs at its solo rate (times its
+ * crowding): no call. */
 static inline double group_slowdown(sim *s, const group *g)
 {
     if (g->foreign <= 0 || g->sms <= 0)
-        return 1.0;
-    return group_slowdown_shared(s, g);
+        return g->crowd;
+    return g->crowd * group_slowdown_shared(s, g);
 }
 
 static void group_end_ev(void *ctx, void *arg, uint64_t u);
@@ -530,6 +531,7 @@ static group *group_new(sim *s, launch *l, unit *u)
     g->foreign = g->foreign_mem = g->starve = 0;
     g->age = ++s->next_age;
     g->slowdown = 1.0;
+    g->crowd = 1.0;
     g->remaining = 0;
     g->last_t = 0;
     g->ev = 0;
@@ -596,12 +598,38 @@ static inline void place_start(sim *s, unit *u, launch *l, group *g, uint64_t pl
     group_start(s, g);
 }
 
+/* Crowding (sim/README.md): a whole kernel's group with more blocks on its
+ * most crowded SM (max_bps) than the traced kernel's own
+ * k0 = min(occupancy, ceil(grid / SMs)) runs each block at
+ * tl_sim_crowding(c, occupancy, k0, max_bps) of its solo time, c by the
+ * kernel's kind. PTB launches and slices have their own rule (residency). */
+static double crowd_of(const sim *s, const launch *l, int max_bps)
+{
+    double c = l->work == TL_WORK_MEMORY ? s->p.crowding_memory : s->p.crowding;
+    const tl_op *op = l->op;
+    uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
+    if (c <= 0 || l->ptb || l->block_end - l->block_begin < grid)
+        return 1.0;
+    uint64_t sms = (uint64_t)s->gpu.sms;
+    uint64_t k0 = u64_min((grid + sms - 1) / sms, (uint64_t)l->occ);
+    if ((uint64_t)max_bps <= k0)
+        return 1.0;
+    return tl_sim_crowding(c, l->occ, (int)k0, max_bps);
+}
+
 /* A new group of l: 'placed' blocks on the pieces. */
 static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces, int np,
                                 uint64_t placed)
 {
     group *g = group_new(s, l, u);
     g->blocks = placed;
+    if (s->p.crowding > 0 || s->p.crowding_memory > 0) {
+        int max_bps = 0;
+        for (int i = 0; i < np; i++)
+            if (pieces[i].bps > max_bps)
+                max_bps = pieces[i].bps;
+        g->crowd = crowd_of(s, l, max_bps);
+    }
     sm_place(s, u, g, pieces, np);
     place_start(s, u, l, g, placed);
 }
@@ -632,15 +660,70 @@ static int place_idle(sim *s, unit *u, launch *l)
     }
     group *g = group_new(s, l, u);
     g->blocks = need;
+    if (s->p.crowding > 0 || s->p.crowding_memory > 0)
+        g->crowd = crowd_of(s, l, m_hi > 0 ? bps_hi : bps_lo);
     sm_place_idle(s, u, g, m_hi, bps_hi, bps_lo);
     place_start(s, u, l, g, need);
     return l->to_dispatch == 0 ? PLACE_DONE : PLACE_ROOM;
+}
+
+/* Does a live group of another job share l's unit? */
+static bool other_job_in_unit(const unit *u, const launch *l)
+{
+    for (const group *g = u->groups; g; g = g->next)
+        if (g->l->job != l->job)
+            return true;
+    return false;
+}
+
+/* Packing (pack_foreign): a launch that waited for room, placed into the room
+ * other jobs' blocks freed. On the hardware that room appears SM by SM (block
+ * ends are staggered) and the waiting kernel's blocks fill each SM as it frees
+ * (experiments/results/hw/placement/); the simulator frees a group's SMs at
+ * one instant. So: 'need' blocks (less than the candidates hold) on the
+ * candidates with the most room per SM first (class order among equals),
+ * each SM filled to its room; the last SM takes the rest. Returns the pieces
+ * (at most 2 x nc). */
+static int pack_pieces(const cand *cands, int nc, uint64_t need, piece *pieces)
+{
+    int np = 0;
+    bool used_stack[16] = { false };
+    bool *used = nc <= 16 ? used_stack : tl_xcalloc((size_t)nc, sizeof *used);
+    while (need > 0) {
+        int best = -1;
+        for (int i = 0; i < nc; i++)
+            if (!used[i] && (best < 0 || cands[i].bps > cands[best].bps))
+                best = i;
+        if (best < 0)
+            break;
+        used[best] = true;
+        const cand *c = &cands[best];
+        uint64_t full = need / (uint64_t)c->bps;
+        if (full >= (uint64_t)c->m) {
+            pieces[np++] = *c;
+            need -= (uint64_t)c->m * (uint64_t)c->bps;
+            continue;
+        }
+        if (full > 0)
+            pieces[np++] = (piece){ c->ci, (int)full, c->bps };
+        uint64_t rest = need - full * (uint64_t)c->bps;
+        if (rest > 0)
+            pieces[np++] = (piece){ c->ci, 1, (int)rest };
+        need = 0;
+    }
+    if (used != used_stack)
+        free(used);
+    return np;
 }
 
 /* Place as many undispatched blocks of l as fit; returns PLACE_*. */
 static int place(sim *s, sctx *c, launch *l)
 {
     unit *u = c->u;
+    if (!l->tried) {
+        l->tried = true;
+        l->first_try = sim_now(s);
+    }
     if (coalesce_defer(s, l))
         return PLACE_LATER;
     if (!u->groups && u->n_cls == 1 && c->cap_sms >= u->pools[c->pool].sms)
@@ -726,12 +809,16 @@ again:;
             return PLACE_DONE;
         return cap_limited ? PLACE_CAP : PLACE_ROOM;
     }
-    /* Breadth-first: every usable SM gets min(f, k) blocks, where k is the
-     * largest number of full rounds that fits in 'need'; the rest go one
-     * more per SM, in class order. */
     piece stack_pieces[32];
     piece *pieces = 2 * nc <= 32 ? stack_pieces : tl_xmalloc((size_t)(2 * nc) * sizeof *pieces);
     int np = 0;
+    if (s->p.pack_foreign && l->first_try < sim_now(s) && other_job_in_unit(u, l)) {
+        np = pack_pieces(cands, nc, need, pieces);
+        goto commit;
+    }
+    /* Breadth-first: every usable SM gets min(f, k) blocks, where k is the
+     * largest number of full rounds that fits in 'need'; the rest go one
+     * more per SM, in class order. */
     int k = 0;
     uint64_t tot_k = 0;
     if (nc == 1) { /* one class: k full rounds directly */
@@ -759,6 +846,7 @@ again:;
         if (lo > 0 && cands[i].m - x > 0)
             pieces[np++] = (piece){ cands[i].ci, cands[i].m - x, lo };
     }
+commit:
     place_commit(s, u, l, pieces, np, need);
     if (pieces != stack_pieces)
         free(pieces);

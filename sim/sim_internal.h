@@ -87,6 +87,9 @@ struct launch {
     tl_ns start_ns, end_ns;
     bool started;
     tl_ns last_place;       /* last time blocks of it were placed (coalescing) */
+    tl_ns first_try;        /* when it first sought room (pack_foreign: a launch placed
+                               later waited for room that others' blocks freed) */
+    bool tried;             /* first_try is set */
     tl_ns wake_at;          /* a coalescing wake-up is pending for then (0: none) */
     int sms_now;            /* SMs with one of its blocks resident (running) */
     tl_ns sms_last;
@@ -116,6 +119,8 @@ struct group {
     uint64_t age;           /* placement order (a recycled wave is placed anew):
                                the warp schedulers favour older blocks */
     double slowdown;
+    double crowd;           /* its blocks' time relative to the traced kernel's for how
+                               many share its most crowded SM (crowding; 1: as traced) */
     double remaining;       /* solo ns of the work left (all waves of a train; PTB: the
                                current round) */
     tl_ns last_t;

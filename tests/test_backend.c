@@ -848,7 +848,7 @@ static void test_contention_fit_recovers_parameters(void **state)
     tl_contention_point p[8];
     const double fs[8] = {0.125, 0.25, 0.5, 0.75, 0.125, 0.25, 0.5, 0.75};
     for (int i = 0; i < 8; i++)
-        p[i] = (tl_contention_point){i % 2, (i / 2) % 2, 0.125, fs[i], tl_contention_model(alpha, cap, fs[i])};
+        p[i] = (tl_contention_point){i % 2, (i / 2) % 2, 0.125, fs[i], tl_contention_threads_slowdown(alpha, cap, fs[i])};
     tl_contention_result r;
     tl_err err = {0};
     assert_int_equal(tl_contention_fit(p, 8, &r, &err), 0);
@@ -868,8 +868,8 @@ static void test_contention_fit_recovers_parameters(void **state)
         p[i].slowdown = 1.0;
     assert_int_equal(tl_contention_fit(p, 8, &r, &err), 0);
     assert_float_equal(r.alpha, 0, 1e-9);
-    assert_float_equal(tl_contention_model(0.5, 2.0, 0), 1.0, 0);
-    assert_float_equal(tl_contention_model(0.5, 1.1, 1.0), 1.1, 0);
+    assert_float_equal(tl_contention_threads_slowdown(0.5, 2.0, 0), 1.0, 0);
+    assert_float_equal(tl_contention_threads_slowdown(0.5, 1.1, 1.0), 1.1, 0);
     /* bad input */
     assert_int_equal(tl_contention_fit(p, 1, &r, &err), TL_EMISSING);
     p[3].f = 1.5;

@@ -88,6 +88,17 @@ typedef struct tl_sim_params {
                                   SM than its traced kernel runs each block faster, block
                                   time x (1 - r (1 - k / occupancy)) relative to the
                                   kernel's own k (0: block time does not depend on it) */
+    double crowding;           /* in [0, 1]: a compute-bound kernel's block group holding
+                                  more of its blocks on an SM than the traced kernel did
+                                  (placed into the room other kernels left on a few SMs)
+                                  runs slower: tl_sim_crowding(c, occupancy, k0, k), k its
+                                  most crowded SM's blocks, k0 the kernel's own (0: block
+                                  time does not depend on it; sim/README.md, "Crowding") */
+    double crowding_memory;    /* the same for memory-bound kernels */
+    int pack_foreign;          /* 1: a kernel placed beside another job's blocks fills the
+                                  SMs with the most room first, each to its capacity (the
+                                  H100 places into room as it frees, SM by SM); 0: spread
+                                  breadth-first over every SM with room */
 } tl_sim_params;
 
 typedef struct tl_sim_stats {
@@ -125,6 +136,12 @@ typedef struct tl_sim_stats {
 #define TL_SIM_MODEL_REVISION 12
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
+/* Crowding: the time of a block with k blocks of its kernel on its SM, relative
+ * to k_ref of them, (1 - c (1 - k / occupancy)) / (1 - c (1 - k_ref / occupancy));
+ * c = 1: an SM's throughput is shared evenly among the blocks (time grows as
+ * k), c = 0: no effect. Fitted by tally-run crowding. */
+double tl_sim_crowding(double c, int occupancy, int k_ref, int k);
+
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
 /* Set one parameter by name: "contention.model" (threads | kinds),
  * "contention.alpha", ..., "launch_latency_ns", "callback_launch_latency_ns", ...
