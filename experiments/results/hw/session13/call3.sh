@@ -1,12 +1,11 @@
 #!/bin/sh
-# Session 13's fourth device call: as call1.sh without the selftest, seed 3. (call1: the calibration
-# refactor of bf938dd (take_copies, median_of_copies, shared by launches and
-# graph nodes) had only been compiled. (2) The graph headline spec, every policy,
-# 8 s after 2 s, seed 3, with graph jobs' kernels calibrated as CUDA-graph nodes
-# (session 12 had node-calibrated runs of seed 1 only): a second node-calibrated
-# repetition, and the first run that records meta hw_graph_calibration.
+# Session 13's fourth device call: the graph headline spec, every policy, 8 s
+# after 2 s, seed 3, graph jobs' kernels calibrated as CUDA-graph nodes: a third
+# node-calibrated repetition (seeds 1 and 2: ../session12/node/graph_node.db,
+# call1.sh's graph_node_s2.db), made after model revision 13 was fitted on
+# seeds 1-2, so a held-out check of it.
 # Build: build/dev of the commit that adds this file.
-out=${1:?usage: call1.sh OUTDIR}
+out=${1:?usage: call3.sh OUTDIR}
 hw=experiments/results/hw
 export TALLY_CALIB_DB=/tmp/calib.sqlite; cp $hw/calib.sqlite $TALLY_CALIB_DB
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
