@@ -279,22 +279,23 @@ int tl_contention_report(FILE *f, const tl_contention_point *p, int n, tl_conten
 /* ---- crowding fit (a kernel's blocks packed more densely than alone) ---- */
 
 /* One measurement of tally-run crowding: a one-wave synthetic kernel of
- * 'kind' (TL_KIND_*) with k blocks on every SM, whose blocks took 'ratio'
- * times as long as with k_ref on every SM (the same work per block);
- * 'occupancy' is the most blocks of it an SM holds. */
+ * 'kind' (TL_KIND_*), blocks of 'warps' warps, k blocks on every SM, whose
+ * blocks took 'ratio' times as long as with k_ref on every SM (the same work
+ * per block); 'occupancy' is the most blocks of it an SM holds. */
 typedef struct tl_crowding_point {
-    int kind, occupancy, k_ref, k;
+    int kind, warps, occupancy, k_ref, k;
     double ratio;
 } tl_crowding_point;
 
 typedef struct tl_crowding_result {
-    double c[2];                 /* per TL_KIND_*: the fitted crowding */
+    double ws[2];                /* per TL_KIND_*: the fitted saturation warps */
     double rmse[2];              /* of the ratios */
     int n[2];                    /* points of that kind */
 } tl_crowding_result;
 
-/* Least squares of tl_sim_crowding (include/tally/sim.h) over c in [0, 1] by
- * 0.001, per kind; a kind without points gets c 0, n 0. */
+/* Least squares of tl_sim_crowding (include/tally/sim.h) over ws in
+ * [0.1, 64] by 0.01, per kind (ties keep the smaller); a kind without points
+ * gets ws 0, n 0. */
 int tl_crowding_fit(const tl_crowding_point *p, int n, tl_crowding_result *out, tl_err *err);
 
 /* Monotonic clock in ns. */

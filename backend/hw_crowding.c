@@ -10,7 +10,9 @@
  * as one wave of k blocks on every SM (grid k x SMs: the block scheduler
  * spreads an idle GPU's blocks evenly), k = 1, 2, 4, ... up to its occupancy,
  * with the same work per block; ratio = its time / its time at k = 1, medians
- * of 5 runs after a warm-up. */
+ * of 5 runs after a warm-up. The compute kernel's fit is the simulator's
+ * crowding_warps; the memory kernel's times are printed but not used: with
+ * every SM loaded, DRAM bandwidth sets them, not the crowded SM. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -157,7 +159,7 @@ int tl_hw_crowding(FILE *out, FILE *csv, int device, tl_crowding_result *fit, tl
                 double t = ref;
                 if (k > 1 && (r = time_wave(&c, kind, threads, k, iters, &t, err)) < 0)
                     break;
-                pts[np++] = (tl_crowding_point){kind, occ, 1, k, t / ref};
+                pts[np++] = (tl_crowding_point){kind, threads / 32, occ, 1, k, t / ref};
                 if (csv)
                     fprintf(csv, "%s,%d,%d,1,%d,%.0f,%.0f,%.4f,%u\n", tl_kernel_kind_name(kind),
                             threads, occ, k, ref, t, t / ref, iters);
@@ -169,11 +171,14 @@ int tl_hw_crowding(FILE *out, FILE *csv, int device, tl_crowding_result *fit, tl
         }
     if (!r)
         r = tl_crowding_fit(pts, np, fit, err);
-    if (!r && out)
-        for (int kind = 0; kind < 2; kind++)
-            fprintf(out, "crowding: fit %-7s c = %.3f (rmse %.3f over %d points): the simulator's "
-                         "%s\n", tl_kernel_kind_name(kind), fit->c[kind], fit->rmse[kind],
-                    fit->n[kind], kind == TL_KIND_COMPUTE ? "crowding" : "crowding_memory");
+    if (!r && out) {
+        fprintf(out, "crowding: fit compute ws = %.2f warps (rmse %.3f over %d points): the "
+                     "simulator's crowding_warps\n", fit->ws[TL_KIND_COMPUTE],
+                fit->rmse[TL_KIND_COMPUTE], fit->n[TL_KIND_COMPUTE]);
+        fprintf(out, "crowding: fit memory  ws = %.2f warps (rmse %.3f over %d points): not used "
+                     "(every SM loaded: DRAM bandwidth, not the SM, sets these times)\n",
+                fit->ws[TL_KIND_MEMORY], fit->rmse[TL_KIND_MEMORY], fit->n[TL_KIND_MEMORY]);
+    }
     if (c.st)
         cudaStreamDestroy(c.st);
     tl_synth_close(c.s);

@@ -85,12 +85,12 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
     return sd > p->mem_max_slowdown ? p->mem_max_slowdown : sd;
 }
 
-double tl_sim_crowding(double c, int occupancy, int k_ref, int k)
+double tl_sim_crowding(double ws, int warps_per_block, int k_ref, int k)
 {
-    if (c <= 0 || occupancy <= 0)
+    if (ws <= 0 || warps_per_block <= 0)
         return 1.0;
-    double occ = (double)occupancy;
-    return (1 - c * (1 - k / occ)) / (1 - c * (1 - k_ref / occ));
+    double w = warps_per_block, now = k * w, ref = k_ref * w;
+    return (now > ws ? now : ws) / (ref > ws ? ref : ws);
 }
 
 /* Partly starved (KINDS, contention.partial_starve): a group starved on a
@@ -208,9 +208,11 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * reading of earlier revisions. */
     p->mps_client_priority = h100 ? 0 : 1;
     p->residency_speedup = 0; /* experimental, off (sim/README.md, "Residency") */
-    p->crowding = 0;
-    p->crowding_memory = 0;
-    p->pack_foreign = 0;
+    /* Placement into freed room and crowding (revision 13): measured on the
+     * H100 (experiments/results/hw/placement/, tally-run crowding); off
+     * elsewhere (not measured). */
+    p->crowding_warps = h100 ? 4.74 : 0;
+    p->pack_foreign = h100 ? 1 : 0;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
@@ -274,10 +276,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: mps_client_priority must be 0 or 1");
     if (!(p->residency_speedup >= 0 && p->residency_speedup < 1))
         return tl_errf(err, TL_ERANGE, "sim params: residency_speedup must be in [0, 1)");
-    if (!(p->crowding >= 0 && p->crowding <= 1))
-        return tl_errf(err, TL_ERANGE, "sim params: crowding must be in [0, 1]");
-    if (!(p->crowding_memory >= 0 && p->crowding_memory <= 1))
-        return tl_errf(err, TL_ERANGE, "sim params: crowding_memory must be in [0, 1]");
+    if (!(p->crowding_warps >= 0 && p->crowding_warps <= 64))
+        return tl_errf(err, TL_ERANGE, "sim params: crowding_warps must be in [0, 64]");
     if (p->pack_foreign != 0 && p->pack_foreign != 1)
         return tl_errf(err, TL_ERANGE, "sim params: pack_foreign must be 0 or 1");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
@@ -321,8 +321,7 @@ static const pdesc pdescs[] = {
     PD("idle_switch_ns", P_NS, idle_switch_ns),
     PD("mps_client_priority", P_INT, mps_client_priority),
     PD("residency_speedup", P_DOUBLE, residency_speedup),
-    PD("crowding", P_DOUBLE, crowding),
-    PD("crowding_memory", P_DOUBLE, crowding_memory),
+    PD("crowding_warps", P_DOUBLE, crowding_warps),
     PD("pack_foreign", P_INT, pack_foreign),
 };
 #define N_PDESC (sizeof pdescs / sizeof pdescs[0])

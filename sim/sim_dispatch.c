@@ -598,23 +598,24 @@ static inline void place_start(sim *s, unit *u, launch *l, group *g, uint64_t pl
     group_start(s, g);
 }
 
-/* Crowding (sim/README.md): a whole kernel's group with more blocks on its
- * most crowded SM (max_bps) than the traced kernel's own
+/* Crowding (sim/README.md): a whole compute-bound kernel's group with more
+ * blocks on its most crowded SM (max_bps) than the traced kernel's own
  * k0 = min(occupancy, ceil(grid / SMs)) runs each block at
- * tl_sim_crowding(c, occupancy, k0, max_bps) of its solo time, c by the
- * kernel's kind. PTB launches and slices have their own rule (residency). */
+ * tl_sim_crowding(crowding_warps, its warps a block, k0, max_bps) of its solo
+ * time. Memory-bound kernels: not measured (tally-run crowding loads every
+ * SM, so DRAM bandwidth, not the SM, sets their times there). PTB launches
+ * and slices have their own rule (residency). */
 static double crowd_of(const sim *s, const launch *l, int max_bps)
 {
-    double c = l->work == TL_WORK_MEMORY ? s->p.crowding_memory : s->p.crowding;
     const tl_op *op = l->op;
     uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
-    if (c <= 0 || l->ptb || l->block_end - l->block_begin < grid)
+    if (l->work == TL_WORK_MEMORY || l->ptb || l->block_end - l->block_begin < grid)
         return 1.0;
     uint64_t sms = (uint64_t)s->gpu.sms;
     uint64_t k0 = u64_min((grid + sms - 1) / sms, (uint64_t)l->occ);
     if ((uint64_t)max_bps <= k0)
         return 1.0;
-    return tl_sim_crowding(c, l->occ, (int)k0, max_bps);
+    return tl_sim_crowding(s->p.crowding_warps, (l->cost.threads + 31) / 32, (int)k0, max_bps);
 }
 
 /* A new group of l: 'placed' blocks on the pieces. */
@@ -623,7 +624,7 @@ static inline void place_commit(sim *s, unit *u, launch *l, const piece *pieces,
 {
     group *g = group_new(s, l, u);
     g->blocks = placed;
-    if (s->p.crowding > 0 || s->p.crowding_memory > 0) {
+    if (s->p.crowding_warps > 0) {
         int max_bps = 0;
         for (int i = 0; i < np; i++)
             if (pieces[i].bps > max_bps)
@@ -660,7 +661,7 @@ static int place_idle(sim *s, unit *u, launch *l)
     }
     group *g = group_new(s, l, u);
     g->blocks = need;
-    if (s->p.crowding > 0 || s->p.crowding_memory > 0)
+    if (s->p.crowding_warps > 0)
         g->crowd = crowd_of(s, l, m_hi > 0 ? bps_hi : bps_lo);
     sm_place_idle(s, u, g, m_hi, bps_hi, bps_lo);
     place_start(s, u, l, g, need);

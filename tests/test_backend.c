@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "backend.h"
+#include "tally/sim.h"
 #include "worker.h"
 #include "tally/trace.h"
 #include "test_db.h"
@@ -838,6 +839,45 @@ static void test_gpu_selftest(void **state)
     assert_non_null(strstr(out, "ALL CHECKS PASSED"));
 }
 
+/* ---- crowding fit (tally-run crowding's block times) ---- */
+
+/* The H100's compute points of experiments/results/hw/session13/crowding/
+ * crowding.csv (tally-run crowding, session 13): the fit is the simulator's
+ * crowding_warps, 4.74. Points made by the rule itself give their ws back;
+ * a kind without points gets 0; bad points are refused by index. */
+static void test_crowding_fit(void **state)
+{
+    (void)state;
+    const tl_crowding_point h100[] = {
+        {TL_KIND_COMPUTE, 2, 32, 1, 1, 1.000},  {TL_KIND_COMPUTE, 2, 32, 1, 2, 1.000},
+        {TL_KIND_COMPUTE, 2, 32, 1, 4, 1.677},  {TL_KIND_COMPUTE, 2, 32, 1, 8, 3.364},
+        {TL_KIND_COMPUTE, 2, 32, 1, 16, 6.741}, {TL_KIND_COMPUTE, 2, 32, 1, 32, 13.494},
+        {TL_KIND_COMPUTE, 8, 8, 1, 1, 1.000},   {TL_KIND_COMPUTE, 8, 8, 1, 2, 2.003},
+        {TL_KIND_COMPUTE, 8, 8, 1, 4, 3.999},   {TL_KIND_COMPUTE, 8, 8, 1, 8, 7.993}};
+    tl_crowding_result r;
+    tl_err err = {0};
+    assert_int_equal(tl_crowding_fit(h100, 10, &r, &err), 0);
+    assert_float_equal(r.ws[TL_KIND_COMPUTE], 4.74, 0.005);
+    assert_true(r.rmse[TL_KIND_COMPUTE] < 0.01);
+    assert_int_equal(r.n[TL_KIND_COMPUTE], 10);
+    assert_int_equal(r.n[TL_KIND_MEMORY], 0);
+    assert_float_equal(r.ws[TL_KIND_MEMORY], 0, 0);
+    tl_crowding_point p[6];
+    for (int i = 0; i < 6; i++) {
+        int k = 1 << i;
+        p[i] = (tl_crowding_point){TL_KIND_MEMORY, 2, 32, 1, k, tl_sim_crowding(9.5, 2, 1, k)};
+    }
+    assert_int_equal(tl_crowding_fit(p, 6, &r, &err), 0);
+    assert_float_equal(r.ws[TL_KIND_MEMORY], 9.5, 1e-9);
+    p[4].k = 64; /* more blocks than the occupancy */
+    assert_int_equal(tl_crowding_fit(p, 6, &r, &err), TL_EINVAL);
+    assert_non_null(strstr(err.msg, "point 4"));
+    p[4].k = 16;
+    p[2].ratio = 0;
+    assert_int_equal(tl_crowding_fit(p, 6, &r, &err), TL_EINVAL);
+    assert_int_equal(tl_crowding_fit(p, 0, &r, &err), TL_EINVAL);
+}
+
 /* ---- contention fit (the simulator's formula fitted to co-run slowdowns) ---- */
 
 static void test_contention_fit_recovers_parameters(void **state)
@@ -999,6 +1039,7 @@ int main(void)
         cmocka_unit_test(test_procs_signal_cleanup),
         cmocka_unit_test(test_watchdog_rule),
         cmocka_unit_test(test_contention_fit_recovers_parameters),
+        cmocka_unit_test(test_crowding_fit),
         cmocka_unit_test(test_contention_fit_kinds),
         cmocka_unit_test(test_contention_csv),
         cmocka_unit_test(test_clock_offset_moves_both_ways),

@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1331,6 +1332,82 @@ static void test_contention_partial_starve(void **st)
     }
 }
 
+/* pack_foreign and crowding_warps (four SMs, no contention): job 0 holds every
+ * SM's 2048 threads with A (4 blocks of 1024 threads, 1 ms) and B (the same,
+ * 3 ms). Job 1's K (compute, 16 blocks of 64 threads, 2 warps each, 100 us
+ * alone: 4 an SM, k0 = 4) arrives at 1 us and waits; A's end at 1 ms frees
+ * 1024 threads on every SM (room for 16 of K's blocks each).
+ *   spread (pack_foreign 0): 4 an SM, as alone: ends at 1.1 ms on 4 SMs;
+ *   packed: all 16 on the first SM; with crowding_warps 4 its 32 warps there
+ *   take max(32, 4) / max(8, 4) = 4 x as long: ends at 1.4 ms on 1 SM.
+ * K arriving at 1.5 ms finds the room already free: spread, 1.6 ms, either way. */
+typedef struct later_job {
+    h *x;
+    tl_stream_id s;
+    const tl_op *op;
+    int job;
+    uint64_t tag;
+} later_job;
+
+static void launch_later_job(void *arg, tl_ns now)
+{
+    (void)now;
+    later_job *l = arg;
+    launch(l->x, l->s, l->op, l->job, l->tag);
+}
+
+static void pack_case(int pack, double ws, tl_ns k_at, tl_ns want_end, double want_sms)
+{
+    h *x = open_h(4, 0);
+    x->p.contention.model = TL_CONTENTION_THREADS;
+    x->p.pack_foreign = pack;
+    x->p.crowding_warps = ws;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, c, 0), sb = stream(x, c, 0), hi = stream(x, c, -5);
+    tl_op a = mk(4, 1024, 32, 0, 1 * MS), b = mk(4, 1024, 32, 0, 3 * MS);
+    tl_op k = mk(16, 64, 32, 0, 100 * US);
+    a.work = b.work = TL_WORK_MEMORY;
+    k.work = TL_WORK_COMPUTE;
+    launch(x, sa, &a, 0, 1);
+    launch(x, sb, &b, 0, 2);
+    later_job lk = { x, hi, &k, 1, 3 };
+    tl_dev_timer(&x->d, k_at, launch_later_job, &lk);
+    run(x);
+    const tl_kernel_record *r = rec_of(x, 3);
+    if (r->end_ns != want_end || fabs(r->avg_sms - want_sms) > 1e-9)
+        fail_msg("pack %d ws %g at %lld: K ends at %lld on %g SMs, want %lld on %g", pack, ws,
+                 (long long)k_at, (long long)r->end_ns, r->avg_sms, (long long)want_end, want_sms);
+    close_h(x);
+}
+
+static void test_pack_and_crowding(void **st)
+{
+    (void)st;
+    pack_case(0, 0, 1 * US, 1100 * US, 4);
+    pack_case(0, 4, 1 * US, 1100 * US, 4);
+    pack_case(1, 0, 1 * US, 1100 * US, 1);
+    pack_case(1, 4, 1 * US, 1400 * US, 1);
+    pack_case(1, 4, 1500 * US, 1600 * US, 4);
+    /* the rule itself, and the ranges by name */
+    assert_float_equal(tl_sim_crowding(4.74, 2, 4, 32), 64 / 8.0, 1e-12);
+    assert_float_equal(tl_sim_crowding(4.74, 2, 1, 2), 1.0, 1e-12);
+    assert_float_equal(tl_sim_crowding(4.74, 8, 1, 4), 4.0, 1e-12);
+    assert_float_equal(tl_sim_crowding(0, 2, 4, 32), 1.0, 0);
+    tl_sim_params p;
+    tl_gpu_props g;
+    tl_err err;
+    assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(tl_sim_params_set(&p, "crowding_warps", "65", &err), 0);
+    assert_int_equal(tl_sim_params_validate(&p, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "crowding_warps"));
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(tl_sim_params_set(&p, "pack_foreign", "2", &err), 0);
+    assert_int_equal(tl_sim_params_validate(&p, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "pack_foreign"));
+}
+
 /* callback_launch_latency_ns: a launch made from a completion callback
  * starts that much later. K1 (1 ms) ends at 1 ms; its callback launches K2
  * (1 ms), which starts at 1.010 ms and ends at 2.010 ms. */
@@ -1621,6 +1698,7 @@ int main(void)
         cmocka_unit_test(test_contention_kinds_h100_coruns),
         cmocka_unit_test(test_contention_kinds_age),
         cmocka_unit_test(test_contention_partial_starve),
+        cmocka_unit_test(test_pack_and_crowding),
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_timeslice_stream_gap),

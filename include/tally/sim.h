@@ -88,13 +88,12 @@ typedef struct tl_sim_params {
                                   SM than its traced kernel runs each block faster, block
                                   time x (1 - r (1 - k / occupancy)) relative to the
                                   kernel's own k (0: block time does not depend on it) */
-    double crowding;           /* in [0, 1]: a compute-bound kernel's block group holding
-                                  more of its blocks on an SM than the traced kernel did
-                                  (placed into the room other kernels left on a few SMs)
-                                  runs slower: tl_sim_crowding(c, occupancy, k0, k), k its
-                                  most crowded SM's blocks, k0 the kernel's own (0: block
-                                  time does not depend on it; sim/README.md, "Crowding") */
-    double crowding_memory;    /* the same for memory-bound kernels */
+    double crowding_warps;     /* >= 0: a compute-bound kernel's block group holding more of
+                                  its warps on an SM than the traced kernel did (placed into
+                                  the room other kernels left on a few SMs) runs slower:
+                                  tl_sim_crowding(crowding_warps, ...), its most crowded
+                                  SM's blocks against the kernel's own (0: block time does
+                                  not depend on it; sim/README.md, "Crowding") */
     int pack_foreign;          /* 1: a kernel placed beside another job's blocks fills the
                                   SMs with the most room first, each to its capacity (the
                                   H100 places into room as it frees, SM by SM); 0: spread
@@ -132,15 +131,20 @@ typedef struct tl_sim_stats {
  * 9: a graph job's host blocks on a full launch queue only before an
  * iteration, never inside one (runner.c: a graph launch is one call); 10:
  * graph_launch_ns and graph_node_ns, the host's graph launch call before a
- * graph's ops are issued (2.5 us + 30 ns an op on the H100). */
-#define TL_SIM_MODEL_REVISION 12
+ * graph's ops are issued (2.5 us + 30 ns an op on the H100); 11:
+ * contention.partial_starve on; 12: mps_client_priority 0 on the H100 (client
+ * priority ignored); 13: pack_foreign and crowding_warps on the H100 (a kernel
+ * that waited for room beside another job's blocks fills the freed SMs one by
+ * one, and its crowded blocks share their SM's throughput). */
+#define TL_SIM_MODEL_REVISION 13
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
-/* Crowding: the time of a block with k blocks of its kernel on its SM, relative
- * to k_ref of them, (1 - c (1 - k / occupancy)) / (1 - c (1 - k_ref / occupancy));
- * c = 1: an SM's throughput is shared evenly among the blocks (time grows as
- * k), c = 0: no effect. Fitted by tally-run crowding. */
-double tl_sim_crowding(double c, int occupancy, int k_ref, int k);
+/* Crowding: the time of a compute-bound block with k blocks of its kernel (w
+ * warps each) on its SM, relative to k_ref of them:
+ * max(k w, ws) / max(k_ref w, ws). An SM's arithmetic throughput is reached
+ * with ws warps; past that its blocks share it evenly. ws 0: no effect.
+ * Fitted by tally-run crowding. */
+double tl_sim_crowding(double ws, int warps_per_block, int k_ref, int k);
 
 void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu);
 /* Set one parameter by name: "contention.model" (threads | kinds),
