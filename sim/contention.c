@@ -278,8 +278,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: residency_speedup must be in [0, 1)");
     if (!(p->crowding_warps >= 0 && p->crowding_warps <= 64))
         return tl_errf(err, TL_ERANGE, "sim params: crowding_warps must be in [0, 64]");
-    if (p->pack_foreign != 0 && p->pack_foreign != 1)
-        return tl_errf(err, TL_ERANGE, "sim params: pack_foreign must be 0 or 1");
+    if (p->pack_foreign < 0 || p->pack_foreign > 2)
+        return tl_errf(err, TL_ERANGE, "sim params: pack_foreign must be 0, 1 or 2");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: coalesce_fraction must be in [0, 1]");
     return 0;

@@ -813,7 +813,8 @@ again:;
     piece stack_pieces[32];
     piece *pieces = 2 * nc <= 32 ? stack_pieces : tl_xmalloc((size_t)(2 * nc) * sizeof *pieces);
     int np = 0;
-    if (s->p.pack_foreign && l->first_try < sim_now(s) && other_job_in_unit(u, l)) {
+    if (s->p.pack_foreign && (s->p.pack_foreign == 2 || l->first_try < sim_now(s)) &&
+        other_job_in_unit(u, l)) {
         np = pack_pieces(cands, nc, need, pieces);
         goto commit;
     }

@@ -1340,7 +1340,8 @@ static void test_contention_partial_starve(void **st)
  *   spread (pack_foreign 0): 4 an SM, as alone: ends at 1.1 ms on 4 SMs;
  *   packed: all 16 on the first SM; with crowding_warps 4 its 32 warps there
  *   take max(32, 4) / max(8, 4) = 4 x as long: ends at 1.4 ms on 1 SM.
- * K arriving at 1.5 ms finds the room already free: spread, 1.6 ms, either way. */
+ * K arriving at 1.5 ms finds the room already free: spread, 1.6 ms (pack_foreign
+ * 1); packed anyway with pack_foreign 2, 1.9 ms. */
 typedef struct later_job {
     h *x;
     tl_stream_id s;
@@ -1389,6 +1390,7 @@ static void test_pack_and_crowding(void **st)
     pack_case(1, 0, 1 * US, 1100 * US, 1);
     pack_case(1, 4, 1 * US, 1400 * US, 1);
     pack_case(1, 4, 1500 * US, 1600 * US, 4);
+    pack_case(2, 4, 1500 * US, 1900 * US, 1); /* 2: packed although it did not wait */
     /* the rule itself, and the ranges by name */
     assert_float_equal(tl_sim_crowding(4.74, 2, 4, 32), 64 / 8.0, 1e-12);
     assert_float_equal(tl_sim_crowding(4.74, 2, 1, 2), 1.0, 1e-12);
@@ -1403,7 +1405,7 @@ static void test_pack_and_crowding(void **st)
     assert_int_equal(tl_sim_params_validate(&p, &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "crowding_warps"));
     tl_sim_params_default(&p, &g);
-    assert_int_equal(tl_sim_params_set(&p, "pack_foreign", "2", &err), 0);
+    assert_int_equal(tl_sim_params_set(&p, "pack_foreign", "3", &err), 0);
     assert_int_equal(tl_sim_params_validate(&p, &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "pack_foreign"));
 }

@@ -94,10 +94,12 @@ typedef struct tl_sim_params {
                                   tl_sim_crowding(crowding_warps, ...), its most crowded
                                   SM's blocks against the kernel's own (0: block time does
                                   not depend on it; sim/README.md, "Crowding") */
-    int pack_foreign;          /* 1: a kernel placed beside another job's blocks fills the
-                                  SMs with the most room first, each to its capacity (the
-                                  H100 places into room as it frees, SM by SM); 0: spread
-                                  breadth-first over every SM with room */
+    int pack_foreign;          /* 1: a kernel that waited for room, placed beside another
+                                  job's blocks, fills the SMs with the most room first,
+                                  each to its capacity (the H100 places into room as it
+                                  frees, SM by SM); 2: every kernel placed beside another
+                                  job's blocks, waited or not; 0: spread breadth-first
+                                  over every SM with room */
 } tl_sim_params;
 
 typedef struct tl_sim_stats {
