@@ -2,7 +2,8 @@
 # Validations at model revision 13 (pack_foreign and crowding_warps on the H100)
 # of the node-calibrated graph runs (seeds 1-3: ../session12/node/graph_node.db,
 # graph_node_s2.db, graph_node_s3.db; every policy, 8 s), the same at revision 12
-# (both options off: *_rev12), and the session 11-12 runs of both headline specs
+# (both options off: *_rev12) and with pack_foreign 2 (every kernel placed beside
+# another job packs, not only one that waited: *_pack2), and the session 11-12 runs of both headline specs
 # and the 30 s tally/tgs run at revision 13 (rev13/), with the parameters of the
 # earlier sessions' validations. Databases unpacked first (xz -dk). From the
 # repository root: sh experiments/results/hw/session13/validate.sh [BUILD]
@@ -19,6 +20,7 @@ for n in 1 2 3; do
   case $n in 1) db=$hw/session12/node/graph_node.db;; *) db=$d/graph_node_s$n.db;; esac
   v $d/validation_graph_node_s$n $g $db
   v $d/validation_graph_node_s${n}_rev12 $g $db $rev12
+  v $d/validation_graph_node_s${n}_pack2 $g $db --sim-param pack_foreign=2
 done
 v $d/rev13/validation_graph_s11 $g $hw/session11/graph_s11.db
 v $d/rev13/validation_graph_s12 $g $hw/session12/graph_s12.db
