@@ -19,6 +19,9 @@
 //     memlong-seq 20 streaming kernels of 6272 x 256, ~92 us (blocks ~15 us)
 //     mem-seq     100 streaming kernels of 6272 x 256, ~20 us (blocks ~1-2 us)
 //     tiny-one    one spin kernel of 132 x 64 (one block an SM), 600 us
+//     half-one    one spin kernel of 132 x 1024 (half of every SM's threads), 600 us
+//     spin264-one one spin kernel of 264 x 256 (cmp-one's shape), 600 us
+// An optional second argument runs only the scenarios whose names contain it.
 // Output: OUT/summary.txt (medians over reps) and OUT/blocks.csv (every victim
 // block; background blocks from 30 us before the victim's first block to
 // 30 us after its last end): scenario,rep,kernel,block,sm,start_ns,end_ns
@@ -183,7 +186,9 @@ int main(int argc, char **argv)
                    {"cmp-one", CMP, 264, 256, 600, 1, 0},
                    {"memlong-seq", MEM, 6272, 256, 92, 20, 0},
                    {"mem-seq", MEM, 6272, 256, 20, 100, 0},
-                   {"tiny-one", SPIN, 132, 64, 600, 1, 0}};
+                   {"tiny-one", SPIN, 132, 64, 600, 1, 0},
+                   {"half-one", SPIN, 132, 1024, 600, 1, 0},
+                   {"spin264-one", SPIN, 264, 256, 600, 1, 0}};
     size_t maxrec = 0;
     for (auto &b : bgs) maxrec = std::max(maxrec, (size_t)b.blocks * b.count);
     unsigned long long *vrec, *brec;
@@ -207,8 +212,12 @@ int main(int argc, char **argv)
         {"cmp-seq/v64/lesser", &v64, 0, "lesser"},   {"cmp-seq/v256/greater", &v256, 0, "greater"},
         {"cmp-one/v64/greater", &v64, 1, "greater"}, {"memlong-seq/v64/greater", &v64, 2, "greater"},
         {"memlong-seq/v256/greater", &v256, 2, "greater"}, {"mem-seq/v64/greater", &v64, 3, "greater"},
-        {"mem-seq/v64/same", &v64, 3, "same"},       {"tiny-one/v64/greater", &v64, 4, "greater"}};
+        {"mem-seq/v64/same", &v64, 3, "same"},       {"tiny-one/v64/greater", &v64, 4, "greater"},
+        {"half-one/v64/greater", &v64, 5, "greater"}, {"spin264-one/v64/greater", &v64, 6, "greater"}};
+    const char *only = argc > 2 ? argv[2] : "";
     for (auto &s : sc) {
+        if (!strstr(s.name, only))
+            continue;
         shape &b = bgs[s.bg];
         bool lesser = !strcmp(s.prio, "lesser"), same = !strcmp(s.prio, "same");
         cudaStream_t bst = lesser ? hi : lo, vst = lesser ? lo2 : same ? lo2 : hi;
