@@ -21,7 +21,9 @@
 //     tiny-one    one spin kernel of 132 x 64 (one block an SM), 600 us
 //     half-one    one spin kernel of 132 x 1024 (half of every SM's threads), 600 us
 //     spin264-one one spin kernel of 264 x 256 (cmp-one's shape), 600 us
-// An optional second argument runs only the scenarios whose names contain it.
+// An optional second argument runs only the scenarios whose names contain it;
+// a third, "carveout", sets every kernel's preferred shared-memory carveout to
+// the same value first (cudaFuncAttributePreferredSharedMemoryCarveout 50).
 // Output: OUT/summary.txt (medians over reps) and OUT/blocks.csv (every victim
 // block; background blocks from 30 us before the victim's first block to
 // 30 us after its last end): scenario,rep,kernel,block,sm,start_ns,end_ns
@@ -177,6 +179,11 @@ int main(int argc, char **argv)
     cudaDeviceGetStreamPriorityRange(&least, &greatest);
     cudaMalloc(&g_buf, (size_t)N4 * sizeof(float4));
     cudaMemset(g_buf, 0, (size_t)N4 * sizeof(float4));
+    if (argc > 3 && !strcmp(argv[3], "carveout")) {
+        cudaFuncSetAttribute(fma_rec, cudaFuncAttributePreferredSharedMemoryCarveout, 50);
+        cudaFuncSetAttribute(mem_rec, cudaFuncAttributePreferredSharedMemoryCarveout, 50);
+        cudaFuncSetAttribute(spin_rec, cudaFuncAttributePreferredSharedMemoryCarveout, 50);
+    }
     cudaStream_t lo, hi, lo2;
     cudaStreamCreateWithPriority(&lo, cudaStreamNonBlocking, least);
     cudaStreamCreateWithPriority(&lo2, cudaStreamNonBlocking, least);

@@ -1,0 +1,52 @@
+// Which shared-memory capacity (the L1/shared carveout) the driver configures
+// for a kernel launch by default, by block size, dynamic shared memory and
+// registers: run under Nsight Compute,
+//   ncu --metrics launch__shared_mem_config_size,launch__block_size,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_shared_mem,launch__occupancy_limit_warps,launch__occupancy_limit_registers,launch__occupancy_limit_blocks --csv ./carveout_rule
+// (placement.cu's victim and backgrounds wait for each other's SMs to drain
+// when their carveouts differ: README.md).
+//   nvcc -O2 -arch=sm_90 -o carveout_rule carveout_rule.cu
+#include <cstdio>
+#include <cuda_runtime.h>
+
+__global__ void k_small(float *out)
+{
+    extern __shared__ float s[];
+    if (threadIdx.x == 0) s[0] = 1.0f;
+    __syncthreads();
+    if (out && threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+
+// Many live registers (the compiler keeps the accumulators in registers).
+__global__ void __launch_bounds__(256) k_regs(float *out, int n)
+{
+    extern __shared__ float s[];
+    float a[48];
+    for (int i = 0; i < 48; i++) a[i] = threadIdx.x * (i + 1);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < 48; i++) a[i] = a[i] * 0.999f + a[(i + 1) % 48];
+    float t = 0;
+    for (int i = 0; i < 48; i++) t += a[i];
+    if (threadIdx.x == 0) s[0] = t;
+    __syncthreads();
+    if (out && threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+
+int main()
+{
+    float *out;
+    cudaMalloc(&out, 4096 * sizeof(float));
+    const int threads[] = {64, 128, 256, 512, 1024};
+    const int smem_kb[] = {0, 2, 8, 24, 48};
+    for (int t : threads)
+        for (int kb : smem_kb) {
+            k_small<<<132, t, kb * 1024>>>(out);
+            printf("k_small threads %d dynamic smem %d KB\n", t, kb);
+        }
+    for (int kb : smem_kb) {
+        k_regs<<<132, 256, kb * 1024>>>(out, 4);
+        printf("k_regs threads 256 dynamic smem %d KB\n", kb);
+    }
+    cudaError_t e = cudaDeviceSynchronize();
+    printf("status: %s\n", cudaGetErrorString(e));
+    return e != cudaSuccess;
+}
