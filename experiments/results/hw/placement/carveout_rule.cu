@@ -36,15 +36,17 @@ int main()
     float *out;
     cudaMalloc(&out, 4096 * sizeof(float));
     const int threads[] = {64, 128, 256, 512, 1024};
-    const int smem_kb[] = {0, 2, 8, 24, 48};
+    const int smem_kb[] = {0, 2, 8, 24, 40};
     for (int t : threads)
         for (int kb : smem_kb) {
             k_small<<<132, t, kb * 1024>>>(out);
-            printf("k_small threads %d dynamic smem %d KB\n", t, kb);
+            cudaError_t e = cudaDeviceSynchronize();
+            printf("k_small threads %d dynamic smem %d KB: %s\n", t, kb, cudaGetErrorString(e));
         }
     for (int kb : smem_kb) {
         k_regs<<<132, 256, kb * 1024>>>(out, 4);
-        printf("k_regs threads 256 dynamic smem %d KB\n", kb);
+        cudaError_t e = cudaDeviceSynchronize();
+        printf("k_regs threads 256 dynamic smem %d KB: %s\n", kb, cudaGetErrorString(e));
     }
     cudaError_t e = cudaDeviceSynchronize();
     printf("status: %s\n", cudaGetErrorString(e));
