@@ -8,27 +8,30 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-__global__ void k_small(float *out)
+// (s is touched only when the launch gives it room: with 0 bytes of dynamic
+// shared memory a write there fails the launch.)
+__global__ void k_small(float *out, int has_smem)
 {
     extern __shared__ float s[];
-    if (threadIdx.x == 0) s[0] = 1.0f;
+    if (has_smem && threadIdx.x == 0) s[0] = 1.0f;
     __syncthreads();
-    if (out && threadIdx.x == 0) out[blockIdx.x] = s[0];
+    if (out && threadIdx.x == 0) out[blockIdx.x] = has_smem ? s[0] : 1.0f;
 }
 
 // Many live registers (the compiler keeps the accumulators in registers).
 __global__ void __launch_bounds__(256) k_regs(float *out, int n)
 {
     extern __shared__ float s[];
+    __shared__ float st[1];
     float a[48];
     for (int i = 0; i < 48; i++) a[i] = threadIdx.x * (i + 1);
     for (int j = 0; j < n; j++)
         for (int i = 0; i < 48; i++) a[i] = a[i] * 0.999f + a[(i + 1) % 48];
     float t = 0;
     for (int i = 0; i < 48; i++) t += a[i];
-    if (threadIdx.x == 0) s[0] = t;
+    if (threadIdx.x == 0) st[0] = t;
     __syncthreads();
-    if (out && threadIdx.x == 0) out[blockIdx.x] = s[0];
+    if (out && threadIdx.x == 0) out[blockIdx.x] = st[0] + (n < 0 ? s[0] : 0);
 }
 
 int main()
@@ -39,7 +42,7 @@ int main()
     const int smem_kb[] = {0, 2, 8, 24, 40};
     for (int t : threads)
         for (int kb : smem_kb) {
-            k_small<<<132, t, kb * 1024>>>(out);
+            k_small<<<132, t, kb * 1024>>>(out, kb > 0);
             cudaError_t e = cudaDeviceSynchronize();
             printf("k_small threads %d dynamic smem %d KB: %s\n", t, kb, cudaGetErrorString(e));
         }
