@@ -18,6 +18,15 @@ __global__ void k_small(float *out, int has_smem)
     if (out && threadIdx.x == 0) out[blockIdx.x] = has_smem ? s[0] : 1.0f;
 }
 
+// 8 bytes of static shared memory, as placement.cu's kernels.
+__global__ void k_static(float *out)
+{
+    __shared__ unsigned long long t0;
+    if (threadIdx.x == 0) t0 = clock64();
+    __syncthreads();
+    if (out && threadIdx.x == 0) out[blockIdx.x] = (float)(t0 & 1);
+}
+
 // Many live registers (the compiler keeps the accumulators in registers).
 __global__ void __launch_bounds__(256) k_regs(float *out, int n)
 {
@@ -46,6 +55,11 @@ int main()
             cudaError_t e = cudaDeviceSynchronize();
             printf("k_small threads %d dynamic smem %d KB: %s\n", t, kb, cudaGetErrorString(e));
         }
+    for (int t : threads) {
+        k_static<<<132, t>>>(out);
+        cudaError_t e = cudaDeviceSynchronize();
+        printf("k_static threads %d: %s\n", t, cudaGetErrorString(e));
+    }
     for (int kb : smem_kb) {
         k_regs<<<132, 256, kb * 1024>>>(out, 4);
         cudaError_t e = cudaDeviceSynchronize();
