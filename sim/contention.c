@@ -213,6 +213,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * elsewhere (not measured). */
     p->crowding_warps = h100 ? 4.74 : 0;
     p->pack_foreign = h100 ? 1 : 0;
+    p->carveout = 0; /* experimental, off */
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
@@ -278,6 +279,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: residency_speedup must be in [0, 1)");
     if (!(p->crowding_warps >= 0 && p->crowding_warps <= 64))
         return tl_errf(err, TL_ERANGE, "sim params: crowding_warps must be in [0, 64]");
+    if (p->carveout != 0 && p->carveout != 1)
+        return tl_errf(err, TL_ERANGE, "sim params: carveout must be 0 or 1");
     if (p->pack_foreign < 0 || p->pack_foreign > 2)
         return tl_errf(err, TL_ERANGE, "sim params: pack_foreign must be 0, 1 or 2");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
@@ -323,6 +326,7 @@ static const pdesc pdescs[] = {
     PD("residency_speedup", P_DOUBLE, residency_speedup),
     PD("crowding_warps", P_DOUBLE, crowding_warps),
     PD("pack_foreign", P_INT, pack_foreign),
+    PD("carveout", P_INT, carveout),
 };
 #define N_PDESC (sizeof pdescs / sizeof pdescs[0])
 

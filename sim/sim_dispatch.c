@@ -45,6 +45,27 @@ static void scale_for_residency(sim *s, launch *l, int occ, uint64_t grid, uint6
     l->blk_rem = 0;
 }
 
+/* The carveout rule (sim/README.md, "Carveout"): the driver configures each
+ * launch's SMs with the smallest shared-memory capacity (the H100's
+ * choices, KB) that holds the kernel's occupancy without the shared-memory
+ * limit, each block taking its shared memory and the reserved 1 KB; an SM
+ * holds blocks of one capacity at a time (experiments/results/hw/placement/). */
+static int carveout_of(const sim *s, const tl_block_cost *k)
+{
+    static const int kb[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
+    const tl_gpu_props *g = &s->gpu;
+    int occ = g->max_blocks_per_sm;
+    if (k->threads > 0 && g->max_threads_per_sm / k->threads < occ)
+        occ = g->max_threads_per_sm / k->threads;
+    if (k->regs > 0 && g->regs_per_sm / k->regs < occ)
+        occ = g->regs_per_sm / k->regs;
+    long long need = (long long)occ * k->smem;
+    for (size_t i = 0; i < sizeof kb / sizeof kb[0]; i++)
+        if ((long long)kb[i] * 1024 >= need && kb[i] * 1024 <= g->smem_per_sm)
+            return kb[i];
+    return g->smem_per_sm / 1024;
+}
+
 void launch_kernel_prepare(sim *s, launch *l)
 {
     const tl_op *op = l->op;
@@ -58,10 +79,14 @@ void launch_kernel_prepare(sim *s, launch *l)
     if (e->threads == threads && e->regs == regs && e->smem == sm) {
         occ = e->occ;
         l->cost = e->cost;
+        l->carveout = e->carveout;
     } else {
         occ = tl_block_cost_of(&s->gpu, threads, regs, sm, &l->cost, NULL);
-        *e = (shape_ent){ threads, regs, sm, occ, l->cost };
+        l->carveout = carveout_of(s, &l->cost);
+        *e = (shape_ent){ threads, regs, sm, occ, l->carveout, l->cost };
     }
+    if (!s->p.carveout)
+        l->carveout = -1;
     if (occ == 0) {
         /* The block does not fit this GPU (a trace from a bigger one): run it
          * one block per SM holding the whole SM, and count it. */

@@ -87,6 +87,8 @@ struct launch {
     tl_ns start_ns, end_ns;
     bool started;
     tl_ns last_place;       /* last time blocks of it were placed (coalescing) */
+    int carveout;           /* the shared-memory carveout its launch configures, KB;
+                               -1: the carveout rule is off (sim/README.md) */
     tl_ns first_try;        /* when it first sought room (pack_foreign: a launch placed
                                later waited for room that others' blocks freed) */
     bool tried;             /* first_try is set */
@@ -211,6 +213,7 @@ typedef struct copy_lane {
 typedef struct shape_ent {
     int threads, regs, smem; /* key; threads 0 = empty */
     int occ;
+    int carveout;            /* KB (carveout rule) */
     tl_block_cost cost;
 } shape_ent;
 
@@ -294,6 +297,10 @@ static inline int sm_fit(const smclass *c, const launch *l)
      * SM, the occupancy (no divisions) */
     if (c->n_ents == 0)
         return l->max_per_sm < l->occ ? l->max_per_sm : l->occ;
+    /* the carveout rule: an SM holds blocks of one carveout at a time (its
+     * residents all have the first one's) */
+    if (l->carveout >= 0 && c->ents[0].l->carveout != l->carveout)
+        return 0;
     /* full on any resource: nothing fits (the common case on a busy GPU) */
     if (l->cost.threads > c->free_thr || l->cost.regs > c->free_regs ||
         l->cost.smem > c->free_smem || c->free_blocks <= 0)

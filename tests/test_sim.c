@@ -1410,6 +1410,40 @@ static void test_pack_and_crowding(void **st)
     assert_non_null(strstr(err.msg, "pack_foreign"));
 }
 
+/* carveout (one SM, no contention): A, 1 block of 1024 threads, no shared
+ * memory, 1 ms (its SM configured for 2 blocks x 1 KB reserved: 8 KB); K, 1
+ * block of 64 threads (32 x 1 KB: 32 KB), 100 us, launched at 1 us. Off: K runs
+ * beside A, ends at 101 us. On: the SM holds A's carveout until A ends; K
+ * starts at 1 ms and ends at 1.1 ms. A kernel of A's shape (B) shares the SM
+ * either way. */
+static void carveout_case(int on, const tl_op *k, tl_ns want_end)
+{
+    h *x = open_h(1, 0);
+    x->p.contention.model = TL_CONTENTION_THREADS;
+    x->p.carveout = on;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, c, 0), sk = stream(x, c, -5);
+    tl_op a = mk(1, 1024, 32, 0, 1 * MS);
+    launch(x, sa, &a, 0, 1);
+    later_job lk = { x, sk, k, 1, 2 };
+    tl_dev_timer(&x->d, 1 * US, launch_later_job, &lk);
+    run(x);
+    if (rec_of(x, 2)->end_ns != want_end)
+        fail_msg("carveout %d: K ends at %lld, want %lld", on, (long long)rec_of(x, 2)->end_ns,
+                 (long long)want_end);
+    close_h(x);
+}
+
+static void test_carveout(void **st)
+{
+    (void)st;
+    tl_op k = mk(1, 64, 32, 0, 100 * US), b = mk(1, 1024, 32, 0, 100 * US);
+    carveout_case(0, &k, 101 * US);
+    carveout_case(1, &k, 1100 * US);
+    carveout_case(1, &b, 101 * US);
+}
+
 /* callback_launch_latency_ns: a launch made from a completion callback
  * starts that much later. K1 (1 ms) ends at 1 ms; its callback launches K2
  * (1 ms), which starts at 1.010 ms and ends at 2.010 ms. */
@@ -1701,6 +1735,7 @@ int main(void)
         cmocka_unit_test(test_contention_kinds_age),
         cmocka_unit_test(test_contention_partial_starve),
         cmocka_unit_test(test_pack_and_crowding),
+        cmocka_unit_test(test_carveout),
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_timeslice_stream_gap),

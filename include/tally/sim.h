@@ -94,6 +94,11 @@ typedef struct tl_sim_params {
                                   tl_sim_crowding(crowding_warps, ...), its most crowded
                                   SM's blocks against the kernel's own (0: block time does
                                   not depend on it; sim/README.md, "Crowding") */
+    int carveout;              /* 1: each launch configures its SMs' shared-memory carveout
+                                  (the smallest that holds its occupancy), and an SM holds
+                                  blocks of one carveout at a time: a kernel of another
+                                  waits for the SM to drain (experimental; sim/README.md,
+                                  "Carveout"); 0: off */
     int pack_foreign;          /* 1: a kernel that waited for room, placed beside another
                                   job's blocks, fills the SMs with the most room first,
                                   each to its capacity (the H100 places into room as it

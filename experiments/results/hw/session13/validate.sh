@@ -4,7 +4,7 @@
 # graph_node_s2.db, graph_node_s3.db; every policy, 8 s), the same at revision 12
 # (both options off: *_rev12) and with pack_foreign 2 (every kernel placed beside
 # another job packs, not only one that waited: *_pack2), and the session 11-12 runs of both headline specs
-# and the 30 s tally/tgs run at revision 13 (rev13/), with the parameters of the
+# and the 30 s tally/tgs runs at revision 13 (seed 1: rev13/; seed 2, call4.sh: here), with the parameters of the
 # earlier sessions' validations. Databases unpacked first (xz -dk). From the
 # repository root: sh experiments/results/hw/session13/validate.sh [BUILD]
 b=${1:-build}; d=experiments/results/hw/session13; hw=experiments/results/hw
@@ -26,6 +26,7 @@ v $d/rev13/validation_graph_s11 $g $hw/session11/graph_s11.db
 v $d/rev13/validation_graph_s12 $g $hw/session12/graph_s12.db
 v $d/rev13/validation_graph_s12r3 $g $hw/session12/graph_s12r3.db
 v $d/rev13/validation_graph_long_node_s1 $g $hw/session12/node/graph_long_node_s1.db
+v $d/validation_graph_long_node_s2 $g $d/graph_long_node_s2.db
 v $d/rev13/validation_eager_s11 $ea $hw/session11/eager_s11.db
 v $d/rev13/validation_eager_s12 $ea $hw/session12/eager_s12.db
 v $d/rev13/validation_eager_s12r3 $ea $hw/session12/eager_s12r3.db
