@@ -72,6 +72,13 @@ bool tl_calib_within(tl_ns ns, tl_ns target, double tol);
 uint32_t tl_calib_next(const tl_calib_curve *c, tl_ns target, double tol, bool *done);
 /* Median of n values (sorts a copy; n <= 64). 0 if n == 0. */
 tl_ns tl_median_ns(const tl_ns *v, int n);
+/* A probe's kernel timed at 'iters' work units: *ns its time; < 0 on error. */
+typedef int (*tl_calib_time_fn)(void *arg, uint32_t iters, double *ns, tl_err *err);
+/* Proportional calibration for the measurement commands (tally-run contention,
+ * crowding): from 64 units, scale by target / measured until within 3% or 8
+ * steps (or the guess repeats); *iters and *got are the last measured pair. */
+int tl_calib_proportional(tl_calib_time_fn time_fn, void *arg, tl_ns target, uint32_t *iters,
+                          double *got, tl_err *err);
 
 /* ---- Back-to-back gap of a queue of kernels (gap_stats.c) ---------------
  * From the start and end times of n >= 3 kernels run one after the other on

@@ -1,5 +1,6 @@
 /* Calibration arithmetic: choose how many work units per block make a
  * synthetic kernel last as long as its traced original (see backend.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -140,4 +141,29 @@ tl_ns tl_median_ns(const tl_ns *v, int n)
     memcpy(tmp, v, (size_t)n * sizeof *v);
     qsort(tmp, (size_t)n, sizeof *tmp, cmp_ns);
     return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+int tl_calib_proportional(tl_calib_time_fn time_fn, void *arg, tl_ns target, uint32_t *iters,
+                          double *got, tl_err *err)
+{
+    uint32_t it = 64;
+    double t = 0;
+    for (int step = 0; step < 8; step++) {
+        int r = time_fn(arg, it, &t, err);
+        if (r < 0)
+            return r;
+        if (fabs(t / (double)target - 1) < 0.03 || step == 7)
+            break; /* (it, t) stay a measured pair */
+        double next = (double)it * (double)target / (t > 1 ? t : 1);
+        if (next > (double)TL_CALIB_MAX_ITERS)
+            next = TL_CALIB_MAX_ITERS;
+        if (next < 1)
+            next = 1;
+        if ((uint32_t)next == it)
+            break;
+        it = (uint32_t)next;
+    }
+    *iters = it;
+    *got = t;
+    return 0;
 }

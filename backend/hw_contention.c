@@ -19,7 +19,6 @@
  * Every (victim kind, other kind, v, o, order) is measured, so each kernel is
  * also the other one's victim. */
 #include <cuda_runtime_api.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,30 +106,23 @@ static int solo_ns(cctx *c, const tl_synth_launch *tmpl, double *out, tl_err *er
 }
 
 /* Work units per block that make the kernel alone last about target_ns. */
+typedef struct solo_probe {
+    cctx *c;
+    int kind, tps;
+} solo_probe;
+
+static int solo_probe_ns(void *arg, uint32_t iters, double *ns, tl_err *err)
+{
+    solo_probe *p = arg;
+    tl_synth_launch l = shape(p->c, p->kind, p->tps, iters);
+    return solo_ns(p->c, &l, ns, err);
+}
+
 static int calibrate(cctx *c, int kind, int tps, tl_ns target, uint32_t *iters, double *got,
                      tl_err *err)
 {
-    uint32_t it = 64;
-    double t = 0;
-    for (int step = 0; step < 8; step++) {
-        tl_synth_launch l = shape(c, kind, tps, it);
-        int r = solo_ns(c, &l, &t, err);
-        if (r < 0)
-            return r;
-        if (fabs(t / (double)target - 1) < 0.03 || step == 7)
-            break; /* (it, t) stay a measured pair */
-        double next = (double)it * (double)target / (t > 1 ? t : 1);
-        if (next > (double)TL_CALIB_MAX_ITERS)
-            next = TL_CALIB_MAX_ITERS;
-        if (next < 1)
-            next = 1;
-        if ((uint32_t)next == it)
-            break;
-        it = (uint32_t)next;
-    }
-    *iters = it;
-    *got = t;
-    return 0;
+    solo_probe p = {c, kind, tps};
+    return tl_calib_proportional(solo_probe_ns, &p, target, iters, got, err);
 }
 
 int tl_hw_contention(FILE *out, FILE *csv, int device, tl_contention_result *fit, tl_err *err)

@@ -14,7 +14,6 @@
  * crowding_warps; the memory kernel's times are printed but not used: with
  * every SM loaded, DRAM bandwidth sets them, not the crowded SM. */
 #include <cuda_runtime_api.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,28 +75,21 @@ static int time_wave(crowd_ctx *c, int kind, int threads, int k, uint32_t iters,
 }
 
 /* Work units that make a block alone on its SM (k = 1) last about TARGET_NS. */
+typedef struct wave_probe {
+    crowd_ctx *c;
+    int kind, threads;
+} wave_probe;
+
+static int wave_probe_ns(void *arg, uint32_t iters, double *ns, tl_err *err)
+{
+    wave_probe *p = arg;
+    return time_wave(p->c, p->kind, p->threads, 1, iters, ns, err);
+}
+
 static int calibrate(crowd_ctx *c, int kind, int threads, uint32_t *iters, double *got, tl_err *err)
 {
-    uint32_t it = 64;
-    double t = 0;
-    for (int step = 0; step < 8; step++) {
-        int r = time_wave(c, kind, threads, 1, it, &t, err);
-        if (r < 0)
-            return r;
-        if (fabs(t / (double)TARGET_NS - 1) < 0.03 || step == 7)
-            break; /* (it, t) stay a measured pair */
-        double next = (double)it * (double)TARGET_NS / (t > 1 ? t : 1);
-        if (next > (double)TL_CALIB_MAX_ITERS)
-            next = TL_CALIB_MAX_ITERS;
-        if (next < 1)
-            next = 1;
-        if ((uint32_t)next == it)
-            break;
-        it = (uint32_t)next;
-    }
-    *iters = it;
-    *got = t;
-    return 0;
+    wave_probe p = {c, kind, threads};
+    return tl_calib_proportional(wave_probe_ns, &p, TARGET_NS, iters, got, err);
 }
 
 /* Blocks of 'threads' threads (variant 0's registers, no shared memory) one

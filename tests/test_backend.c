@@ -839,6 +839,36 @@ static void test_gpu_selftest(void **state)
     assert_non_null(strstr(out, "ALL CHECKS PASSED"));
 }
 
+/* tl_calib_proportional (tally-run contention, crowding): a probe whose time
+ * is 100 ns a unit plus 5 us converges within 3% of 1 ms; a failing probe's
+ * error comes back. */
+static int linear_probe(void *arg, uint32_t iters, double *ns, tl_err *err)
+{
+    int *calls = arg;
+    (*calls)++;
+    if (*calls > 100)
+        return tl_errf(err, TL_EIO, "probe failed");
+    *ns = 100.0 * iters + 5000.0;
+    return 0;
+}
+
+static void test_calib_proportional(void **state)
+{
+    (void)state;
+    int calls = 0;
+    uint32_t it = 0;
+    double got = 0;
+    tl_err err = {0};
+    assert_int_equal(tl_calib_proportional(linear_probe, &calls, 1 * TL_NS_PER_MS, &it, &got, &err), 0);
+    assert_true(fabs(got / 1e6 - 1) < 0.03);
+    assert_float_equal(got, 100.0 * it + 5000.0, 1e-9);
+    assert_true(calls >= 2 && calls <= 8);
+    calls = 100;
+    assert_int_equal(tl_calib_proportional(linear_probe, &calls, 1 * TL_NS_PER_MS, &it, &got, &err),
+                     TL_EIO);
+    assert_non_null(strstr(err.msg, "probe failed"));
+}
+
 /* ---- crowding fit (tally-run crowding's block times) ---- */
 
 /* The H100's compute points of experiments/results/hw/session13/crowding/
@@ -1040,6 +1070,7 @@ int main(void)
         cmocka_unit_test(test_watchdog_rule),
         cmocka_unit_test(test_contention_fit_recovers_parameters),
         cmocka_unit_test(test_crowding_fit),
+        cmocka_unit_test(test_calib_proportional),
         cmocka_unit_test(test_contention_fit_kinds),
         cmocka_unit_test(test_contention_csv),
         cmocka_unit_test(test_clock_offset_moves_both_ways),
