@@ -40,14 +40,14 @@
 #   graph-diag the graph headline spec under tally and priority-streams (and
 #              each job alone), 2 s after 1 s, per-kernel records (-k):
 #              OUTDIR/graph_diag.db
-# The calibration cache is this folder's calib.sqlite (copied to OUTDIR and
+# The calibration cache is this folder's calib.sqlite.xz (unpacked to OUTDIR and
 # used from there, so that new entries come back).
 set -u
 out=${1:?usage: run_device.sh OUTDIR STEP...}
 shift
 B=${B:-build/dev/tally-run}   # another build: B=build/dev1/tally-run run_device.sh ...
 spec=experiments/specs/tally_headline_eager.json
-cp experiments/results/hw/calib.sqlite "$out/calib.sqlite"
+xz -dc experiments/results/hw/calib.sqlite.xz > "$out/calib.sqlite"
 export TALLY_CALIB_DB="$out/calib.sqlite"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 git log -1 --format='build: %h %s' 2>/dev/null || true
