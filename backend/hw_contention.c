@@ -208,7 +208,8 @@ int tl_hw_contention(FILE *out, FILE *csv, int device, tl_contention_result *fit
                         double msd = tl_median(sd, REPS), mco = tl_median(co, REPS);
                         double mov = tl_median(ov, REPS), moco = tl_median(oco, REPS);
                         bool ser = tl_contention_serialized(mco, solo_o[ok][j]);
-                        pts[np++] = (tl_contention_point){vk, ok, fs, fo, msd, older == 1, ser};
+                        pts[np++] = (tl_contention_point){vk, ok, fs, fo, msd, older == 1, ser, solo_v[vk][i],
+                                                         mco, moco};
                         if (csv)
                             fprintf(csv, "%s,%d,%.4f,%s,%d,%.4f,%s,%.0f,%.0f,%.4f,%.0f,%.0f,%.3f,%u,%u\n",
                                     tl_kernel_kind_name(vk), vs[i], fs, tl_kernel_kind_name(ok), os[j],
