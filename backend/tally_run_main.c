@@ -219,6 +219,29 @@ static int fail(const tl_err *err, int code)
     return code == TL_ENODEV ? EX_UNAVAILABLE : tl_exit_code(code);
 }
 
+/* --csv F opened for writing (*csv NULL without --csv): 0, or EX_CANTCREAT
+ * with a message naming the file. */
+static int open_csv(const cli *c, FILE **csv)
+{
+    *csv = NULL;
+    if (c->csv && !(*csv = fopen(c->csv, "w"))) {
+        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    return 0;
+}
+
+/* Closes what open_csv opened. Returns status, or EX_CANTCREAT with a message
+ * when status was 0 and the data did not all reach the file. */
+static int close_csv(const cli *c, FILE *csv, int status)
+{
+    if (csv && fclose(csv) != 0 && status == 0) {
+        fprintf(stderr, "tally-run: %s: write failed: %s\n", c->csv, strerror(errno));
+        return EX_CANTCREAT;
+    }
+    return status;
+}
+
 /* ---- info ---- */
 
 static int cmd_info(cli *c)
@@ -266,11 +289,10 @@ static int cmd_calibrate(cli *c, int argc, char **argv)
     tl_device d;
     tl_err err = {0};
     if ((r = tl_cuda_open(&d, &c->co, &err)) < 0) return fail(&err, r);
-    FILE *csv = NULL;
-    if (c->csv && !(csv = fopen(c->csv, "w"))) {
-        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
+    FILE *csv;
+    if ((r = open_csv(c, &csv))) {
         tl_dev_close(&d);
-        return EX_CANTCREAT;
+        return r;
     }
     if (csv) fprintf(csv, "trace,iter,op,kernel,kind,variant,grid,threads,smem,regs,target_ns,iters,calibrated_ns\n");
     int status = 0;
@@ -304,7 +326,7 @@ static int cmd_calibrate(cli *c, int argc, char **argv)
         tl_cuda_forget_trace(&d, &t);
         tl_trace_close(&t);
     }
-    if (csv) fclose(csv);
+    status = close_csv(c, csv, status);
     tl_dev_close(&d);
     return status;
 }
@@ -335,11 +357,9 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
     }
     const tl_policy_ops *pol = tl_policy_find("priority-streams");
     if (!pol) pol = tl_policy_all()[0];
-    FILE *csv = NULL;
-    if (c->csv && !(csv = fopen(c->csv, "w"))) {
-        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
-        return EX_CANTCREAT;
-    }
+    FILE *csv;
+    if ((r = open_csv(c, &csv)))
+        return r;
     FILE *kcsv = NULL;
     if (c->csv) {
         char kp[1024];
@@ -464,9 +484,8 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
         tl_run_result_close(&res);
         tl_trace_close(&t);
     }
-    if (csv) fclose(csv);
     if (kcsv) fclose(kcsv);
-    return status;
+    return close_csv(c, csv, status);
 }
 
 /* ---- run: the sweep with a CUDA device per run ---- */
@@ -723,17 +742,11 @@ static int cmd_contention(cli *c, int argc, char **argv)
     tl_cuda_info info;
     int r = need_gpu(c, &info);
     if (r) return r;
-    FILE *csv = NULL;
-    if (c->csv && !(csv = fopen(c->csv, "w"))) {
-        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
-        return EX_CANTCREAT;
-    }
+    FILE *csv;
+    if ((r = open_csv(c, &csv)))
+        return r;
     r = tl_hw_contention(stdout, csv, c->co.device, &fit, &err);
-    if (csv && fclose(csv) != 0 && r == 0) {
-        fprintf(stderr, "tally-run: %s: write failed: %s\n", c->csv, strerror(errno));
-        return EX_CANTCREAT;
-    }
-    return r < 0 ? fail(&err, r) : 0;
+    return close_csv(c, csv, r < 0 ? fail(&err, r) : 0);
 }
 
 /* crowding: measure on the GPU (CSV with --csv) and fit. */
@@ -751,19 +764,13 @@ static int cmd_crowding(cli *c, int argc, char **argv)
     tl_cuda_info info;
     int r = need_gpu(c, &info);
     if (r) return r;
-    FILE *csv = NULL;
-    if (c->csv && !(csv = fopen(c->csv, "w"))) {
-        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
-        return EX_CANTCREAT;
-    }
+    FILE *csv;
+    if ((r = open_csv(c, &csv)))
+        return r;
     tl_err err = {0};
     tl_crowding_result fit;
     r = tl_hw_crowding(stdout, csv, c->co.device, &fit, &err);
-    if (csv && fclose(csv) != 0 && r == 0) {
-        fprintf(stderr, "tally-run: %s: write failed: %s\n", c->csv, strerror(errno));
-        return EX_CANTCREAT;
-    }
-    return r < 0 ? fail(&err, r) : 0;
+    return close_csv(c, csv, r < 0 ? fail(&err, r) : 0);
 }
 
 int main(int argc, char **argv)
