@@ -101,10 +101,11 @@ static void on_activity(void *arg, const tl_sim_activity *a)
         act->max_concurrent_ctx = n;
 }
 
-static int MPS_CLIENT_PRIORITY = -1; /* >= 0: run_policy sets mps_client_priority */
-
-static void run_policy(const char *policy, const char *params_json, tl_job_spec *jobs, int n,
-                       tl_ns duration, bool contention, activity *act, tl_run_result *res)
+/* run_policy with the simulator's mps_client_priority set (>= 0) or left at
+ * the GPU's default (-1). */
+static void run_policy_mcp(const char *policy, const char *params_json, tl_job_spec *jobs, int n,
+                           tl_ns duration, bool contention, int mps_client_priority,
+                           activity *act, tl_run_result *res)
 {
     tl_gpu_props gpu;
     tl_err err = { 0 };
@@ -116,8 +117,8 @@ static void run_policy(const char *policy, const char *params_json, tl_job_spec 
         sp.contention.alpha = 0;
     }
     sp.callback_launch_latency_ns = 0; /* released work starts at once: exact arithmetic */
-    if (MPS_CLIENT_PRIORITY >= 0)
-        sp.mps_client_priority = MPS_CLIENT_PRIORITY;
+    if (mps_client_priority >= 0)
+        sp.mps_client_priority = mps_client_priority;
     LAT = sp.launch_latency_ns;
     tl_device dev;
     assert_int_equal(tl_sim_open(&dev, &gpu, &sp, &err), 0);
@@ -138,6 +139,12 @@ static void run_policy(const char *policy, const char *params_json, tl_job_spec 
     assert_int_equal(r, 0);
     json_decref(params);
     tl_dev_close(&dev);
+}
+
+static void run_policy(const char *policy, const char *params_json, tl_job_spec *jobs, int n,
+                       tl_ns duration, bool contention, activity *act, tl_run_result *res)
+{
+    run_policy_mcp(policy, params_json, jobs, n, duration, contention, -1, act, res);
 }
 
 /* The first record of job j (by start time) and how many it has. */
@@ -285,9 +292,7 @@ static void test_mps_priority_favours_the_high_priority_client(void **s)
     run_policy("mps-priority", NULL, jobs, 2, 10 * MS, false, NULL, &res); /* H100 default */
     assert_near(first_of(&res, 0, NULL)->start_ns, 2000 * US, 5 * US);
     tl_run_result_close(&res);
-    MPS_CLIENT_PRIORITY = 1;
-    run_policy("mps-priority", NULL, jobs, 2, 10 * MS, false, NULL, &res);
-    MPS_CLIENT_PRIORITY = -1;
+    run_policy_mcp("mps-priority", NULL, jobs, 2, 10 * MS, false, 1, NULL, &res);
     const tl_kernel_record *kh = first_of(&res, 0, NULL);
     assert_near(kh->start_ns, 1000 * US, 5 * US);
     for (size_t i = 0; i < res.n_kernels; i++)
