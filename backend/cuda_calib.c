@@ -106,9 +106,10 @@ static size_t mem_hash(const tl_calib_key *k, tl_ns target)
 
 static bool mem_match(const tl_calib_mem *m, const tl_calib_key *k, tl_ns target)
 {
-    return m->kind == k->kind && m->variant == k->variant && m->node == k->node && m->blocks == k->blocks &&
-           m->block[0] == k->block[0] &&
-           m->block[1] == k->block[1] && m->block[2] == k->block[2] && m->smem == k->smem && m->target == target;
+    const tl_calib_key *a = &m->key;
+    return a->kind == k->kind && a->variant == k->variant && a->node == k->node && a->blocks == k->blocks &&
+           a->block[0] == k->block[0] && a->block[1] == k->block[1] && a->block[2] == k->block[2] &&
+           a->smem == k->smem && m->target == target;
 }
 
 static tl_calib_mem *mem_find(tl_cuda *c, const tl_calib_key *k, tl_ns target)
@@ -129,12 +130,9 @@ static void mem_put(void *arg, const tl_calib_key *k, tl_ns target, uint32_t ite
         c->mem_cap = ocap ? ocap * 2 : 4096;
         c->mem = tl_xcalloc(c->mem_cap, sizeof *c->mem);
         c->mem_n = 0;
-        for (size_t i = 0; i < ocap; i++) {
-            if (!old[i].used) continue;
-            tl_calib_key ok = {NULL, old[i].kind, old[i].variant, old[i].blocks,
-                               {old[i].block[0], old[i].block[1], old[i].block[2]}, old[i].smem, old[i].node};
-            mem_put(c, &ok, old[i].target, old[i].iters, old[i].measured);
-        }
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].used)
+                mem_put(c, &old[i].key, old[i].target, old[i].iters, old[i].measured);
         free(old);
     }
     size_t i = mem_hash(k, target) & (c->mem_cap - 1);
@@ -142,12 +140,8 @@ static void mem_put(void *arg, const tl_calib_key *k, tl_ns target, uint32_t ite
     if (!c->mem[i].used) c->mem_n++;
     tl_calib_mem *m = &c->mem[i];
     m->used = true;
-    m->kind = k->kind;
-    m->variant = k->variant;
-    m->node = k->node;
-    m->blocks = k->blocks;
-    memcpy(m->block, k->block, sizeof m->block);
-    m->smem = k->smem;
+    m->key = *k;
+    m->key.gpu = NULL; /* the caller's string is not ours to keep */
     m->target = target;
     m->iters = iters;
     m->measured = measured;

@@ -99,9 +99,7 @@ typedef struct tl_drv {
  * open, so that per-run lookups cost no SQL). */
 typedef struct tl_calib_mem {
     bool used;
-    int kind, variant, node;
-    uint64_t blocks;
-    uint32_t block[3], smem;
+    tl_calib_key key;         /* key.gpu is NULL: one GPU per device */
     tl_ns target, measured;
     uint32_t iters;
 } tl_calib_mem;
