@@ -3,6 +3,7 @@
  * check ("selftest: <name>: <figures> PASS|FAIL"); returns 0 if all pass, 1 if
  * any fails, <0 on errors. Used by tests/test_backend.c where a GPU exists and
  * for the committed hardware results. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,25 +143,19 @@ int tl_hw_selftest(FILE *out, const tl_cuda_options *o, tl_err *err)
     if ((r = tl_cuda_prepare_trace(&dev, &t, err)) < 0) goto out;
 
     /* 1. calibration: the calibrated kernels, timed again, within 5% of their
-     * target; a target below the kernel's floor (its plan at the fewest work
-     * units, slower than the target: 5 us is about the floor of the H100's
-     * synthetic kernels, 5.1-5.3 us from one machine to the next) within 5%
-     * of the floor the calibration measured. */
+     * target or 250 ns, whichever is more: a 5 us kernel's time moves by
+     * 100-300 ns from one machine to the next (5120, 5184 and 5280 ns for the
+     * same cached calibration in session 13's calls 1, 10 and 9), more than 5%
+     * of it. */
     for (int k = K_LONG; k < K_N; k++) {
         tl_kernel_desc kd = {.op = &ops[k]};
-        tl_kernel_plan pl;
         tl_ns m = 0;
-        if ((r = tl_cuda_plan(&dev, &t, &ops[k], &pl, err)) < 0 ||
-            (r = tl_dev_measure(&dev, &kd, &m, err)) < 0)
-            goto out;
-        bool floor = pl.iters <= 1 && pl.expected_ns > ops[k].dur_ns;
-        tl_ns ref = floor ? pl.expected_ns : ops[k].dur_ns;
-        double e = (double)m / (double)ops[k].dur_ns - 1, ef = (double)m / (double)ref - 1;
+        if ((r = tl_dev_measure(&dev, &kd, &m, err)) < 0) goto out;
+        double e = (double)m / (double)ops[k].dur_ns - 1;
+        double tol = 0.05 * (double)ops[k].dur_ns > 250 ? 0.05 * (double)ops[k].dur_ns : 250;
         fprintf(out, "selftest: calibration %-26s target %8lld ns measured %8lld ns error %+6.2f%%", names[k + 1],
                 (long long)ops[k].dur_ns, (long long)m, 100 * e);
-        if (floor)
-            fprintf(out, " (below the floor, %lld ns: %+.2f%%)", (long long)ref, 100 * ef);
-        check(out, "calibration", ef < 0.05 && ef > -0.05, &fails);
+        check(out, "calibration", fabs((double)(m - ops[k].dur_ns)) <= tol, &fails);
     }
 
     tl_ctx_id ctx;
