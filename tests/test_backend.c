@@ -813,6 +813,12 @@ static void test_tally_run_usage(void **state)
     assert_int_equal(run_tally("frobnicate", out, sizeof out), 64);
     assert_non_null(strstr(out, "unknown command"));
     assert_int_equal(run_tally("--calib-tol 3", out, sizeof out), 64);
+    /* crowding: in the usage; its fit comes with the measurement only */
+    assert_int_equal(run_tally("--help", out, sizeof out), 0);
+    assert_non_null(strstr(out, "tally-run crowding"));
+    assert_int_equal(run_tally("crowding --fit x.csv", out, sizeof out), 64);
+    assert_non_null(strstr(out, "--fit is not supported"));
+    assert_int_equal(run_tally("crowding extra", out, sizeof out), 64);
 }
 
 static void test_gpu_selftest(void **state)
