@@ -1382,6 +1382,38 @@ static void pack_case(int pack, double ws, tl_ns k_at, tl_ns want_end, double wa
     close_h(x);
 }
 
+/* Packing picks the SMs with the most room first (four SMs, no contention):
+ * job 0's B (2 blocks of 1024 threads, 3 ms) holds SMs 0-1 half, A (6 blocks of
+ * 1024, 1 ms) fills the rest. Job 1's K (compute, 40 blocks of 64 threads,
+ * 100 us alone: k0 = 10 an SM) arrives at 1 us and waits. At 1 ms A leaves SMs
+ * 0-1 with room for 16 of K's blocks each and SMs 2-3 empty (32 each).
+ * Spread: 10 an SM on all four, 1.1 ms. Packed: 32 on one empty SM and 8 on
+ * the other, crowding max(64, 4) / max(20, 4) = 3.2 x: 1.32 ms on 2 SMs. */
+static void pack_room_case(int pack, tl_ns want_end, double want_sms)
+{
+    h *x = open_h(4, 0);
+    x->p.contention.model = TL_CONTENTION_THREADS;
+    x->p.pack_foreign = pack;
+    x->p.crowding_warps = 4;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, c, 0), sb = stream(x, c, 0), hi = stream(x, c, -5);
+    tl_op b = mk(2, 1024, 32, 0, 3 * MS), a = mk(6, 1024, 32, 0, 1 * MS);
+    tl_op k = mk(40, 64, 32, 0, 100 * US);
+    a.work = b.work = TL_WORK_MEMORY;
+    k.work = TL_WORK_COMPUTE;
+    launch(x, sb, &b, 0, 1);
+    launch(x, sa, &a, 0, 2);
+    later_job lk = { x, hi, &k, 1, 3 };
+    tl_dev_timer(&x->d, 1 * US, launch_later_job, &lk);
+    run(x);
+    const tl_kernel_record *r = rec_of(x, 3);
+    if (r->end_ns != want_end || fabs(r->avg_sms - want_sms) > 1e-9)
+        fail_msg("pack %d: K ends at %lld on %g SMs, want %lld on %g", pack, (long long)r->end_ns,
+                 r->avg_sms, (long long)want_end, want_sms);
+    close_h(x);
+}
+
 static void test_pack_and_crowding(void **st)
 {
     (void)st;
@@ -1391,6 +1423,8 @@ static void test_pack_and_crowding(void **st)
     pack_case(1, 4, 1 * US, 1400 * US, 1);
     pack_case(1, 4, 1500 * US, 1600 * US, 4);
     pack_case(2, 4, 1500 * US, 1900 * US, 1); /* 2: packed although it did not wait */
+    pack_room_case(0, 1100 * US, 4);
+    pack_room_case(1, 1320 * US, 2);
     /* the rule itself, and the ranges by name */
     assert_float_equal(tl_sim_crowding(4.74, 2, 4, 32), 64 / 8.0, 1e-12);
     assert_float_equal(tl_sim_crowding(4.74, 2, 1, 2), 1.0, 1e-12);
