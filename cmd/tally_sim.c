@@ -76,6 +76,8 @@ static void usage(FILE *f)
 "                           over all),\n"
 "                           crowding_warps (H100 4.74: a compute kernel's crowded\n"
 "                           blocks share their SM past that many warps; 0: off),\n"
+"                           dram_share (experimental, default 0; 1: memory-bound\n"
+"                           kernels share DRAM bandwidth across SMs),\n"
 "                           carveout (experimental, default 0; 1: an SM holds\n"
 "                           blocks of one shared-memory carveout at a time),\n"
 "                           residency_speedup (experimental, default 0: slices\n"

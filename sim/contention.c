@@ -85,6 +85,19 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
     return sd > p->mem_max_slowdown ? p->mem_max_slowdown : sd;
 }
 
+double contention_dram_gbps(int sms)
+{
+    /* A streaming kernel's DRAM bandwidth on n SMs of the H100, GB/s
+     * (experiments/results/hw/bandwidth/disjoint.txt), linear between. */
+    static const double n[] = {0, 16, 33, 66, 132}, gbps[] = {0, 1295, 1790, 2665, 3524};
+    if (sms >= 132)
+        return gbps[4];
+    for (int i = 1; i < 5; i++)
+        if (sms <= n[i])
+            return gbps[i - 1] + (gbps[i] - gbps[i - 1]) * (sms - n[i - 1]) / (n[i] - n[i - 1]);
+    return gbps[4];
+}
+
 double tl_sim_crowding(double ws, int warps_per_block, int k_ref, int k)
 {
     if (ws <= 0 || warps_per_block <= 0)
@@ -214,6 +227,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     p->crowding_warps = h100 ? 4.74 : 0;
     p->pack_foreign = h100 ? 1 : 0;
     p->carveout = 0; /* experimental, off */
+    p->dram_share = 0; /* experimental, off */
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
@@ -279,6 +293,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: residency_speedup must be in [0, 1)");
     if (!(p->crowding_warps >= 0 && p->crowding_warps <= 64))
         return tl_errf(err, TL_ERANGE, "sim params: crowding_warps must be in [0, 64]");
+    if (p->dram_share != 0 && p->dram_share != 1)
+        return tl_errf(err, TL_ERANGE, "sim params: dram_share must be 0 or 1");
     if (p->carveout != 0 && p->carveout != 1)
         return tl_errf(err, TL_ERANGE, "sim params: carveout must be 0 or 1");
     if (p->pack_foreign < 0 || p->pack_foreign > 2)
@@ -327,6 +343,7 @@ static const pdesc pdescs[] = {
     PD("crowding_warps", P_DOUBLE, crowding_warps),
     PD("pack_foreign", P_INT, pack_foreign),
     PD("carveout", P_INT, carveout),
+    PD("dram_share", P_INT, dram_share),
 };
 #define N_PDESC (sizeof pdescs / sizeof pdescs[0])
 

@@ -178,9 +178,37 @@ static double group_slowdown_shared(sim *s, const group *g)
  * crowding): no call. */
 static inline double group_slowdown(sim *s, const group *g)
 {
+    double f = g->crowd;
+    if (g->gbps > 0) { /* dram_share: the unit's demand over the capacity */
+        double share = g->u->mem_gbps / contention_dram_gbps(s->gpu.sms);
+        if (share > 1)
+            f *= share;
+    }
     if (g->foreign <= 0 || g->sms <= 0)
-        return g->crowd;
-    return g->crowd * group_slowdown_shared(s, g);
+        return f;
+    return f * group_slowdown_shared(s, g);
+}
+
+/* dram_share (sim/README.md): a running memory-bound group adds (sign 1) or
+ * takes back (-1) its demand in its unit; every other memory-bound group there
+ * re-evaluates its rate at the end of the instant. */
+static void dram_share_update(sim *s, group *g, int sign)
+{
+    if (!s->p.dram_share || g->l->work != TL_WORK_MEMORY)
+        return;
+    unit *u = g->u;
+    if (sign > 0) {
+        g->gbps = contention_dram_gbps(g->sms);
+        u->mem_gbps += g->gbps;
+    } else {
+        u->mem_gbps -= g->gbps;
+        if (u->mem_gbps < 1e-6)
+            u->mem_gbps = 0;
+        g->gbps = 0;
+    }
+    for (group *o = u->groups; o; o = o->next)
+        if (o != g && o->gbps > 0)
+            group_rate_dirty(s, o);
 }
 
 static void group_end_ev(void *ctx, void *arg, uint64_t u);
@@ -372,6 +400,7 @@ void group_pause(sim *s, group *g)
     }
     g->last_t = now;
     g->paused = true;
+    dram_share_update(s, g, -1);
     emit_activity(s, g, TL_SIM_RUN_STOP, true);
 }
 
@@ -381,6 +410,7 @@ void group_resume(sim *s, group *g)
         return;
     g->paused = false;
     g->last_t = sim_now(s);
+    dram_share_update(s, g, 1);
     g->slowdown = group_slowdown(s, g);
     group_schedule(s, g);
     emit_activity(s, g, TL_SIM_RUN_START, true);
@@ -414,6 +444,7 @@ static void group_start(sim *s, group *g)
     l->groups_started++;
     l->groups_live++;
     g->last_t = now;
+    dram_share_update(s, g, 1);
     g->slowdown = group_slowdown(s, g);
     group_schedule(s, g);
     s->stats.block_groups++;
@@ -426,6 +457,8 @@ static void group_retire(sim *s, group *g)
     launch *l = g->l;
     unit *un = g->u;
     emit_activity(s, g, TL_SIM_RUN_STOP, false);
+    if (!g->paused)
+        dram_share_update(s, g, -1);
     sm_remove(s, g);
     if (g->prev)
         g->prev->next = g->next;
@@ -557,6 +590,7 @@ static group *group_new(sim *s, launch *l, unit *u)
     g->age = ++s->next_age;
     g->slowdown = 1.0;
     g->crowd = 1.0;
+    g->gbps = 0;
     g->remaining = 0;
     g->last_t = 0;
     g->ev = 0;

@@ -121,6 +121,8 @@ struct group {
     uint64_t age;           /* placement order (a recycled wave is placed anew):
                                the warp schedulers favour older blocks */
     double slowdown;
+    double gbps;            /* dram_share: its DRAM demand counted in its unit's mem_gbps
+                               (0: not counted) */
     double crowd;           /* its blocks' time relative to the traced kernel's for how
                                many share its most crowded SM (crowding; 1: as traced) */
     double remaining;       /* solo ns of the work left (all waves of a train; PTB: the
@@ -173,6 +175,7 @@ struct unit {
     int n_trains;           /* live wave trains */
     group *groups;          /* live groups (running or paused) */
     bool dirty;             /* dispatch needed */
+    double mem_gbps;        /* dram_share: the running memory-bound groups' demand */
 };
 
 struct sctx {
@@ -449,6 +452,8 @@ double contention_slowdown(const tl_contention_params *p, double foreign_frac);
 /* Model KINDS: the slowdown of a group that is (or is not) starved, of kind
  * work, beside other launches' memory threads (share fo of the SM's thread
  * slots) with its own share fs. */
+/* dram_share: a streaming kernel's DRAM bandwidth on sms SMs (H100), GB/s. */
+double contention_dram_gbps(int sms);
 double contention_kinds_slowdown(const tl_contention_params *p, bool starved, int work, double fo,
                                  double fs);
 /* The same, with pow() results remembered in m (the same values). */

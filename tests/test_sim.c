@@ -1478,6 +1478,41 @@ static void test_carveout(void **st)
     carveout_case(1, &b, 101 * US);
 }
 
+/* dram_share (the H100, 132 SMs, no per-SM contention): A (job 0) and B (job 1),
+ * memory-bound, 66 blocks each that take a whole SM (200 KB of shared memory),
+ * 1 ms alone, launched together on disjoint SMs. Each demands what a streaming
+ * kernel on 66 SMs draws, 2665 GB/s; together 5330 against the H100's 3524:
+ * both run 5330 / 3524 = 1.5125 x slower. A compute kernel beside A instead
+ * demands nothing. Off: 1 ms each. */
+static void dram_case(int on, int b_work, tl_ns want_a)
+{
+    h *x = open_h(0, 0);
+    x->p.contention.model = TL_CONTENTION_THREADS;
+    x->p.dram_share = on;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id sa = stream(x, c, 0), sb = stream(x, c, 0);
+    tl_op a = mk(66, 1024, 32, 200 * 1024, 1 * MS), b = mk(66, 1024, 32, 200 * 1024, 1 * MS);
+    a.work = TL_WORK_MEMORY;
+    b.work = b_work;
+    launch(x, sa, &a, 0, 1);
+    launch(x, sb, &b, 1, 2);
+    run(x);
+    tl_ns e = rec_of(x, 1)->end_ns;
+    if (e < want_a - 2 || e > want_a + 2 || fabs(rec_of(x, 1)->avg_sms - 66) > 1e-9)
+        fail_msg("dram_share %d: A ends at %lld on %g SMs, want %lld on 66", on, (long long)e,
+                 rec_of(x, 1)->avg_sms, (long long)want_a);
+    close_h(x);
+}
+
+static void test_dram_share(void **st)
+{
+    (void)st;
+    dram_case(0, TL_WORK_MEMORY, 1 * MS);
+    dram_case(1, TL_WORK_MEMORY, (tl_ns)(1e6 * 5330.0 / 3524.0 + 0.5));
+    dram_case(1, TL_WORK_COMPUTE, 1 * MS);
+}
+
 /* callback_launch_latency_ns: a launch made from a completion callback
  * starts that much later. K1 (1 ms) ends at 1 ms; its callback launches K2
  * (1 ms), which starts at 1.010 ms and ends at 2.010 ms. */
@@ -1770,6 +1805,7 @@ int main(void)
         cmocka_unit_test(test_contention_partial_starve),
         cmocka_unit_test(test_pack_and_crowding),
         cmocka_unit_test(test_carveout),
+        cmocka_unit_test(test_dram_share),
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_timeslice_stream_gap),

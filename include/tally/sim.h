@@ -99,6 +99,12 @@ typedef struct tl_sim_params {
                                   blocks of one carveout at a time: a kernel of another
                                   waits for the SM to drain (experimental; sim/README.md,
                                   "Carveout"); 0: off */
+    int dram_share;            /* 1: memory-bound groups share the GPU's DRAM bandwidth
+                                  across SMs: each demands what a streaming kernel on its
+                                  SMs draws (the H100's measured curve), and all run
+                                  slower by the unit's demand over the capacity when it is
+                                  above (experimental, H100 only; sim/README.md, "DRAM
+                                  shared across SMs"); 0: off */
     int pack_foreign;          /* 1: a kernel that waited for room, placed beside another
                                   job's blocks, fills the SMs with the most room first,
                                   each to its capacity (the H100 places into room as it
