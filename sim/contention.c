@@ -90,8 +90,6 @@ double contention_dram_gbps(int sms)
     /* A streaming kernel's DRAM bandwidth on n SMs of the H100, GB/s
      * (experiments/results/hw/bandwidth/disjoint.txt), linear between. */
     static const double n[] = {0, 16, 33, 66, 132}, gbps[] = {0, 1295, 1790, 2665, 3524};
-    if (sms >= 132)
-        return gbps[4];
     for (int i = 1; i < 5; i++)
         if (sms <= n[i])
             return gbps[i - 1] + (gbps[i] - gbps[i - 1]) * (sms - n[i - 1]) / (n[i] - n[i - 1]);

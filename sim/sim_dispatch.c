@@ -27,6 +27,14 @@ enum { PLACE_DONE = 0, PLACE_ROOM = 1, PLACE_CAP = 2, PLACE_LATER = 3 };
 
 static uint64_t u64_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* The traced kernel's own blocks per SM: its grid spread over the GPU, at most
+ * its occupancy (residency and crowding compare a launch's with it). */
+static uint64_t kernel_bps(const sim *s, uint64_t grid, int occ)
+{
+    uint64_t sms = (uint64_t)s->gpu.sms;
+    return u64_min((grid + sms - 1) / sms, (uint64_t)occ);
+}
+
 /* A launch holding fewer of its blocks on an SM than the traced kernel did
  * (a slice, a PTB launch with few workers per SM) runs each block faster:
  * block time scales as 1 - r (1 - k / occupancy) with k its blocks per SM,
@@ -35,8 +43,7 @@ static uint64_t u64_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static void scale_for_residency(sim *s, launch *l, int occ, uint64_t grid, uint64_t k_launch)
 {
     double r = s->p.residency_speedup;
-    uint64_t sms = (uint64_t)s->gpu.sms;
-    uint64_t k_kernel = u64_min((grid + sms - 1) / sms, (uint64_t)occ);
+    uint64_t k_kernel = kernel_bps(s, grid, occ);
     if (k_launch == 0 || k_launch >= k_kernel)
         return;
     double f_kernel = 1 - r * (1 - (double)k_kernel / occ);
@@ -50,15 +57,16 @@ static void scale_for_residency(sim *s, launch *l, int occ, uint64_t grid, uint6
  * choices, KB) that holds the kernel's occupancy without the shared-memory
  * limit, each block taking its shared memory and the reserved 1 KB; an SM
  * holds blocks of one capacity at a time (experiments/results/hw/placement/). */
-static int carveout_of(const sim *s, const tl_block_cost *k)
+static int carveout_of(const sim *s, int threads, int regs, const tl_block_cost *k)
 {
     static const int kb[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
     const tl_gpu_props *g = &s->gpu;
-    int occ = g->max_blocks_per_sm;
-    if (k->threads > 0 && g->max_threads_per_sm / k->threads < occ)
-        occ = g->max_threads_per_sm / k->threads;
-    if (k->regs > 0 && g->regs_per_sm / k->regs < occ)
-        occ = g->regs_per_sm / k->regs;
+    /* without shared memory only the reserved 1 KB a block counts, which
+     * never binds before the block limit; a block that does not fit runs one
+     * an SM (launch_kernel_prepare) */
+    int occ = tl_occupancy(g, threads, regs, 0, NULL);
+    if (occ == 0)
+        occ = 1;
     long long need = (long long)occ * k->smem;
     for (size_t i = 0; i < sizeof kb / sizeof kb[0]; i++)
         if ((long long)kb[i] * 1024 >= need && kb[i] * 1024 <= g->smem_per_sm)
@@ -82,7 +90,7 @@ void launch_kernel_prepare(sim *s, launch *l)
         l->carveout = e->carveout;
     } else {
         occ = tl_block_cost_of(&s->gpu, threads, regs, sm, &l->cost, NULL);
-        l->carveout = carveout_of(s, &l->cost);
+        l->carveout = carveout_of(s, threads, regs, &l->cost);
         *e = (shape_ent){ threads, regs, sm, occ, l->carveout, l->cost };
     }
     if (!s->p.carveout)
@@ -670,8 +678,7 @@ static double crowd_of(const sim *s, const launch *l, int max_bps)
     uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
     if (l->work == TL_WORK_MEMORY || l->ptb || l->block_end - l->block_begin < grid)
         return 1.0;
-    uint64_t sms = (uint64_t)s->gpu.sms;
-    uint64_t k0 = u64_min((grid + sms - 1) / sms, (uint64_t)l->occ);
+    uint64_t k0 = kernel_bps(s, grid, l->occ);
     if ((uint64_t)max_bps <= k0)
         return 1.0;
     return tl_sim_crowding(s->p.crowding_warps, (l->cost.threads + 31) / 32, (int)k0, max_bps);
@@ -780,10 +787,8 @@ static int pack_pieces(const cand *cands, int nc, uint64_t need, piece *pieces)
 static int place(sim *s, sctx *c, launch *l)
 {
     unit *u = c->u;
-    if (!l->tried) {
-        l->tried = true;
+    if (l->first_try < 0)
         l->first_try = sim_now(s);
-    }
     if (coalesce_defer(s, l))
         return PLACE_LATER;
     if (!u->groups && u->n_cls == 1 && c->cap_sms >= u->pools[c->pool].sms)

@@ -89,9 +89,8 @@ struct launch {
     tl_ns last_place;       /* last time blocks of it were placed (coalescing) */
     int carveout;           /* the shared-memory carveout its launch configures, KB;
                                -1: the carveout rule is off (sim/README.md) */
-    tl_ns first_try;        /* when it first sought room (pack_foreign: a launch placed
-                               later waited for room that others' blocks freed) */
-    bool tried;             /* first_try is set */
+    tl_ns first_try;        /* when it first sought room, -1 before (pack_foreign: a
+                               launch placed later waited for room others' blocks freed) */
     tl_ns wake_at;          /* a coalescing wake-up is pending for then (0: none) */
     int sms_now;            /* SMs with one of its blocks resident (running) */
     tl_ns sms_last;

@@ -54,8 +54,7 @@ launch *launch_alloc(sim *s)
     l->start_ns = l->end_ns = 0;
     l->started = false;
     l->last_place = l->wake_at = 0;
-    l->first_try = 0;
-    l->tried = false;
+    l->first_try = -1;
     l->sms_now = 0;
     l->sms_last = 0;
     l->sms_integral = 0;

@@ -1333,9 +1333,9 @@ static void test_contention_partial_starve(void **st)
 }
 
 /* pack_foreign and crowding_warps (four SMs, no contention): job 0 holds every
- * SM's 2048 threads with A (4 blocks of 1024 threads, 1 ms) and B (the same,
- * 3 ms). Job 1's K (compute, 16 blocks of 64 threads, 2 warps each, 100 us
- * alone: 4 an SM, k0 = 4) arrives at 1 us and waits; A's end at 1 ms frees
+ * SM's 2048 threads with L (4 blocks of 1024 threads, 3 ms) and S (the same,
+ * 1 ms). Job 1's K (compute, 16 blocks of 64 threads, 2 warps each, 100 us
+ * alone: 4 an SM, k0 = 4) arrives at 1 us and waits; S's end at 1 ms frees
  * 1024 threads on every SM (room for 16 of K's blocks each).
  *   spread (pack_foreign 0): 4 an SM, as alone: ends at 1.1 ms on 4 SMs;
  *   packed: all 16 on the first SM; with crowding_warps 4 its 32 warps there
@@ -1357,61 +1357,60 @@ static void launch_later_job(void *arg, tl_ns now)
     launch(l->x, l->s, l->op, l->job, l->tag);
 }
 
-static void pack_case(int pack, double ws, tl_ns k_at, tl_ns want_end, double want_sms)
+/* One scenario of packing (four SMs, no contention): job 0's long kernel L
+ * (n_long blocks of 1024 threads, 3 ms, memory-bound) and short one S (n_short,
+ * 1 ms), launched at 0 in that order; job 1's K (compute, n_k blocks of 64
+ * threads, 100 us alone) on a greatest-priority stream at k_at. K's end and
+ * SMs are checked. */
+typedef struct pack_run {
+    int pack;
+    double ws;
+    uint32_t n_long, n_short, n_k;
+    tl_ns k_at;
+} pack_run;
+
+static void pack_case_run(pack_run r, tl_ns want_end, double want_sms)
 {
     h *x = open_h(4, 0);
     x->p.contention.model = TL_CONTENTION_THREADS;
-    x->p.pack_foreign = pack;
-    x->p.crowding_warps = ws;
+    x->p.pack_foreign = r.pack;
+    x->p.crowding_warps = r.ws;
     start_h(x);
     tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id sa = stream(x, c, 0), sb = stream(x, c, 0), hi = stream(x, c, -5);
-    tl_op a = mk(4, 1024, 32, 0, 1 * MS), b = mk(4, 1024, 32, 0, 3 * MS);
-    tl_op k = mk(16, 64, 32, 0, 100 * US);
-    a.work = b.work = TL_WORK_MEMORY;
+    tl_stream_id sl = stream(x, c, 0), ss = stream(x, c, 0), hi = stream(x, c, -5);
+    tl_op lo = mk(r.n_long, 1024, 32, 0, 3 * MS), sh = mk(r.n_short, 1024, 32, 0, 1 * MS);
+    tl_op k = mk(r.n_k, 64, 32, 0, 100 * US);
+    lo.work = sh.work = TL_WORK_MEMORY;
     k.work = TL_WORK_COMPUTE;
-    launch(x, sa, &a, 0, 1);
-    launch(x, sb, &b, 0, 2);
+    launch(x, sl, &lo, 0, 1);
+    launch(x, ss, &sh, 0, 2);
     later_job lk = { x, hi, &k, 1, 3 };
-    tl_dev_timer(&x->d, k_at, launch_later_job, &lk);
+    tl_dev_timer(&x->d, r.k_at, launch_later_job, &lk);
     run(x);
-    const tl_kernel_record *r = rec_of(x, 3);
-    if (r->end_ns != want_end || fabs(r->avg_sms - want_sms) > 1e-9)
-        fail_msg("pack %d ws %g at %lld: K ends at %lld on %g SMs, want %lld on %g", pack, ws,
-                 (long long)k_at, (long long)r->end_ns, r->avg_sms, (long long)want_end, want_sms);
+    const tl_kernel_record *rec = rec_of(x, 3);
+    if (rec->end_ns != want_end || fabs(rec->avg_sms - want_sms) > 1e-9)
+        fail_msg("pack %d ws %g (%u, %u, %u blocks) at %lld: K ends at %lld on %g SMs, want %lld on %g",
+                 r.pack, r.ws, r.n_long, r.n_short, r.n_k, (long long)r.k_at, (long long)rec->end_ns,
+                 rec->avg_sms, (long long)want_end, want_sms);
     close_h(x);
 }
 
+/* The first scenario (the comment before later_job). */
+static void pack_case(int pack, double ws, tl_ns k_at, tl_ns want_end, double want_sms)
+{
+    pack_case_run((pack_run){ pack, ws, 4, 4, 16, k_at }, want_end, want_sms);
+}
+
 /* Packing picks the SMs with the most room first (four SMs, no contention):
- * job 0's B (2 blocks of 1024 threads, 3 ms) holds SMs 0-1 half, A (6 blocks of
- * 1024, 1 ms) fills the rest. Job 1's K (compute, 40 blocks of 64 threads,
- * 100 us alone: k0 = 10 an SM) arrives at 1 us and waits. At 1 ms A leaves SMs
+ * job 0's L (2 blocks of 1024 threads, 3 ms) holds SMs 0-1 half, S (6 blocks
+ * of 1024, 1 ms) fills the rest. Job 1's K (compute, 40 blocks of 64 threads,
+ * 100 us alone: k0 = 10 an SM) arrives at 1 us and waits. At 1 ms S leaves SMs
  * 0-1 with room for 16 of K's blocks each and SMs 2-3 empty (32 each).
  * Spread: 10 an SM on all four, 1.1 ms. Packed: 32 on one empty SM and 8 on
  * the other, crowding max(64, 4) / max(20, 4) = 3.2 x: 1.32 ms on 2 SMs. */
 static void pack_room_case(int pack, tl_ns want_end, double want_sms)
 {
-    h *x = open_h(4, 0);
-    x->p.contention.model = TL_CONTENTION_THREADS;
-    x->p.pack_foreign = pack;
-    x->p.crowding_warps = 4;
-    start_h(x);
-    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id sa = stream(x, c, 0), sb = stream(x, c, 0), hi = stream(x, c, -5);
-    tl_op b = mk(2, 1024, 32, 0, 3 * MS), a = mk(6, 1024, 32, 0, 1 * MS);
-    tl_op k = mk(40, 64, 32, 0, 100 * US);
-    a.work = b.work = TL_WORK_MEMORY;
-    k.work = TL_WORK_COMPUTE;
-    launch(x, sb, &b, 0, 1);
-    launch(x, sa, &a, 0, 2);
-    later_job lk = { x, hi, &k, 1, 3 };
-    tl_dev_timer(&x->d, 1 * US, launch_later_job, &lk);
-    run(x);
-    const tl_kernel_record *r = rec_of(x, 3);
-    if (r->end_ns != want_end || fabs(r->avg_sms - want_sms) > 1e-9)
-        fail_msg("pack %d: K ends at %lld on %g SMs, want %lld on %g", pack, (long long)r->end_ns,
-                 r->avg_sms, (long long)want_end, want_sms);
-    close_h(x);
+    pack_case_run((pack_run){ pack, 4, 2, 6, 40, 1 * US }, want_end, want_sms);
 }
 
 static void test_pack_and_crowding(void **st)
