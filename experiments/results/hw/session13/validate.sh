@@ -15,12 +15,16 @@ v() { # OUT SPEC DB [extra tally-validate options]
     "$@" -m $o.md -c $o.csv $sp $db > /dev/null || echo "validate $o failed" >&2
 }
 rev12="--sim-param pack_foreign=0 --sim-param crowding_warps=0"
-mkdir -p $d/rev13
+mkdir -p $d/rev13 $d/options
 for n in 1 2 3; do
   case $n in 1) db=$hw/session12/node/graph_node.db;; *) db=$d/graph_node_s$n.db;; esac
   v $d/validation_graph_node_s$n $g $db
   v $d/validation_graph_node_s${n}_rev12 $g $db $rev12
   v $d/validation_graph_node_s${n}_pack2 $g $db --sim-param pack_foreign=2
+  # the experimental options (off by default): carveout, and carveout with dram_share
+  v $d/options/validation_graph_node_s${n}_carveout $g $db --sim-param carveout=1
+  v $d/options/validation_graph_node_s${n}_carveout_dram $g $db --sim-param carveout=1 --sim-param dram_share=1
+  v $d/options/validation_graph_node_s${n}_dram $g $db --sim-param dram_share=1
 done
 v $d/rev13/validation_graph_s11 $g $hw/session11/graph_s11.db
 v $d/rev13/validation_graph_s12 $g $hw/session12/graph_s12.db
