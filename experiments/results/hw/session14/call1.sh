@@ -14,12 +14,12 @@ hw=experiments/results/hw
 export TALLY_CALIB_DB=/tmp/calib.sqlite; xz -dc $hw/calib.sqlite.xz > $TALLY_CALIB_DB
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 t0=$(date +%s)
-timeout 300 build/dev/tally-run run -s experiments/specs/tally_headline.json -t 3 -w 1 -r 1 -S 1 \
+timeout 240 build/dev/tally-run run -s experiments/specs/tally_headline.json -t 3 -w 1 -r 1 -S 1 \
   -p priority-streams -p mps -k -q -d /tmp/pk.db > $out/perkernel.log 2>&1
 echo "perkernel rc=$? in $(( $(date +%s) - t0 )) s"; grep -E "^[a-z-]+ +- +0 " $out/perkernel.log
 python3 $hw/slim_db.py /tmp/pk.db $out/perkernel_slim.db 300 && xz -9 $out/perkernel_slim.db
 ls -la $out
 t0=$(date +%s)
 mkdir -p $out/placement_mps
-timeout 280 sh $hw/placement_mps/run.sh $out/placement_mps > /tmp/placement_mps.log 2>&1
+timeout 270 sh $hw/placement_mps/run.sh $out/placement_mps > /tmp/placement_mps.log 2>&1
 echo "placement_mps rc=$? in $(( $(date +%s) - t0 )) s"; tail -40 /tmp/placement_mps.log
