@@ -309,6 +309,29 @@ __global__ void k_init_slots(slot_dev *s, unsigned int n)
     }
 }
 
+/* TALLY_SYNTH_CARVEOUT=P (0-100; a diagnostic, unset normally): every
+ * synthetic kernel prefers the same shared-memory carveout, P percent, so that
+ * the driver configures one carveout for all of them and an SM can hold blocks
+ * of any two together. On the H100 an SM holds blocks of one carveout at a
+ * time and the driver picks it per launch (experiments/results/hw/placement/);
+ * with this set, the replay shows what the sharing policies do without that
+ * rule. Returns 0 or a cudaError_t (cudaErrorInvalidValue for a bad value). */
+extern "C" int tl_synth_apply_carveout_env(void)
+{
+    const char *v = getenv("TALLY_SYNTH_CARVEOUT");
+    if (!v || !*v) return 0;
+    char *end;
+    long p = strtol(v, &end, 10);
+    if (*end || p < 0 || p > 100) return (int)cudaErrorInvalidValue;
+    for (int i = 0; i < TL_SYNTH_NVARIANTS; i++)
+        for (int k = 0; k < 4; k++) {
+            cudaError_t e = cudaFuncSetAttribute((const void *)kernels[i][k],
+                                                 cudaFuncAttributePreferredSharedMemoryCarveout, (int)p);
+            if (e) return (int)e;
+        }
+    return 0;
+}
+
 extern "C" int tl_synth_variant_cap(int v) { return v >= 0 && v < TL_SYNTH_NVARIANTS ? caps[v] : 0; }
 
 extern "C" int tl_synth_open(tl_synth **out, unsigned int nslots)
@@ -357,6 +380,7 @@ extern "C" int tl_synth_open(tl_synth **out, unsigned int nslots)
         }
         s->info[v].max_threads = maxthr;
     }
+    if ((e = (cudaError_t)tl_synth_apply_carveout_env())) goto fail;
     *out = s;
     return 0;
 fail:

@@ -74,6 +74,10 @@ void tl_synth_close(tl_synth *s);
 const tl_synth_variant_info *tl_synth_variant(const tl_synth *s, int variant);
 /* Nominal register count of a variant (the cap it was compiled under). */
 int tl_synth_variant_cap(int variant);
+/* TALLY_SYNTH_CARVEOUT=P (0-100, a diagnostic): every synthetic kernel prefers
+ * the carveout P, so that all share one and SMs hold any of them together
+ * (called by tl_synth_open). 0 or a cudaError_t. */
+int tl_synth_apply_carveout_env(void);
 
 /* Slots: each launch takes one; free it once the launch is complete and its
  * record was read. Returns -1 when all are in flight. */

@@ -86,6 +86,11 @@ static void usage(FILE *f)
 "one CUDA graph (cached per distinct iteration and stream); how their kernels\n"
 "were calibrated is recorded as meta hw_graph_calibration (node or launch).\n"
 "\n"
+"Environment: TALLY_SYNTH_CARVEOUT=P (0-100, a diagnostic) makes every synthetic\n"
+"kernel prefer the same shared-memory carveout, so that SMs may hold blocks of\n"
+"any two kernels together (the H100 otherwise holds one carveout an SM); runs\n"
+"record it as meta hw_synth_carveout.\n"
+"\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
 "70 internal error or watchdog, 73 cannot write the database.\n");
 }
@@ -645,6 +650,9 @@ static int cmd_run(cli *c, int argc, char **argv)
             if (graphs)
                 r = tl_results_set_meta(&db, "hw_graph_calibration", c->co.plain_node_calib ? "launch" : "node",
                                         &err);
+            const char *cv = getenv("TALLY_SYNTH_CARVEOUT");
+            if (r >= 0 && cv && *cv) /* a diagnostic replay (synth.cu) */
+                r = tl_results_set_meta(&db, "hw_synth_carveout", cv, &err);
             for (int g = 0; g < 2 && r >= 0; g++) {
                 if (!have_gap[g])
                     continue;
