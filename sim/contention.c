@@ -87,9 +87,12 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
 
 double contention_dram_gbps(int sms)
 {
-    /* A streaming kernel's DRAM bandwidth on n SMs of the H100, GB/s
-     * (experiments/results/hw/bandwidth/disjoint.txt), linear between. */
-    static const double n[] = {0, 16, 33, 66, 132}, gbps[] = {0, 1295, 1790, 2665, 3524};
+    /* A streaming kernel's DRAM bandwidth on n SMs of the H100, GB/s, linear
+     * between: experiments/results/hw/bandwidth2/ (session 14; medians of 6
+     * after a 300 ms warm-up: 1423-1426, 1830-1833, 2947-3014, 4051-4394 GB/s;
+     * the lower of its two runs). The first probe's 1295/1790/2665/3524
+     * (bandwidth/disjoint.txt) were measured without a warm-up. */
+    static const double n[] = {0, 16, 33, 66, 132}, gbps[] = {0, 1423, 1830, 2947, 4051};
     for (int i = 1; i < 5; i++)
         if (sms <= n[i])
             return gbps[i - 1] + (gbps[i] - gbps[i - 1]) * (sms - n[i - 1]) / (n[i] - n[i - 1]);
@@ -293,8 +296,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: crowding_warps must be in [0, 64]");
     if (p->dram_share != 0 && p->dram_share != 1)
         return tl_errf(err, TL_ERANGE, "sim params: dram_share must be 0 or 1");
-    if (p->carveout != 0 && p->carveout != 1)
-        return tl_errf(err, TL_ERANGE, "sim params: carveout must be 0 or 1");
+    if (p->carveout < 0 || p->carveout > 2)
+        return tl_errf(err, TL_ERANGE, "sim params: carveout must be 0, 1 or 2");
     if (p->pack_foreign < 0 || p->pack_foreign > 2)
         return tl_errf(err, TL_ERANGE, "sim params: pack_foreign must be 0, 1 or 2");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))

@@ -17,6 +17,7 @@
  * MPS client dispatches nothing while a priority-0 client waits for room.
  * With mps_client_priority 0 (the H100's default) client priority is
  * ignored: arrival order alone. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,11 @@ static void scale_for_residency(sim *s, launch *l, int occ, uint64_t grid, uint6
 /* The carveout rule (sim/README.md, "Carveout"): the driver configures each
  * launch's SMs with the smallest shared-memory capacity (the H100's
  * choices, KB) that holds the kernel's occupancy without the shared-memory
- * limit, each block taking its shared memory and the reserved 1 KB; an SM
- * holds blocks of one capacity at a time (experiments/results/hw/placement/). */
+ * limit, each block taking its shared memory and the reserved 1 KB. With
+ * carveout 1 an SM holds blocks of one capacity at a time
+ * (experiments/results/hw/placement/); with carveout 2 a kernel joins an SM
+ * whose capacity holds what its occupancy takes (sm_fit;
+ * experiments/results/hw/carveout_matrix/). */
 static int carveout_of(const sim *s, int threads, int regs, const tl_block_cost *k)
 {
     static const int kb[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
@@ -68,6 +72,17 @@ static int carveout_of(const sim *s, int threads, int regs, const tl_block_cost 
     if (occ == 0)
         occ = 1;
     long long need = (long long)occ * k->smem;
+    if (s->p.carveout == 2 && k->smem <= g->smem_reserved_per_block && threads > 0) {
+        /* without shared memory the H100's driver configures 8 KB x 1024 /
+         * threads, at most 32 KB (Nsight Compute: 8, 16, 32 and 32 KB for
+         * 1024-, 512-, 256- and 64-thread blocks; experiments/results/hw/
+         * carveout_matrix/h100/ncu.txt, session13/carveouts.csv) */
+        long long least = 8192LL * 1024 / threads;
+        if (least > 32 * 1024)
+            least = 32 * 1024;
+        if (least > need)
+            need = least;
+    }
     for (size_t i = 0; i < sizeof kb / sizeof kb[0]; i++)
         if ((long long)kb[i] * 1024 >= need && kb[i] * 1024 <= g->smem_per_sm)
             return kb[i];
@@ -95,6 +110,12 @@ void launch_kernel_prepare(sim *s, launch *l)
     }
     if (!s->p.carveout)
         l->carveout = -1;
+    l->carve_need = -1;
+    l->smem_sm = s->gpu.smem_per_sm;
+    if (s->p.carveout == 2) { /* the shared memory its occupancy takes on an SM */
+        long long need = (long long)(occ > 0 ? occ : 1) * l->cost.smem;
+        l->carve_need = need > INT_MAX ? INT_MAX : (int)need;
+    }
     if (occ == 0) {
         /* The block does not fit this GPU (a trace from a bigger one): run it
          * one block per SM holding the whole SM, and count it. */

@@ -87,6 +87,10 @@ struct launch {
     tl_ns start_ns, end_ns;
     bool started;
     tl_ns last_place;       /* last time blocks of it were placed (coalescing) */
+    int carve_need;         /* carveout 2: the shared memory its occupancy takes on an
+                               SM, bytes (what an SM's carveout must hold for its
+                               blocks to join); -1: carveout 1's exact match */
+    int smem_sm;            /* the GPU's shared memory an SM, bytes (carveout 2) */
     int carveout;           /* the shared-memory carveout its launch configures, KB;
                                -1: the carveout rule is off (sim/README.md) */
     tl_ns first_try;        /* when it first sought room, -1 before (pack_foreign: a
@@ -299,13 +303,28 @@ static inline int sm_fit(const smclass *c, const launch *l)
      * SM, the occupancy (no divisions) */
     if (c->n_ents == 0)
         return l->max_per_sm < l->occ ? l->max_per_sm : l->occ;
-    /* the carveout rule: an SM holds blocks of one carveout at a time (its
-     * residents all have the first one's) */
-    if (l->carveout >= 0 && c->ents[0].l->carveout != l->carveout)
-        return 0;
+    int free_smem = c->free_smem;
+    if (l->carveout >= 0) {
+        if (l->carve_need < 0) {
+            /* carveout 1: an SM holds blocks of one carveout at a time (its
+             * residents all have the first one's) */
+            if (c->ents[0].l->carveout != l->carveout)
+                return 0;
+        } else {
+            /* carveout 2: the SM keeps the largest carveout of its residents;
+             * blocks whose occupancy fits in it join, within it */
+            int cv = 0;
+            for (int i = 0; i < c->n_ents; i++)
+                if (c->ents[i].l->carveout > cv)
+                    cv = c->ents[i].l->carveout;
+            if (l->carve_need > cv * 1024)
+                return 0;
+            free_smem = cv * 1024 - (l->smem_sm - c->free_smem);
+        }
+    }
     /* full on any resource: nothing fits (the common case on a busy GPU) */
     if (l->cost.threads > c->free_thr || l->cost.regs > c->free_regs ||
-        l->cost.smem > c->free_smem || c->free_blocks <= 0)
+        l->cost.smem > free_smem || c->free_blocks <= 0)
         return 0;
     int f = c->free_blocks;
     if (l->cost.threads > 0) {
@@ -319,7 +338,7 @@ static inline int sm_fit(const smclass *c, const launch *l)
             f = x;
     }
     if (l->cost.smem > 0) {
-        int x = c->free_smem / l->cost.smem;
+        int x = free_smem / l->cost.smem;
         if (x < f)
             f = x;
     }

@@ -48,6 +48,7 @@ launch *launch_alloc(sim *s)
     l->cost = (tl_block_cost){ 0 };
     l->occ = l->max_per_sm = 0;
     l->carveout = -1;
+    l->carve_need = -1;
     l->ee_seq = 0;
     l->ptb = l->retreat = false;
     l->claimed = l->blocks_done = 0;

@@ -1441,6 +1441,10 @@ static void test_pack_and_crowding(void **st)
     assert_int_equal(tl_sim_params_set(&p, "pack_foreign", "3", &err), 0);
     assert_int_equal(tl_sim_params_validate(&p, &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "pack_foreign"));
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(tl_sim_params_set(&p, "carveout", "3", &err), 0);
+    assert_int_equal(tl_sim_params_validate(&p, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "carveout"));
 }
 
 /* carveout (one SM, no contention): A, 1 block of 1024 threads, no shared
@@ -1448,8 +1452,11 @@ static void test_pack_and_crowding(void **st)
  * block of 64 threads (32 x 1 KB: 32 KB), 100 us, launched at 1 us. Off: K runs
  * beside A, ends at 101 us. On: the SM holds A's carveout until A ends; K
  * starts at 1 ms and ends at 1.1 ms. A kernel of A's shape (B) shares the SM
- * either way. */
-static void carveout_case(int on, const tl_op *k, tl_ns want_end)
+ * either way. carveout 2 (the H100's co-residency matrix, sim/README.md): K's
+ * occupancy needs 32 KB, more than A's 8 KB, so it waits too; but C, 256
+ * threads (8 x 1 KB: 8 KB), joins an SM that K configured (32 KB), where
+ * carveout 1 (8 KB against 32: not equal) makes it wait. */
+static void carveout_case(int on, const tl_op *a, const tl_op *k, tl_ns want_end)
 {
     h *x = open_h(1, 0);
     x->p.contention.model = TL_CONTENTION_THREADS;
@@ -1457,8 +1464,7 @@ static void carveout_case(int on, const tl_op *k, tl_ns want_end)
     start_h(x);
     tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
     tl_stream_id sa = stream(x, c, 0), sk = stream(x, c, -5);
-    tl_op a = mk(1, 1024, 32, 0, 1 * MS);
-    launch(x, sa, &a, 0, 1);
+    launch(x, sa, a, 0, 1);
     later_job lk = { x, sk, k, 1, 2 };
     tl_dev_timer(&x->d, 1 * US, launch_later_job, &lk);
     run(x);
@@ -1471,17 +1477,23 @@ static void carveout_case(int on, const tl_op *k, tl_ns want_end)
 static void test_carveout(void **st)
 {
     (void)st;
+    tl_op a = mk(1, 1024, 32, 0, 1 * MS), a64 = mk(1, 64, 32, 0, 1 * MS);
     tl_op k = mk(1, 64, 32, 0, 100 * US), b = mk(1, 1024, 32, 0, 100 * US);
-    carveout_case(0, &k, 101 * US);
-    carveout_case(1, &k, 1100 * US);
-    carveout_case(1, &b, 101 * US);
+    tl_op c = mk(1, 256, 32, 0, 100 * US);
+    carveout_case(0, &a, &k, 101 * US);
+    carveout_case(1, &a, &k, 1100 * US);
+    carveout_case(1, &a, &b, 101 * US);
+    carveout_case(2, &a, &k, 1100 * US);
+    carveout_case(2, &a, &b, 101 * US);
+    carveout_case(1, &a64, &c, 1100 * US);
+    carveout_case(2, &a64, &c, 101 * US);
 }
 
 /* dram_share (the H100, 132 SMs, no per-SM contention): A (job 0) and B (job 1),
  * memory-bound, 66 blocks each that take a whole SM (200 KB of shared memory),
  * 1 ms alone, launched together on disjoint SMs. Each demands what a streaming
- * kernel on 66 SMs draws, 2665 GB/s; together 5330 against the H100's 3524:
- * both run 5330 / 3524 = 1.5125 x slower. A compute kernel beside A instead
+ * kernel on 66 SMs draws, 2947 GB/s; together 5894 against the H100's 4051:
+ * both run 5894 / 4051 = 1.455 x slower. A compute kernel beside A instead
  * demands nothing. Off: 1 ms each. */
 static void dram_case(int on, int b_work, tl_ns want_a)
 {
@@ -1508,7 +1520,7 @@ static void test_dram_share(void **st)
 {
     (void)st;
     dram_case(0, TL_WORK_MEMORY, 1 * MS);
-    dram_case(1, TL_WORK_MEMORY, (tl_ns)(1e6 * 5330.0 / 3524.0 + 0.5));
+    dram_case(1, TL_WORK_MEMORY, (tl_ns)(1e6 * 5894.0 / 4051.0 + 0.5));
     dram_case(1, TL_WORK_COMPUTE, 1 * MS);
 }
 

@@ -1,6 +1,7 @@
 """perkernel.py HW.db SIM.db [SIM2.db ...]: each job's kernels beside the other
 job under priority-streams and mps, per kernel name (mean us over the first
-WINDOW ms of every run's measured period, as slim_db.py keeps on the hardware),
+WINDOW_MS ms of every run's measured period, as slim_db.py keeps on the hardware;
+environment WINDOW_MS, default 100),
 on the H100 and in the simulator, each also as a ratio to the same kernel's mean
 in the job's alone run; and the median gap between one kernel's end and the
 next one's start on the job's stream (the room the other job gets between them).
@@ -10,9 +11,10 @@ command is in README.md)."""
 import collections
 import sqlite3
 import statistics as st
+import os
 import sys
 
-WINDOW_NS = 300_000_000
+WINDOW_NS = int(float(os.environ.get('WINDOW_MS', '100')) * 1e6)
 PAIRS = ('mobilenet-b1', 'vit-b16-b1', 'resnet50-b8')
 
 
