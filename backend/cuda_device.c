@@ -1298,7 +1298,7 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     c->device = opt.device;
     d->impl = c;
     d->ops = &cuda_ops;
-    tl_cuda_fill_props(c, &d->gpu);
+    tl_cuda_props(c->device, &d->gpu);
     tl_drv_load(&c->drv); /* optional: only partitions need it */
     char *path = opt.calib_db ? tl_xstrdup(opt.calib_db) : tl_calib_default_path();
     r = tl_calib_db_open(&c->calib, path, err);

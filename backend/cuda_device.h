@@ -114,6 +114,9 @@ typedef struct tl_kernel_plan {
 /* Is there a usable GPU? TL_ENODEV with a one-line reason if not; fills info
  * (may be NULL) otherwise. Safe to call on machines without a driver. */
 int tl_cuda_probe(int device, tl_cuda_info *info, tl_err *err);
+/* The device's limits as the simulator's GPU model (tl_occupancy and the
+ * rest read them); all zero when the device cannot be queried. */
+void tl_cuda_props(int device, tl_gpu_props *g);
 
 int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err);
 /* Calibrate every kernel of the trace and size the copy buffers, before a run

@@ -186,7 +186,6 @@ int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *l, int reps, cudaStre
  * copies of itself), for a graph job's launches that go out in graphs. */
 int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, bool node, tl_kernel_plan *out,
                       tl_err *err);
-void tl_cuda_fill_props(tl_cuda *c, tl_gpu_props *g);
 int tl_cuda_calib_load(tl_cuda *c, tl_err *err);
 
 #endif

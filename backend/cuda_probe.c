@@ -75,11 +75,11 @@ int tl_cuda_probe(int device, tl_cuda_info *info, tl_err *err)
     return 0;
 }
 
-void tl_cuda_fill_props(tl_cuda *c, tl_gpu_props *g)
+void tl_cuda_props(int device, tl_gpu_props *g)
 {
     struct cudaDeviceProp p;
     memset(g, 0, sizeof *g);
-    if (cudaGetDeviceProperties(&p, c->device)) return;
+    if (cudaGetDeviceProperties(&p, device)) return;
     snprintf(g->name, sizeof g->name, "%.63s", p.name);
     g->sms = p.multiProcessorCount;
     g->max_threads_per_sm = p.maxThreadsPerMultiProcessor;

@@ -92,33 +92,17 @@ static int calibrate(crowd_ctx *c, int kind, int threads, uint32_t *iters, doubl
     return tl_calib_proportional(wave_probe_ns, &p, TARGET_NS, iters, got, err);
 }
 
-/* Blocks of 'threads' threads (variant 0's registers, no shared memory) one
- * SM holds. */
-static int occupancy(int threads, int regs, int threads_per_sm, int blocks_per_sm)
-{
-    int warps = (threads + 31) / 32;
-    int regs_per_warp = ((regs * 32 + 255) / 256) * 256; /* allocated by 256 a warp */
-    int by_regs = regs_per_warp > 0 ? 65536 / (regs_per_warp * warps) : blocks_per_sm;
-    int occ = threads_per_sm / threads;
-    if (by_regs < occ)
-        occ = by_regs;
-    return occ < blocks_per_sm ? occ : blocks_per_sm;
-}
-
 int tl_hw_crowding(FILE *out, FILE *csv, int device, tl_crowding_result *fit, tl_err *err)
 {
     crowd_ctx c;
     memset(&c, 0, sizeof c);
-    int tps = 0, bps = 0;
     int e = cudaSetDevice(device);
     if (!e)
         e = cudaDeviceGetAttribute(&c.sms, cudaDevAttrMultiProcessorCount, device);
-    if (!e)
-        e = cudaDeviceGetAttribute(&tps, cudaDevAttrMaxThreadsPerMultiProcessor, device);
-    if (!e)
-        e = cudaDeviceGetAttribute(&bps, cudaDevAttrMaxBlocksPerMultiprocessor, device);
     if (e)
         return cuda_fail(err, e, "device");
+    tl_gpu_props gpu;
+    tl_cuda_props(device, &gpu);
     if ((e = tl_synth_open(&c.s, 4)))
         return cuda_fail(err, e, "synthetic kernels");
     int r = 0;
@@ -143,7 +127,8 @@ int tl_hw_crowding(FILE *out, FILE *csv, int device, tl_crowding_result *fit, tl
     for (int kind = 0; kind < 2 && !r; kind++)
         for (int b = 0; b < 2 && !r; b++) {
             int threads = block_threads[b];
-            int occ = occupancy(threads, vi->regs, tps, bps);
+            /* blocks an SM holds: variant 0's registers, no shared memory */
+            int occ = tl_occupancy(&gpu, threads, vi->regs, 0, NULL);
             uint32_t iters = 0;
             double ref = 0;
             r = calibrate(&c, kind, threads, &iters, &ref, err);
