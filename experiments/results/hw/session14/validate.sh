@@ -1,6 +1,7 @@
 #!/bin/sh
-# Session 14's validations. (1) call3.sh's run with every synthetic kernel
-# preferring one carveout (call3/carve100_100ms.db, unpacked first with xz -dk)
+# Session 14's validations. (1) call3.sh's and call5.sh's runs with every synthetic
+# kernel preferring one carveout (call3/carve100_100ms.db, call5/carve100_s2.db;
+# unpacked first with xz -dk)
 # against the simulator at its defaults (model revision 13: carveout off), at
 # revision 12 (pack_foreign 0, crowding_warps 0) and with carveout 1. (2) The
 # three node-calibrated runs of session 12-13 with the experimental options
@@ -19,6 +20,8 @@ mkdir -p $d/options
 v $d/validation_carve100 $g $d/call3/carve100_100ms.db
 v $d/validation_carve100_rev12 $g $d/call3/carve100_100ms.db --sim-param pack_foreign=0 --sim-param crowding_warps=0
 v $d/validation_carve100_carveout $g $d/call3/carve100_100ms.db --sim-param carveout=1
+# call5.sh: a second repetition (seed 2), against the defaults
+v $d/validation_carve100_s2 $g $d/call5/carve100_s2.db
 for n in 1 2 3; do
   case $n in 1) db=$hw/session12/node/graph_node.db;; *) db=$hw/session13/graph_node_s$n.db;; esac
   v $d/options/validation_graph_node_s${n}_dram $g $db --sim-param dram_share=1
