@@ -591,8 +591,26 @@ static void cell_rank_values(const tl_val_cell *c, tl_val_rank_metric m, double 
     }
 }
 
+void tl_val_count_pairs(const double *sim, const double *hw, const bool *over, int n, double band,
+                        int *separated, int *discordant)
+{
+    *separated = *discordant = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            double dh = hw[i] - hw[j], ds = sim[i] - sim[j];
+            if (!(fabs(dh) > band))
+                continue; /* a tie on the hardware (or NaN) */
+            if (over && over[i] && over[j])
+                continue; /* both overloaded on the hardware */
+            (*separated)++;
+            if (!(ds * dh > 0))
+                (*discordant)++;
+        }
+}
+
+/* Takes names, s, h and over (may be NULL: none overloaded). */
 static void add_ranking(tl_validation *v, const char *experiment, const char *scope,
-                        tl_val_rank_metric m, char **names, double *s, double *h, int n)
+                        tl_val_rank_metric m, char **names, double *s, double *h, bool *over, int n)
 {
     if (n < 2) {
         for (int i = 0; i < n; i++)
@@ -600,6 +618,7 @@ static void add_ranking(tl_validation *v, const char *experiment, const char *sc
         free(names);
         free(s);
         free(h);
+        free(over);
         return;
     }
     v->ranks = tl_xrealloc(v->ranks, (v->n_ranks + 1) * sizeof *v->ranks);
@@ -622,15 +641,10 @@ static void add_ranking(tl_validation *v, const char *experiment, const char *sc
         r->same &= r->order_sim[i] == r->order_hw[i];
     r->tau = tl_kendall_tau_b(s, h, n);
     double band = m == TL_VAL_RANK_SYS_THROUGHPUT ? TL_VAL_TIE_SYS : TL_VAL_TIE_P99;
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            double dh = h[i] - h[j], ds = s[i] - s[j];
-            if (!(fabs(dh) > band))
-                continue; /* a tie on the hardware (or NaN) */
-            r->separated++;
-            if (!(ds * dh > 0))
-                r->discordant++;
-        }
+    tl_val_count_pairs(s, h, NULL, n, band, &r->separated, &r->discordant);
+    r->over_hw = over;
+    tl_val_count_pairs(s, h, m == TL_VAL_RANK_P99_OVERHEAD ? over : NULL, n, band, &r->separated_ov,
+                       &r->discordant_ov);
 }
 
 /* Rankings per job set and load, then over the mean of every job set (policies
@@ -657,6 +671,7 @@ static void make_rankings(tl_validation *v)
         for (int m = 0; m < TL_VAL_RANK_COUNT; m++) {
             char **names = tl_xcalloc(v->n_cells, sizeof *names);
             double *s = tl_xcalloc(v->n_cells, sizeof *s), *h = tl_xcalloc(v->n_cells, sizeof *h);
+            bool *over = tl_xcalloc(v->n_cells, sizeof *over);
             int n = 0;
             for (size_t k = i; k < v->n_cells; k++) {
                 const tl_val_cell *c = &v->cells[k];
@@ -667,9 +682,10 @@ static void make_rankings(tl_validation *v)
                 cell_rank_values(c, (tl_val_rank_metric)m, &s[n], &h[n]);
                 if (isnan(s[n]) || isnan(h[n]))
                     continue;
+                over[n] = c->hp >= 0 && c->jobs[c->hp].grows_hw;
                 names[n++] = cell_label(c);
             }
-            add_ranking(v, c0->experiment, scope.s, (tl_val_rank_metric)m, names, s, h, n);
+            add_ranking(v, c0->experiment, scope.s, (tl_val_rank_metric)m, names, s, h, over, n);
         }
         tl_sbuf_free(&scope);
     }
@@ -696,10 +712,12 @@ static void make_rankings(tl_validation *v)
                 continue;
             char **names = tl_xcalloc((size_t)ref->n, sizeof *names);
             double *s = tl_xcalloc((size_t)ref->n, sizeof *s), *h = tl_xcalloc((size_t)ref->n, sizeof *h);
+            bool *over = tl_xcalloc((size_t)ref->n, sizeof *over);
             int n = 0;
             for (int q = 0; q < ref->n; q++) {
                 double ss = 0, hh = 0;
                 int got = 0;
+                bool ov = false; /* overloaded in any job set: the mean has no steady state either */
                 for (size_t l = 0; l < n_scoped; l++) {
                     const tl_val_ranking *r = &v->ranks[l];
                     if (strcmp(r->experiment, exp) || r->metric != (tl_val_rank_metric)m)
@@ -708,6 +726,7 @@ static void make_rankings(tl_validation *v)
                         if (!strcmp(r->policies[x], ref->policies[q])) {
                             ss += r->sim[x];
                             hh += r->hw[x];
+                            ov |= r->over_hw && r->over_hw[x];
                             got++;
                             break;
                         }
@@ -716,9 +735,10 @@ static void make_rankings(tl_validation *v)
                     continue;
                 s[n] = ss / got;
                 h[n] = hh / got;
+                over[n] = ov;
                 names[n++] = tl_xstrdup(ref->policies[q]);
             }
-            add_ranking(v, exp, "mean over job sets", (tl_val_rank_metric)m, names, s, h, n);
+            add_ranking(v, exp, "mean over job sets", (tl_val_rank_metric)m, names, s, h, over, n);
         }
     }
 }
@@ -889,6 +909,7 @@ void tl_validation_close(tl_validation *v)
         free(r->policies);
         free(r->sim);
         free(r->hw);
+        free(r->over_hw);
         free(r->order_sim);
         free(r->order_hw);
     }

@@ -258,6 +258,30 @@ static void test_kendall(void **state)
     assert_true(isnan(tl_kendall_tau_b(a, b, 1)));
 }
 
+/* Pairs separated by the hardware and discordant in the simulator; with two
+ * overloaded policies (queues growing on the hardware) tied. hw = (0.1, 5,
+ * 9, 0.4), sim = (0.2, 12, 6, 0.15), band 0.02: all 6 pairs separated; the
+ * simulator swaps (5, 9) and (0.1, 0.4): 2 discordant. With policies 1 and 2
+ * overloaded their pair is a tie: 5 separated, 1 discordant. */
+static void test_count_pairs(void **state)
+{
+    (void)state;
+    double hw[] = {0.1, 5, 9, 0.4}, sim[] = {0.2, 12, 6, 0.15};
+    bool over[] = {false, true, true, false};
+    int sep = -1, dis = -1;
+    tl_val_count_pairs(sim, hw, NULL, 4, 0.02, &sep, &dis);
+    assert_int_equal(sep, 6);
+    assert_int_equal(dis, 2);
+    tl_val_count_pairs(sim, hw, over, 4, 0.02, &sep, &dis);
+    assert_int_equal(sep, 5);
+    assert_int_equal(dis, 1);
+    /* a hardware tie within the band is never separated, NaN neither */
+    double hw2[] = {1.0, 1.01, NAN}, sim2[] = {2, 1, 0};
+    tl_val_count_pairs(sim2, hw2, NULL, 3, 0.02, &sep, &dis);
+    assert_int_equal(sep, 0);
+    assert_int_equal(dis, 0);
+}
+
 static void test_match_and_means(void **state)
 {
     (void)state;
@@ -328,6 +352,8 @@ static void test_rankings(void **state)
     assert_int_equal(s->separated, 3);
     assert_int_equal(s->discordant, 1);
     assert_int_equal(p->discordant, 0);
+    assert_int_equal(p->separated_ov, p->separated); /* no queue grows in these runs */
+    assert_int_equal(p->discordant_ov, 0);
     const char *sim_order[] = {"mps", "tally", "tgs"}, *hw_order[] = {"mps", "tgs", "tally"};
     for (int i = 0; i < 3; i++) {
         assert_string_equal(s->policies[s->order_sim[i]], sim_order[i]);
@@ -839,6 +865,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kendall),
         cmocka_unit_test(test_match_and_means),
+        cmocka_unit_test(test_count_pairs),
         cmocka_unit_test(test_rankings),
         cmocka_unit_test(test_queue_grows),
         cmocka_unit_test(test_p99_range),

@@ -81,6 +81,11 @@ typedef struct tl_val_ranking {
     bool same;                  /* identical orders */
     int separated;              /* pairs the hardware orders by more than the tie band */
     int discordant;             /* of those, pairs the simulator orders otherwise */
+    bool *over_hw;              /* the policies whose high-priority queue grows on the
+                                   hardware (in any job set, for the mean over them) */
+    int separated_ov, discordant_ov; /* p99 overhead: the same with two policies whose
+                                   high-priority queue grows on the hardware tied
+                                   (tl_val_count_pairs); else as above */
     double tau;                 /* Kendall tau-b; NaN when undefined */
 } tl_val_ranking;
 
@@ -171,6 +176,15 @@ int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int worke
 #define TL_VAL_GROWTH 0.02
 #define TL_VAL_UNFINISHED 0.05
 bool tl_val_queue_grows(const double *arrival, const double *latency, size_t n, size_t unfinished);
+
+/* Pairs of n policies that the hardware's values hw order by more than band
+ * (*separated) and, of those, pairs that the simulator's values sim order the
+ * other way or not at all (*discordant). With over (NULL: none), two policies
+ * both marked are not separated: their high-priority queue grows on the
+ * hardware, so their p99 has no steady-state value to order them by (it
+ * depends on how long the run is). */
+void tl_val_count_pairs(const double *sim, const double *hw, const bool *over, int n, double band,
+                        int *separated, int *discordant);
 
 /* How far one run's p99 latency could have landed: a block bootstrap over
  * windows of TL_VAL_WINDOW_NS of arrival time (a stall delays a cluster of
