@@ -7,7 +7,9 @@
 # three node-calibrated runs of session 12-13 with the experimental options
 # dram_share (with the DRAM curve re-measured by ../bandwidth2/),
 # carveout + dram_share, and carveout 2 (the co-residency rule measured by
-# ../carveout_matrix/). From the repository root:
+# ../carveout_matrix/). (3) The node-calibrated, launch-calibrated and eager runs of
+# sessions 11-13 again at the defaults, for the p99-overhead rankings with
+# overloaded policies tied (rankings/). From the repository root:
 #   sh experiments/results/hw/session14/validate.sh [BUILD]
 b=${1:-build}; d=experiments/results/hw/session14; hw=experiments/results/hw
 g=experiments/specs/tally_headline.json
@@ -28,3 +30,13 @@ for n in 1 2 3; do
   v $d/options/validation_graph_node_s${n}_carveout_dram $g $db --sim-param carveout=1 --sim-param dram_share=1
   v $d/options/validation_graph_node_s${n}_carveout2 $g $db --sim-param carveout=2
 done
+mkdir -p $d/rankings
+ea=experiments/specs/tally_headline_eager.json
+v $d/rankings/validation_graph_node_s1 $g $hw/session12/node/graph_node.db
+v $d/rankings/validation_graph_node_s2 $g $hw/session13/graph_node_s2.db
+v $d/rankings/validation_graph_node_s3 $g $hw/session13/graph_node_s3.db
+v $d/rankings/validation_graph_s11 $g $hw/session11/graph_s11.db
+v $d/rankings/validation_graph_s12 $g $hw/session12/graph_s12.db
+v $d/rankings/validation_graph_s12r3 $g $hw/session12/graph_s12r3.db
+v $d/rankings/validation_eager_s11 $ea $hw/session11/eager_s11.db
+v $d/rankings/validation_eager_s12 $ea $hw/session12/eager_s12.db
