@@ -17,7 +17,6 @@
  * MPS client dispatches nothing while a priority-0 client waits for room.
  * With mps_client_priority 0 (the H100's default) client priority is
  * ignored: arrival order alone. */
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,16 +104,8 @@ void launch_kernel_prepare(sim *s, launch *l)
         l->carveout = e->carveout;
     } else {
         occ = tl_block_cost_of(&s->gpu, threads, regs, sm, &l->cost, NULL);
-        l->carveout = carveout_of(s, threads, regs, &l->cost);
+        l->carveout = s->p.carveout ? carveout_of(s, threads, regs, &l->cost) : -1;
         *e = (shape_ent){ threads, regs, sm, occ, l->carveout, l->cost };
-    }
-    if (!s->p.carveout)
-        l->carveout = -1;
-    l->carve_need = -1;
-    l->smem_sm = s->gpu.smem_per_sm;
-    if (s->p.carveout == 2) { /* the shared memory its occupancy takes on an SM */
-        long long need = (long long)(occ > 0 ? occ : 1) * l->cost.smem;
-        l->carve_need = need > INT_MAX ? INT_MAX : (int)need;
     }
     if (occ == 0) {
         /* The block does not fit this GPU (a trace from a bigger one): run it
@@ -123,6 +114,11 @@ void launch_kernel_prepare(sim *s, launch *l)
         s->stats.unfit_kernels++;
     }
     l->occ = occ;
+    l->carve_need = -1;
+    l->smem_sm = s->gpu.smem_per_sm;
+    if (s->p.carveout == 2) /* the shared memory its occupancy takes on an SM (at most
+                               32 blocks of an SM's bytes: no overflow) */
+        l->carve_need = occ * l->cost.smem;
     uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
     uint64_t per_wave = (uint64_t)occ * (uint64_t)s->gpu.sms;
     tl_ns dur = op->dur_ns > 0 ? op->dur_ns : 0;
