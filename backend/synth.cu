@@ -316,17 +316,24 @@ __global__ void k_init_slots(slot_dev *s, unsigned int n)
  * time and the driver picks it per launch (experiments/results/hw/placement/);
  * with this set, the replay shows what the sharing policies do without that
  * rule. Returns 0 or a cudaError_t (cudaErrorInvalidValue for a bad value). */
-extern "C" int tl_synth_apply_carveout_env(void)
+extern "C" int tl_synth_carveout_env(void)
 {
     const char *v = getenv("TALLY_SYNTH_CARVEOUT");
-    if (!v || !*v) return 0;
+    if (!v || !*v) return -1;
     char *end;
     long p = strtol(v, &end, 10);
-    if (*end || p < 0 || p > 100) return (int)cudaErrorInvalidValue;
+    return *end || p < 0 || p > 100 ? -2 : (int)p;
+}
+
+extern "C" int tl_synth_apply_carveout_env(void)
+{
+    int p = tl_synth_carveout_env();
+    if (p == -1) return 0;
+    if (p < 0) return (int)cudaErrorInvalidValue;
     for (int i = 0; i < TL_SYNTH_NVARIANTS; i++)
         for (int k = 0; k < 4; k++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)kernels[i][k],
-                                                 cudaFuncAttributePreferredSharedMemoryCarveout, (int)p);
+                                                 cudaFuncAttributePreferredSharedMemoryCarveout, p);
             if (e) return (int)e;
         }
     return 0;

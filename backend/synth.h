@@ -78,6 +78,8 @@ int tl_synth_variant_cap(int variant);
  * the carveout P, so that all share one and SMs hold any of them together
  * (called by tl_synth_open). 0 or a cudaError_t. */
 int tl_synth_apply_carveout_env(void);
+/* TALLY_SYNTH_CARVEOUT's value: 0-100, -1 unset, -2 not a whole percentage. */
+int tl_synth_carveout_env(void);
 
 /* Slots: each launch takes one; free it once the launch is complete and its
  * record was read. Returns -1 when all are in flight. */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "synth.h"
 #include "cuda_device.h"
 #include "worker.h"
 #include "tally/transform.h"
@@ -798,6 +799,12 @@ int main(int argc, char **argv)
     }
     int r = parse(&c, argc, argv);
     if (r) return r;
+    /* the synthetic kernels read it (synth.cu); say what is wrong before any GPU work */
+    if (tl_synth_carveout_env() == -2) {
+        fprintf(stderr, "tally-run: TALLY_SYNTH_CARVEOUT='%s': want a whole percentage 0-100\n",
+                getenv("TALLY_SYNTH_CARVEOUT"));
+        return EX_USAGE;
+    }
     if (!strcmp(sub, "run")) return cmd_run(&c, argc, argv);
     if (!strcmp(sub, "info")) return cmd_info(&c);
     if (!strcmp(sub, "calibrate")) return cmd_calibrate(&c, argc, argv);

@@ -819,6 +819,14 @@ static void test_tally_run_usage(void **state)
     assert_int_equal(run_tally("crowding --fit x.csv", out, sizeof out), 64);
     assert_non_null(strstr(out, "--fit is not supported"));
     assert_int_equal(run_tally("crowding extra", out, sizeof out), 64);
+    /* the carveout diagnostic's value is checked before any GPU work */
+    assert_int_not_equal(run_tally("info", out, sizeof out), 64);
+    setenv("TALLY_SYNTH_CARVEOUT", "150", 1);
+    assert_int_equal(run_tally("info", out, sizeof out), 64);
+    assert_non_null(strstr(out, "TALLY_SYNTH_CARVEOUT='150'"));
+    setenv("TALLY_SYNTH_CARVEOUT", "5x", 1);
+    assert_int_equal(run_tally("info", out, sizeof out), 64);
+    unsetenv("TALLY_SYNTH_CARVEOUT");
 }
 
 static void test_gpu_selftest(void **state)
