@@ -229,6 +229,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     p->pack_foreign = h100 ? 1 : 0;
     p->carveout = 0; /* experimental, off */
     p->dram_share = 0; /* experimental, off */
+    p->mps_order = 0; /* arrival order (a trial: sim/README.md, "MPS clients' turns") */
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;
@@ -298,6 +299,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: dram_share must be 0 or 1");
     if (p->carveout < 0 || p->carveout > 2)
         return tl_errf(err, TL_ERANGE, "sim params: carveout must be 0, 1 or 2");
+    if (p->mps_order != 0 && p->mps_order != 1)
+        return tl_errf(err, TL_ERANGE, "sim params: mps_order must be 0 or 1");
     if (p->pack_foreign < 0 || p->pack_foreign > 2)
         return tl_errf(err, TL_ERANGE, "sim params: pack_foreign must be 0, 1 or 2");
     if (!(p->coalesce_fraction >= 0 && p->coalesce_fraction <= 1))
@@ -343,6 +346,7 @@ static const pdesc pdescs[] = {
     PD("residency_speedup", P_DOUBLE, residency_speedup),
     PD("crowding_warps", P_DOUBLE, crowding_warps),
     PD("pack_foreign", P_INT, pack_foreign),
+    PD("mps_order", P_INT, mps_order),
     PD("carveout", P_INT, carveout),
     PD("dram_share", P_INT, dram_share),
 };

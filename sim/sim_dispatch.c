@@ -16,7 +16,8 @@
  * order of (MPS client priority, arrival of their head kernel); a priority-1
  * MPS client dispatches nothing while a priority-0 client waits for room.
  * With mps_client_priority 0 (the H100's default) client priority is
- * ignored: arrival order alone. */
+ * ignored: arrival order alone. With mps_order 1 the client that has placed
+ * blocks in the fewest dispatch rounds goes before arrival order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -981,6 +982,25 @@ static int ctx_order(const void *a, const void *b)
     return ctx_order_arrival(a, b);
 }
 
+/* mps_order 1: the client that placed blocks in fewer dispatch rounds first,
+ * then arrival. */
+static int ctx_order_turns(const void *a, const void *b)
+{
+    const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
+    if (x->placing_rounds != y->placing_rounds)
+        return x->placing_rounds < y->placing_rounds ? -1 : 1;
+    return ctx_order_arrival(a, b);
+}
+
+/* The same after MPS client priority (mps_client_priority 1). */
+static int ctx_order_prio_turns(const void *a, const void *b)
+{
+    const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
+    if (x->cfg.mps_priority != y->cfg.mps_priority)
+        return x->cfg.mps_priority < y->cfg.mps_priority ? -1 : 1;
+    return ctx_order_turns(a, b);
+}
+
 void dispatch_unit_multi(sim *s, unit *u)
 {
     sctx *stack[16];
@@ -990,8 +1010,12 @@ void dispatch_unit_multi(sim *s, unit *u)
         if (u->ctxs[i]->ee_mask)
             order[n++] = u->ctxs[i];
     bool strict = s->p.mps_client_priority != 0;
-    if (n > 1)
-        qsort(order, (size_t)n, sizeof *order, strict ? ctx_order : ctx_order_arrival);
+    if (n > 1) {
+        int (*cmp)(const void *, const void *) = strict ? ctx_order : ctx_order_arrival;
+        if (s->p.mps_order)
+            cmp = strict ? ctx_order_prio_turns : ctx_order_turns;
+        qsort(order, (size_t)n, sizeof *order, cmp);
+    }
     bool p0_waiting = false;
     for (int i = 0; i < n; i++) {
         sctx *c = order[i];
@@ -999,7 +1023,10 @@ void dispatch_unit_multi(sim *s, unit *u)
             continue;
         if (strict && c->cfg.mps_priority > 0 && p0_waiting)
             continue;
+        uint64_t groups_before = s->stats.block_groups;
         int r = dispatch_ctx(s, c);
+        if (s->stats.block_groups != groups_before)
+            c->placing_rounds++; /* it placed blocks this round (mps_order 1) */
         if ((r == PLACE_ROOM || r == PLACE_LATER) && c->cfg.mps_priority == 0)
             p0_waiting = true;
     }

@@ -190,6 +190,8 @@ struct sctx {
     int sms_now;            /* SMs with one of its blocks resident */
     launch *ee_head[SIM_MAX_LEVELS], *ee_tail[SIM_MAX_LEVELS];
     uint64_t ee_mask;       /* bit per non-empty level */
+    uint64_t placing_rounds; /* mps_order 1: dispatch rounds of its unit in which it
+                               placed blocks */
 };
 
 struct sstream {

@@ -793,10 +793,12 @@ static void test_mps_cap_rounding(void **st)
  * end (1 ms) the normal client goes first although the low client's blocks
  * were waiting longer. With both at priority 0, arrival order wins; so it
  * does when client priority is ignored (mps_client_priority 0, the H100's). */
-static void mps_prio_case(int low_prio, int strict, tl_ns *normal_start, tl_ns *low_end)
+static void mps_order_case(int low_prio, int strict, int order, tl_ns *normal_start,
+                           tl_ns *low_end)
 {
     h *x = open_h(4, 0);
     x->p.mps_client_priority = strict;
+    x->p.mps_order = order;
     start_h(x);
     tl_ctx_id lo = ctx(x, TL_CTX_MPS, 0, low_prio, 0), no = ctx(x, TL_CTX_MPS, 0, 0, 0);
     tl_op L = mk(96, 256, 32, 0, 3 * MS), N = mk(32, 256, 32, 0, 1 * MS);
@@ -807,6 +809,29 @@ static void mps_prio_case(int low_prio, int strict, tl_ns *normal_start, tl_ns *
     *normal_start = rec_of(x, 2)->start_ns;
     *low_end = rec_of(x, 1)->end_ns;
     close_h(x);
+}
+
+static void mps_prio_case(int low_prio, int strict, tl_ns *normal_start, tl_ns *low_end)
+{
+    mps_order_case(low_prio, strict, 0, normal_start, low_end);
+}
+
+/* mps_order 1: at the wave end the client that has placed no blocks yet goes
+ * first although the other's blocks were waiting longer, at equal client
+ * priorities and with the hint ignored; mps_order 0 keeps arrival order. */
+static void test_mps_order_turns(void **st)
+{
+    (void)st;
+    tl_ns ns, le;
+    mps_order_case(0, 0, 1, &ns, &le);
+    assert_int_equal(ns, 1 * MS);
+    assert_int_equal(le, 4 * MS);
+    mps_order_case(1, 0, 1, &ns, &le);
+    assert_int_equal(ns, 1 * MS);
+    assert_int_equal(le, 4 * MS);
+    mps_order_case(0, 0, 0, &ns, &le); /* arrival order */
+    assert_int_equal(ns, 3 * MS);
+    assert_int_equal(le, 3 * MS);
 }
 
 static void test_mps_client_priority(void **st)
@@ -840,6 +865,11 @@ static void test_mps_client_priority_defaults(void **st)
     p.mps_client_priority = 2;
     assert_true(tl_sim_params_validate(&p, &err) < 0);
     assert_non_null(strstr(err.msg, "mps_client_priority"));
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.mps_order, 0);
+    p.mps_order = 2;
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "mps_order"));
 }
 
 /* Partitions: fixed disjoint SM sets, concurrent. A: 1 SM, 8 blocks (occ 8):
@@ -1801,6 +1831,7 @@ int main(void)
         cmocka_unit_test(test_mps_cap_rounding),
         cmocka_unit_test(test_mps_client_priority),
         cmocka_unit_test(test_mps_client_priority_defaults),
+        cmocka_unit_test(test_mps_order_turns),
         cmocka_unit_test(test_partitions),
         cmocka_unit_test(test_partitions_after_idle),
         cmocka_unit_test(test_ptb_retreat_resume),

@@ -105,6 +105,13 @@ typedef struct tl_sim_params {
                                   slower by the unit's demand over the capacity when it is
                                   above (experimental, H100 only; sim/README.md, "DRAM
                                   shared across SMs"); 0: off */
+    int mps_order;             /* how MPS clients of a unit whose head kernels wait take
+                                  turns when room frees: 0: in arrival order of their
+                                  head kernels; 1: the client that has placed blocks in
+                                  the fewest dispatch rounds first, then arrival (the
+                                  H100 does not serve clients in arrival order; trial,
+                                  sim/README.md, "MPS clients' turns"). Client priority
+                                  (mps_client_priority 1) still comes first */
     int pack_foreign;          /* 1: a kernel that waited for room, placed beside another
                                   job's blocks, fills the SMs with the most room first,
                                   each to its capacity (the H100 places into room as it
