@@ -6,7 +6,9 @@
 # runs of session 14 (call3, call5) and the eager runs s11/s12 (no regression).
 # The defaults' validations of the same runs are the committed ones of sessions
 # 13-14 (session14/rankings/, session14/validation_carve100*). Databases unpacked first
-# (xz -dk FILE.db.xz). From the repository root:
+# (xz -dk FILE.db.xz). Kept: turns_carveout2/*.md; every .csv and turns/*.md are
+# packed in validation_csv.tar.xz (tar xJf; the device tool's 64 MiB). From the
+# repository root:
 #   sh experiments/results/hw/session15/validate.sh [BUILD]
 b=${1:-build}; d=experiments/results/hw/session15; hw=experiments/results/hw
 g=experiments/specs/tally_headline.json; ea=experiments/specs/tally_headline_eager.json
