@@ -973,13 +973,20 @@ static int ctx_order_arrival(const void *a, const void *b)
     return sx < sy ? -1 : sx > sy;
 }
 
-/* MPS client priority first (mps_client_priority 1), then arrival. */
-static int ctx_order(const void *a, const void *b)
+/* MPS client priority (mps_client_priority 1): the lower value first; 0 on a tie. */
+static int ctx_priority_cmp(const void *a, const void *b)
 {
     const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
-    if (x->cfg.mps_priority != y->cfg.mps_priority)
-        return x->cfg.mps_priority < y->cfg.mps_priority ? -1 : 1;
-    return ctx_order_arrival(a, b);
+    if (x->cfg.mps_priority == y->cfg.mps_priority)
+        return 0;
+    return x->cfg.mps_priority < y->cfg.mps_priority ? -1 : 1;
+}
+
+/* MPS client priority first, then arrival. */
+static int ctx_order(const void *a, const void *b)
+{
+    int c = ctx_priority_cmp(a, b);
+    return c ? c : ctx_order_arrival(a, b);
 }
 
 /* mps_order 1: the client that placed blocks in fewer dispatch rounds first,
@@ -995,10 +1002,8 @@ static int ctx_order_turns(const void *a, const void *b)
 /* The same after MPS client priority (mps_client_priority 1). */
 static int ctx_order_prio_turns(const void *a, const void *b)
 {
-    const sctx *x = *(const sctx *const *)a, *y = *(const sctx *const *)b;
-    if (x->cfg.mps_priority != y->cfg.mps_priority)
-        return x->cfg.mps_priority < y->cfg.mps_priority ? -1 : 1;
-    return ctx_order_turns(a, b);
+    int c = ctx_priority_cmp(a, b);
+    return c ? c : ctx_order_turns(a, b);
 }
 
 void dispatch_unit_multi(sim *s, unit *u)
