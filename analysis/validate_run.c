@@ -335,6 +335,21 @@ int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, 
         if ((r = apply_recorded(e, hw_db, what, param, val, applied, cap, &used, err)) < 0)
             return r;
     }
+    /* A diagnostic replay whose synthetic kernels all preferred the largest
+     * carveout (TALLY_SYNTH_CARVEOUT=100): every SM's carveout holds any
+     * kernel beside any other, so the H100's co-residency rule (carveout 2)
+     * does not apply: carveout 0, unless the user set it. Other values are
+     * not measured and change nothing. */
+    if (!user_set(e->sim_params ? e->sim_params : "", "carveout")) {
+        char val[16];
+        int have = tl_validation_hw_meta(hw_db, "hw_synth_carveout", val, sizeof val, err);
+        if (have < 0)
+            return have;
+        if (have && !strcmp(val, "100") &&
+            (r = apply_recorded(e, hw_db, "meta hw_synth_carveout", "carveout", "0", applied, cap,
+                                &used, err)) < 0)
+            return r;
+    }
     /* A graph's issue cost: graph_node_ns per op, the launch call included
      * (graph_launch_ns 0), unless the user set either. */
     const char *sp = e->sim_params ? e->sim_params : "";

@@ -227,9 +227,17 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * elsewhere (not measured). */
     p->crowding_warps = h100 ? 4.74 : 0;
     p->pack_foreign = h100 ? 1 : 0;
-    p->carveout = 0; /* experimental, off */
+    /* The H100's co-residency rule and MPS clients' turns (revision 14):
+     * an SM keeps the carveout its first blocks configured and takes a kernel
+     * whose occupancy's shared memory fits it (72 measured pairs,
+     * experiments/results/hw/carveout_matrix/); MPS clients whose head
+     * kernels wait are served fewest placing rounds first, not in arrival
+     * order (placement_mps; MPS = priority streams in every H100 graph pair).
+     * Together they validate better than revision 13 on all five H100 graph
+     * runs (experiments/results/hw/session15/). Off elsewhere (not measured). */
+    p->carveout = h100 ? 2 : 0;
     p->dram_share = 0; /* experimental, off */
-    p->mps_order = 0; /* arrival order (a trial: sim/README.md, "MPS clients' turns") */
+    p->mps_order = h100 ? 1 : 0;
     /* Device-side copies without a traced duration: about half the HBM
      * bandwidth (read + write); a guess by generation. */
     double hbm = 2000.0;

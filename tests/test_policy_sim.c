@@ -101,6 +101,10 @@ static void on_activity(void *arg, const tl_sim_activity *a)
         act->max_concurrent_ctx = n;
 }
 
+/* The simulator's mps_order for the next runs: >= 0 sets it, -1 leaves the
+ * GPU's default. */
+static int g_mps_order = -1;
+
 /* run_policy with the simulator's mps_client_priority set (>= 0) or left at
  * the GPU's default (-1). */
 static void run_policy_mcp(const char *policy, const char *params_json, tl_job_spec *jobs, int n,
@@ -119,6 +123,8 @@ static void run_policy_mcp(const char *policy, const char *params_json, tl_job_s
     sp.callback_launch_latency_ns = 0; /* released work starts at once: exact arithmetic */
     if (mps_client_priority >= 0)
         sp.mps_client_priority = mps_client_priority;
+    if (g_mps_order >= 0)
+        sp.mps_order = g_mps_order;
     LAT = sp.launch_latency_ns;
     tl_device dev;
     assert_int_equal(tl_sim_open(&dev, &gpu, &sp, &err), 0);
@@ -263,16 +269,19 @@ static void test_mps_never_exceeds_a_clients_cap(void **s)
 }
 
 
-/* mps-priority: the best-effort client (rank 1) at t=0 issues B1 and B2 on two
- * streams, each 264 x 1024 threads, 1000 us (one full wave): B1 fills the
- * GPU, B2 waits. The high-priority client issues H (the same shape, 100 us) at
- * 300 us. When B1 ends at 1000 us: under plain mps the client whose head
- * kernel came first (B2, since 0) dispatches first, so H waits for B2 too
- * (starts at 2000 us); with client priority 1 for best-effort, read strictly
- * (mps_client_priority 1), H (priority 0) goes first (starts at 1000 us) and
- * B2 after it. The H100's default ignores client priority (measured): there
- * mps-priority is mps. */
-static void test_mps_priority_favours_the_high_priority_client(void **s)
+/* MPS clients' turns: the best-effort client (rank 1) at t=0 issues B1 and B2
+ * on two streams, each 264 x 1024 threads, 1000 us (one full wave): B1 fills
+ * the GPU, B2 waits. The high-priority client issues H (the same shape,
+ * 100 us) at 300 us. When B1 ends at 1000 us:
+ * - in arrival order of the head kernels (mps_order 0), B2 (waiting since 0)
+ *   dispatches first, so H waits for B2 too (starts at 2000 us);
+ * - at the H100's defaults (mps_order 1) the client that has placed blocks in
+ *   the fewest dispatch rounds goes first: H's (none) before B's (one), so H
+ *   starts at 1000 us, under mps and mps-priority alike (client priority is
+ *   ignored there, measured);
+ * - read strictly (mps_client_priority 1), client priority comes first even
+ *   in arrival order: H (priority 0) at 1000 us, and B2 after it. */
+static void test_mps_clients_turns_and_client_priority(void **s)
 {
     job_def d[2];
     tl_job_spec jobs[2];
@@ -286,10 +295,11 @@ static void test_mps_priority_favours_the_high_priority_client(void **s)
     d[1].tr.streams = two_streams;
     d[1].tr.n_streams = 2;
     tl_run_result res;
+    g_mps_order = 0;
     run_policy("mps", NULL, jobs, 2, 10 * MS, false, NULL, &res);
     assert_near(first_of(&res, 0, NULL)->start_ns, 2000 * US, 5 * US);
     tl_run_result_close(&res);
-    run_policy("mps-priority", NULL, jobs, 2, 10 * MS, false, NULL, &res); /* H100 default */
+    run_policy("mps-priority", NULL, jobs, 2, 10 * MS, false, NULL, &res);
     assert_near(first_of(&res, 0, NULL)->start_ns, 2000 * US, 5 * US);
     tl_run_result_close(&res);
     run_policy_mcp("mps-priority", NULL, jobs, 2, 10 * MS, false, 1, NULL, &res);
@@ -299,6 +309,17 @@ static void test_mps_priority_favours_the_high_priority_client(void **s)
         if (res.kernels[i].job == 1 && res.kernels[i].start_ns > 500 * US)
             assert_true(res.kernels[i].start_ns >= kh->end_ns); /* B2 after H */
     tl_run_result_close(&res);
+    g_mps_order = -1; /* the H100's defaults */
+    const char *both[] = { "mps", "mps-priority" };
+    for (int p = 0; p < 2; p++) {
+        run_policy(both[p], NULL, jobs, 2, 10 * MS, false, NULL, &res);
+        kh = first_of(&res, 0, NULL);
+        assert_near(kh->start_ns, 1000 * US, 5 * US);
+        for (size_t i = 0; i < res.n_kernels; i++)
+            if (res.kernels[i].job == 1 && res.kernels[i].start_ns > 500 * US)
+                assert_true(res.kernels[i].start_ns >= kh->end_ns);
+        tl_run_result_close(&res);
+    }
 }
 
 /* ---- tally ---- */
@@ -696,7 +717,7 @@ int main(void)
         cmocka_unit_test(test_priority_streams_never_stop_running_blocks),
         cmocka_unit_test(test_time_slicing_never_overlaps_contexts),
         cmocka_unit_test(test_mps_never_exceeds_a_clients_cap),
-        cmocka_unit_test(test_mps_priority_favours_the_high_priority_client),
+        cmocka_unit_test(test_mps_clients_turns_and_client_priority),
         cmocka_unit_test(test_tally_preempts_within_the_bound_and_conserves_blocks),
         cmocka_unit_test(test_tally_runs_untransformed_after_long_idleness),
         cmocka_unit_test(test_herald_shares_light_and_holds_heavy),

@@ -859,6 +859,8 @@ static void test_mps_client_priority_defaults(void **st)
     assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
     tl_sim_params_default(&p, &g);
     assert_int_equal(p.mps_client_priority, 0);
+    assert_int_equal(p.mps_order, 1); /* revision 14 */
+    assert_int_equal(p.carveout, 2);
     assert_int_equal(tl_gpu_lookup("A100", &g, &err), 0);
     tl_sim_params_default(&p, &g);
     assert_int_equal(p.mps_client_priority, 1);
@@ -866,7 +868,8 @@ static void test_mps_client_priority_defaults(void **st)
     assert_true(tl_sim_params_validate(&p, &err) < 0);
     assert_non_null(strstr(err.msg, "mps_client_priority"));
     tl_sim_params_default(&p, &g);
-    assert_int_equal(p.mps_order, 0);
+    assert_int_equal(p.mps_order, 0); /* not measured elsewhere */
+    assert_int_equal(p.carveout, 0);
     p.mps_order = 2;
     assert_true(tl_sim_params_validate(&p, &err) < 0);
     assert_non_null(strstr(err.msg, "mps_order"));

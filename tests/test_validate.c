@@ -846,6 +846,20 @@ static void test_self_validation(void **state)
     assert_int_equal(hw_params_with(&e, spec_path, hw, NULL, small, sizeof small, &err), 0);
     assert_string_equal(small, "stream_gap_ns=6100;grap");
     tl_experiment_close(&e);
+    /* a replay whose synthetic kernels all preferred the largest carveout
+     * (TALLY_SYNTH_CARVEOUT=100) is simulated without the co-residency rule
+     * (carveout 0), unless the user set it; another value changes nothing */
+    set_hw_meta(hw, "hw_synth_carveout", "100");
+    assert_int_equal(hw_params_with(&e, spec_path, hw, "graph_launch_ns=2500", many, sizeof many, &err), 0);
+    assert_string_equal(many, "stream_gap_ns=6100;graph_gap_ns=2500;carveout=0");
+    tl_experiment_close(&e);
+    assert_int_equal(hw_params_with(&e, spec_path, hw, "carveout=2", many, sizeof many, &err), 0);
+    assert_string_equal(many, "stream_gap_ns=6100;graph_gap_ns=2500;graph_node_ns=500;graph_launch_ns=0");
+    tl_experiment_close(&e);
+    set_hw_meta(hw, "hw_synth_carveout", "50");
+    assert_int_equal(hw_params_with(&e, spec_path, hw, "graph_launch_ns=2500", many, sizeof many, &err), 0);
+    assert_string_equal(many, "stream_gap_ns=6100;graph_gap_ns=2500");
+    tl_experiment_close(&e);
     set_hw_meta(hw, "hw_stream_gap_ns", "-5");
     assert_true(hw_params_with(&e, spec_path, hw, NULL, applied, sizeof applied, &err) < 0);
     assert_non_null(strstr(err.msg, "self_hw.db"));

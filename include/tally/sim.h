@@ -94,10 +94,13 @@ typedef struct tl_sim_params {
                                   tl_sim_crowding(crowding_warps, ...), its most crowded
                                   SM's blocks against the kernel's own (0: block time does
                                   not depend on it; sim/README.md, "Crowding") */
-    int carveout;              /* 1: each launch configures its SMs' shared-memory carveout
-                                  (the smallest that holds its occupancy), and an SM holds
-                                  blocks of one carveout at a time: a kernel of another
-                                  waits for the SM to drain (experimental; sim/README.md,
+    int carveout;              /* 2 (the H100's default): an SM keeps the carveout its first
+                                  blocks configured and takes a kernel's blocks only when
+                                  the kernel's occupancy's shared memory fits it (the
+                                  H100's measured co-residency rule); 1: an SM holds
+                                  blocks of one carveout at a time, the smallest that
+                                  holds the occupancy (experimental); a kernel that does
+                                  not fit waits for the SM to drain (sim/README.md,
                                   "Carveout"); 0: off */
     int dram_share;            /* 1: memory-bound groups share the GPU's DRAM bandwidth
                                   across SMs: each demands what a streaming kernel on its
@@ -107,10 +110,11 @@ typedef struct tl_sim_params {
                                   shared across SMs"); 0: off */
     int mps_order;             /* how MPS clients of a unit whose head kernels wait take
                                   turns when room frees: 0: in arrival order of their
-                                  head kernels; 1: the client that has placed blocks in
-                                  the fewest dispatch rounds first, then arrival (the
-                                  H100 does not serve clients in arrival order; trial,
-                                  sim/README.md, "MPS clients' turns"). Client priority
+                                  head kernels; 1 (the H100's default): the client that
+                                  has placed blocks in the fewest dispatch rounds first,
+                                  then arrival (the H100 does not serve clients in
+                                  arrival order; sim/README.md, "MPS clients' turns").
+                                  Client priority
                                   (mps_client_priority 1) still comes first */
     int pack_foreign;          /* 1: a kernel that waited for room, placed beside another
                                   job's blocks, fills the SMs with the most room first,
@@ -155,8 +159,11 @@ typedef struct tl_sim_stats {
  * contention.partial_starve on; 12: mps_client_priority 0 on the H100 (client
  * priority ignored); 13: pack_foreign and crowding_warps on the H100 (a kernel
  * that waited for room beside another job's blocks fills the freed SMs one by
- * one, and its crowded blocks share their SM's throughput). */
-#define TL_SIM_MODEL_REVISION 13
+ * one, and its crowded blocks share their SM's throughput); 14: carveout 2 and
+ * mps_order 1 on the H100 (an SM takes another kernel's blocks only when its
+ * occupancy's shared memory fits the carveout the SM holds; MPS clients whose
+ * head kernels wait are served fewest placing rounds first). */
+#define TL_SIM_MODEL_REVISION 14
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
