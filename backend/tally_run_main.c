@@ -90,10 +90,7 @@ static void usage(FILE *f)
 "Environment: TALLY_SYNTH_CARVEOUT=P (0-100, a diagnostic) makes every synthetic\n"
 "kernel prefer the same shared-memory carveout, so that SMs may hold blocks of\n"
 "any two kernels together (the H100 otherwise holds one carveout an SM); runs\n"
-"record it as meta hw_synth_carveout. TALLY_WORKER_SPIN_US=N (default 20000):\n"
-"a context worker process (MPS clients, time-sliced contexts) polls for work for\n"
-"N us after its last before it sleeps; a sleeping worker is tens of us slow to\n"
-"start the next request.\n"
+"record it as meta hw_synth_carveout.\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
 "70 internal error or watchdog, 73 cannot write the database.\n");
@@ -806,11 +803,6 @@ int main(int argc, char **argv)
     if (tl_synth_carveout_env() == -2) {
         fprintf(stderr, "tally-run: TALLY_SYNTH_CARVEOUT='%s': want a whole percentage 0-100\n",
                 getenv("TALLY_SYNTH_CARVEOUT"));
-        return EX_USAGE;
-    }
-    if (tl_worker_spin_us_env() == -2) {
-        fprintf(stderr, "tally-run: TALLY_WORKER_SPIN_US='%s': want whole microseconds 0-10000000\n",
-                getenv("TALLY_WORKER_SPIN_US"));
         return EX_USAGE;
     }
     if (!strcmp(sub, "run")) return cmd_run(&c, argc, argv);

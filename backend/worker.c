@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -16,13 +15,6 @@
 #include "graph_cache.h"
 #include "worker.h"
 
-
-static tl_ns mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (tl_ns)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 typedef struct wpend {
     uint64_t id;
@@ -162,19 +154,11 @@ int tl_worker_main(int fd, int device)
 
     static tl_wmsg done_msg = {.type = TL_W_DONES};
     bool quit = false;
-    long spin_us = tl_worker_spin_us_env(); /* the parent refused a bad value */
-    tl_ns spin_ns = spin_us > 0 ? (tl_ns)spin_us * 1000 : 0, busy_at = mono_ns();
     while (!quit || inflight) {
-        /* Commands: just look while work is in flight or for spin_ns after it
-         * (a sleeping process is slow to wake for the next request), else
-         * wait for one. */
+        /* Commands: wait for one when idle, else just look. */
         struct pollfd pf = {fd, POLLIN, 0};
-        tl_ns now = mono_ns();
-        if (inflight)
-            busy_at = now;
-        int pr = poll(&pf, 1, inflight || now - busy_at < spin_ns ? 0 : 1000);
+        int pr = poll(&pf, 1, inflight ? 0 : 1000);
         if (pr > 0) {
-            busy_at = mono_ns();
             ssize_t n = recv(fd, &m, sizeof m, 0);
             if (n <= 0) break; /* parent gone */
             if (!tl_wmsg_whole(&m, n)) continue;

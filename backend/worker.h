@@ -113,15 +113,6 @@ int tl_worker_recv(tl_worker *w, tl_wmsg *m);
 /* Blocking receive with a timeout in ms. */
 int tl_worker_recv_wait(tl_worker *w, tl_wmsg *m, int timeout_ms);
 
-/* How long an idle worker keeps polling its socket before it sleeps in poll(),
- * in us: TALLY_WORKER_SPIN_US (0-10000000; default TL_WORKER_SPIN_US_DEFAULT).
- * A sleeping worker takes tens of us to wake for the next request's launches
- * (session 16: +41 us from a ResNet-50 b8 request's start to its first kernel
- * under tgs, against the same job alone in the parent's context), which a
- * process issuing its own launches does not pay. -2: not a whole number in range. */
-#define TL_WORKER_SPIN_US_DEFAULT 20000
-long tl_worker_spin_us_env(void);
-
 /* The worker's main (tally-run __worker FD DEVICE). */
 int tl_worker_main(int fd, int device);
 

@@ -53,19 +53,6 @@ static int raw_recv(tl_worker *w, tl_wmsg *m)
     }
 }
 
-long tl_worker_spin_us_env(void)
-{
-    const char *v = getenv("TALLY_WORKER_SPIN_US");
-    if (!v || !*v)
-        return TL_WORKER_SPIN_US_DEFAULT;
-    char *end;
-    errno = 0;
-    long us = strtol(v, &end, 10);
-    if (errno || *end || end == v || us < 0 || us > 10000000)
-        return -2;
-    return us;
-}
-
 int tl_worker_send(tl_worker *w, const tl_wmsg *m)
 {
     size_t len = tl_wmsg_len(m);

@@ -827,19 +827,6 @@ static void test_tally_run_usage(void **state)
     setenv("TALLY_SYNTH_CARVEOUT", "5x", 1);
     assert_int_equal(run_tally("info", out, sizeof out), 64);
     unsetenv("TALLY_SYNTH_CARVEOUT");
-    /* and the context workers' spin time (worker.h) */
-    setenv("TALLY_WORKER_SPIN_US", "-1", 1);
-    assert_int_equal(run_tally("info", out, sizeof out), 64);
-    assert_non_null(strstr(out, "TALLY_WORKER_SPIN_US='-1'"));
-    setenv("TALLY_WORKER_SPIN_US", "20ms", 1);
-    assert_int_equal(run_tally("info", out, sizeof out), 64);
-    setenv("TALLY_WORKER_SPIN_US", "0", 1);
-    assert_int_not_equal(run_tally("info", out, sizeof out), 64);
-    unsetenv("TALLY_WORKER_SPIN_US");
-    assert_int_equal(tl_worker_spin_us_env(), TL_WORKER_SPIN_US_DEFAULT);
-    setenv("TALLY_WORKER_SPIN_US", "500", 1);
-    assert_int_equal(tl_worker_spin_us_env(), 500);
-    unsetenv("TALLY_WORKER_SPIN_US");
 }
 
 static void test_gpu_selftest(void **state)

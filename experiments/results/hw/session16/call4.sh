@@ -6,7 +6,7 @@
 # once, as before): does the 41 us the H100's requests lost to a sleeping worker go,
 # and does TGS's controller read fewer drops? The databases stay on the device; what
 # comes back is graph_diag.py's and tgs_windows.py's output and their CSVs.
-# Build: build/dev of the commit that adds this file (carried as build/dev/tally-run.xz).
+# Build: c3c2107 (the spin was reverted after this run: it made no difference), carried as build/dev/tally-run.xz.
 out=${1:?usage: call4.sh OUTDIR}
 hw=experiments/results/hw; H=traces/bundled/h100; d=$hw/session16
 [ -x build/dev/tally-run ] || xz -dk build/dev/tally-run.xz || exit 1
