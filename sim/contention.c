@@ -215,6 +215,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * other left idle 2 ms; the replay's value is kept, it is the one
      * measured on the workloads.) Other GPUs: not measured, 0. */
     p->idle_switch_ns = h100 ? 75 * TL_NS_PER_US : 0;
+    p->slice_restart = 0; /* a trial (sim/README.md, "Time slicing") */
     /* MPS client priority (CUDA_MPS_CLIENT_PRIORITY, "a hint"): on the H100
      * mps-priority and mps runs are indistinguishable in all 21 pairs (42 job rows) of
      * session 12's graph and eager runs (experiments/results/hw/session12/
@@ -297,6 +298,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: idle_handover_ns must be in [0, 100 ms]");
     if (p->idle_switch_ns < 0 || p->idle_switch_ns > 100 * TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: idle_switch_ns must be in [0, 100 ms]");
+    if (p->slice_restart != 0 && p->slice_restart != 1)
+        return tl_errf(err, TL_ERANGE, "sim params: slice_restart must be 0 or 1");
     if (p->mps_client_priority != 0 && p->mps_client_priority != 1)
         return tl_errf(err, TL_ERANGE, "sim params: mps_client_priority must be 0 or 1");
     if (!(p->residency_speedup >= 0 && p->residency_speedup < 1))
@@ -350,6 +353,7 @@ static const pdesc pdescs[] = {
     PD("coalesce_fraction", P_DOUBLE, coalesce_fraction),
     PD("idle_handover_ns", P_NS, idle_handover_ns),
     PD("idle_switch_ns", P_NS, idle_switch_ns),
+    PD("slice_restart", P_INT, slice_restart),
     PD("mps_client_priority", P_INT, mps_client_priority),
     PD("residency_speedup", P_DOUBLE, residency_speedup),
     PD("crowding_warps", P_DOUBLE, crowding_warps),

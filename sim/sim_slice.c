@@ -109,6 +109,8 @@ void slice_update_slow(sim *s)
     }
     unit *u = s->active;
     if (u && u->pending > 0) {
+        if (s->idle_since >= 0 && s->p.slice_restart)
+            s->active_since = sim_now(s); /* work after an idle: a new slice */
         s->idle_since = -1;
         if (s->idle_ev) {
             tl_engine_cancel(&s->eng, s->idle_ev);

@@ -80,6 +80,10 @@ typedef struct tl_sim_params {
     tl_ns idle_switch_ns;      /* time slicing: nothing runs for this long when the GPU
                                   passes from an idle context to another one (no state
                                   to save; 0: the next context starts at once) */
+    int slice_restart;         /* time slicing: 1: the active context that had no kernel
+                                  work and gets some starts a new slice then; 0: its
+                                  slices run back to back from its switch-in, idle or
+                                  not (sim/README.md, "Time slicing") */
     int mps_client_priority;   /* 1: an MPS client of priority 1 dispatches nothing while
                                   a priority-0 client of its unit waits for room (a strict
                                   lower priority); 0: client priority is ignored, as
