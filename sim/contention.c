@@ -215,7 +215,14 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * other left idle 2 ms; the replay's value is kept, it is the one
      * measured on the workloads.) Other GPUs: not measured, 0. */
     p->idle_switch_ns = h100 ? 75 * TL_NS_PER_US : 0;
-    p->slice_restart = 0; /* a trial (sim/README.md, "Time slicing") */
+    /* ... and a context that idled, alone, at least that long starts a new
+     * slice with its next work (revision 15): on the H100 under tgs the
+     * training cuts into an inference request 2.26-2.28 ms after the
+     * request's first kernel in every pair, 218 of 223 cuts within 25 us for
+     * ResNet-50 b8 (experiments/results/hw/session16/README.md, calls 3 and
+     * 5), where slices counted from the switch-in cut anywhere from 0.5 to
+     * 2.6 ms. Other GPUs: not measured. */
+    p->slice_restart = h100 ? 1 : 0;
     /* MPS client priority (CUDA_MPS_CLIENT_PRIORITY, "a hint"): on the H100
      * mps-priority and mps runs are indistinguishable in all 21 pairs (42 job rows) of
      * session 12's graph and eager runs (experiments/results/hw/session12/

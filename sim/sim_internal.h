@@ -260,6 +260,7 @@ struct sim {
     unit *switch_to;
     tl_event_id slice_ev, switch_ev, idle_ev;
     tl_ns idle_since;       /* when the active unit last ran out of kernel work (-1: it has work) */
+    bool idle_contested;    /* another unit had work during the active unit's idle */
     /* launches: slot pool */
     launch **lslots;
     uint32_t n_lslots, cap_lslots;

@@ -109,8 +109,13 @@ void slice_update_slow(sim *s)
     }
     unit *u = s->active;
     if (u && u->pending > 0) {
-        if (s->idle_since >= 0 && s->p.slice_restart)
-            s->active_since = sim_now(s); /* work after an idle: a new slice */
+        /* Work after an idle as long as a hand-over's (idle_handover_ns) in
+         * which no other unit had work: a new slice (slice_restart). A shorter
+         * idle, or one another unit waited through, keeps the slice in
+         * progress. */
+        if (s->idle_since >= 0 && s->p.slice_restart && !s->idle_contested &&
+            sim_now(s) - s->idle_since >= s->p.idle_handover_ns)
+            s->active_since = sim_now(s);
         s->idle_since = -1;
         if (s->idle_ev) {
             tl_engine_cancel(&s->eng, s->idle_ev);
@@ -122,9 +127,13 @@ void slice_update_slow(sim *s)
          * active unit keeps its place for round robin until then. */
         tl_engine_cancel(&s->eng, s->slice_ev);
         s->slice_ev = 0;
-        if (u && s->idle_since < 0)
+        if (u && s->idle_since < 0) {
             s->idle_since = sim_now(s);
+            s->idle_contested = false;
+        }
         unit *next = next_with_work(s, u, true);
+        if (next && next != u)
+            s->idle_contested = true;
         if (next && next != u) {
             tl_ns at = u ? s->idle_since + s->p.idle_handover_ns : 0;
             if (at <= sim_now(s)) {

@@ -479,6 +479,55 @@ static void test_timeslice_idle_switch(void **st)
     idle_switch_case(0, 1 * MS, 1200 * US);
 }
 
+
+/* slice_restart: A runs a 0.1 ms kernel from 0 and idles, alone on the GPU,
+ * until its 10 ms kernel (one wave) at a_back; B's 0.1 ms kernel arrives at
+ * 2 ms. Slices back to back from A's switch-in at 0 (slice_restart 0): B
+ * meets the end of A's slice at 2.09 ms and starts after the switch, at 2.39
+ * ms. With slice_restart 1, A's idle from 0.1 ms to 1 ms (at least
+ * idle_handover_ns, and nobody else had work) starts a new slice at 1 ms: B
+ * starts at 1 + 2.09 + 0.30 = 3.39 ms. An idle shorter than idle_handover_ns
+ * (A back at 0.105 ms) keeps the slice in progress: 2.39 ms again (on the
+ * H100 training cuts into a request 2.26-2.28 ms after its first kernel under
+ * tgs: experiments/results/hw/session16/README.md). */
+static void slice_restart_case(int restart, tl_ns a_back, tl_ns want_b)
+{
+    h *x = open_h(0, -1);
+    x->p.slice_restart = restart;
+    start_h(x);
+    tl_stream_id sa, sb;
+    two_timesliced(x, &sa, &sb);
+    tl_op k = mk(132, 256, 32, 0, 100 * US), big = mk(1056, 256, 32, 0, 10 * MS);
+    launch(x, sa, &k, 0, 1);
+    timed_launch ta = { x, sa, &big, 2 }, tb = { x, sb, &k, 3 };
+    assert_int_equal(tl_dev_timer(&x->d, a_back, launch_timed, &ta), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 2 * MS, launch_timed, &tb), 0);
+    run(x);
+    assert_int_equal(x->max_ctx_running, 1);
+    assert_int_equal(rec_of(x, 2)->start_ns, a_back);
+    if (rec_of(x, 3)->start_ns != want_b)
+        fail_msg("slice_restart %d, A back at %lld: B starts at %lld, want %lld", restart,
+                 (long long)a_back, (long long)rec_of(x, 3)->start_ns, (long long)want_b);
+    close_h(x);
+}
+
+static void test_timeslice_slice_restart(void **st)
+{
+    (void)st;
+    h *x = open_h(0, -1);
+    assert_int_equal(x->p.slice_restart, 1); /* the H100's default (revision 15) */
+    close_h(x);
+    slice_restart_case(0, 1 * MS, 2390 * US);
+    slice_restart_case(1, 1 * MS, 3390 * US);
+    slice_restart_case(1, 105 * US, 2390 * US);
+    tl_sim_params p;
+    tl_err err;
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_set(&p, "slice_restart", "2", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "slice_restart"));
+}
+
 /* A context alone never switches, even with several contexts existing. */
 static void test_timeslice_alone_no_switch(void **st)
 {
@@ -1857,6 +1906,7 @@ int main(void)
         cmocka_unit_test(test_timeslice_periodic),
         cmocka_unit_test(test_timeslice_idle_handover),
         cmocka_unit_test(test_timeslice_idle_switch),
+        cmocka_unit_test(test_timeslice_slice_restart),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),

@@ -80,10 +80,12 @@ typedef struct tl_sim_params {
     tl_ns idle_switch_ns;      /* time slicing: nothing runs for this long when the GPU
                                   passes from an idle context to another one (no state
                                   to save; 0: the next context starts at once) */
-    int slice_restart;         /* time slicing: 1: the active context that had no kernel
-                                  work and gets some starts a new slice then; 0: its
-                                  slices run back to back from its switch-in, idle or
-                                  not (sim/README.md, "Time slicing") */
+    int slice_restart;         /* time slicing: 1 (the H100's default): the active context
+                                  that had no kernel work for idle_handover_ns or more,
+                                  while no other context had any, starts a new slice
+                                  with its next work; 0: its slices run back to back
+                                  from its switch-in, idle or not (sim/README.md, "Time
+                                  slicing") */
     int mps_client_priority;   /* 1: an MPS client of priority 1 dispatches nothing while
                                   a priority-0 client of its unit waits for room (a strict
                                   lower priority); 0: client priority is ignored, as
@@ -166,8 +168,10 @@ typedef struct tl_sim_stats {
  * one, and its crowded blocks share their SM's throughput); 14: carveout 2 and
  * mps_order 1 on the H100 (an SM takes another kernel's blocks only when its
  * occupancy's shared memory fits the carveout the SM holds; MPS clients whose
- * head kernels wait are served fewest placing rounds first). */
-#define TL_SIM_MODEL_REVISION 14
+ * head kernels wait are served fewest placing rounds first); 15: slice_restart
+ * on the H100 (a time-sliced context that idled alone for idle_handover_ns or
+ * more starts a new slice with its next work). */
+#define TL_SIM_MODEL_REVISION 15
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
