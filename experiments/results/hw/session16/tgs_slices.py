@@ -8,7 +8,9 @@ training kernel's start ("cut" requests): when that training kernel started afte
 request's first kernel (the inference context's slice, if it starts with the request),
 and how much longer the request's kernels took in all than the median request's
 ("stretch") less the training kernel time inside the request (what the switches cost).
-Also the share of requests cut, and the training kernel time inside a cut request."""
+Also the share of requests cut, the training kernel time inside a cut request, and,
+for cut requests whose kernels left the GPU idle 5 us or more before the cut, how long
+after the last such idle the cut came (a slice restarted there?)."""
 import bisect
 import sqlite3
 import statistics as st
@@ -48,7 +50,16 @@ for s, e in reqs:
         elif v > ce:
             inside += v - ce
             ce = v
-    per.append((j - i, busy, cut_at, inside))
+    # the GPU idle inside the request (between its own kernels) of 5 us or more,
+    # before the cut: the last one's end, from the first kernel
+    last_idle, end = 0, ik[i][1]
+    for x in range(i + 1, j):
+        if cut_at is not None and ik[x][0] - a >= cut_at:
+            break
+        if ik[x][0] - end >= 5000:
+            last_idle = ik[x][0] - a
+        end = max(end, ik[x][1])
+    per.append((j - i, busy, cut_at, inside, last_idle))
 med = st.median(p[1] for p in per if p[2] is None) if any(p[2] is None for p in per) else 0
 cut = [p for p in per if p[2] is not None]
 print("%s: %d requests, %d cut by a training kernel (%.0f%%); uncut median busy %.0f us"
@@ -65,3 +76,8 @@ if cut:
     print("  the same per 250 us from 0:", h)
     print("  stretch less training inside: p10 %.0f p50 %.0f p90 %.0f us; training inside p50 %.0f us"
           % (q(sw, .1), q(sw, .5), q(sw, .9), st.median(p[3] for p in cut) / 1e3))
+    idl = [p for p in cut if p[4] > 0]
+    if idl:
+        since = sorted((p[2] - p[4]) / 1e3 for p in idl)
+        print("  %d cut requests idled 5 us or more before the cut; the cut came p10 %.0f p50 %.0f"
+              " p90 %.0f us after the last such idle" % (len(idl), q(since, .1), q(since, .5), q(since, .9)))
