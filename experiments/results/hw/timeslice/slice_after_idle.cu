@@ -6,7 +6,9 @@
 // slices run back to back from the start of its kernel (2.09 ms each), B arriving
 // after the first slice ran out waits to the second's end (4.18 + 0.30 ms); if an
 // expired slice gives way as soon as another context has work, B starts about
-// 0.30 ms after D. A variant runs A's LEN ms as 30 us kernels queued back to back.
+// 0.30 ms after D. Variants run A's LEN ms as 30 us kernels queued back to back, and
+// as the same kernels in one CUDA graph (session 16, call 8: do a graph's kernels
+// renew a slice that ran out, as queued kernels do?).
 //   nvcc -O2 -arch=sm_90 -o sai slice_after_idle.cu && ./sai
 #include <algorithm>
 #include <cstdio>
@@ -27,23 +29,37 @@ struct shared_state {
 static const double delays_ms[] = {0.5, 1.5, 2.0, 2.5, 3.0, 3.5};
 static const int n_delays = 6, reps = 8;
 
-static void run_a(shared_state *s, double len_ms, bool many)
+static void run_a(shared_state *s, double len_ms, bool many, bool graph)
 {
     unsigned long long *st, *en;
     cudaMallocManaged(&st, 8 * 2048);
     cudaMallocManaged(&en, 8 * 2048);
     spin<<<132, 128>>>(1000);
     cudaDeviceSynchronize();
+    cudaStream_t gs;
+    cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking);
+    cudaGraphExec_t ge = NULL;
+    if (graph) { // the same 30 us kernels, captured once
+        cudaGraph_t g;
+        cudaStreamBeginCapture(gs, cudaStreamCaptureModeGlobal);
+        for (int i = 0; i < (int)(len_ms * 1000 / 30); i++)
+            spin_span<<<132, 128, 0, gs>>>(30000ull, &st[i], &en[i]);
+        cudaStreamEndCapture(gs, &g);
+        cudaGraphInstantiate(&ge, g, 0);
+    }
     for (int r = 0; r < n_delays * reps; r++) {
         usleep(20000);
-        int k = many ? (int)(len_ms * 1000 / 30) : 1;
+        int k = many || graph ? (int)(len_ms * 1000 / 30) : 1;
         for (int i = 0; i < k; i++) { st[i] = ~0ull; en[i] = 0; }
         s->b_done = 0;
         s->round = r;
         __sync_synchronize();
         s->t_launch = now_us();
-        for (int i = 0; i < k; i++)
-            spin_span<<<132, 128>>>(many ? 30000ull : (unsigned long long)(len_ms * 1e6), &st[i], &en[i]);
+        if (graph)
+            cudaGraphLaunch(ge, gs);
+        else
+            for (int i = 0; i < k; i++)
+                spin_span<<<132, 128>>>(many ? 30000ull : (unsigned long long)(len_ms * 1e6), &st[i], &en[i]);
         cudaDeviceSynchronize();
         s->a_start[r % 64] = st[0];
         s->a_end[r % 64] = en[k - 1];
@@ -73,19 +89,20 @@ static void run_b(shared_state *s)
     }
 }
 
-static void experiment(const char *what, double len_ms, bool many)
+static void experiment(const char *what, double len_ms, bool many, bool graph)
 {
     shared_state *s = (shared_state *)mmap(NULL, sizeof(shared_state), PROT_READ | PROT_WRITE,
                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     s->t_launch = 0; s->round = -1; s->b_done = 0;
     pid_t a = fork();
-    if (a == 0) { run_a(s, len_ms, many); _exit(0); }
+    if (a == 0) { run_a(s, len_ms, many, graph); _exit(0); }
     pid_t b = fork();
     if (b == 0) { run_b(s); _exit(0); }
     int st;
     waitpid(a, &st, 0);
     waitpid(b, &st, 0);
-    printf("%s (A: %.1f ms %s)\n", what, len_ms, many ? "as 30 us kernels" : "one kernel");
+    printf("%s (A: %.1f ms %s)\n", what, len_ms,
+           graph ? "as 30 us kernels in one CUDA graph" : many ? "as 30 us kernels" : "one kernel");
     for (int d = 0; d < n_delays; d++) {
         std::vector<double> bs, ae;
         for (int r = d; r < n_delays * reps; r += n_delays) {
@@ -104,7 +121,8 @@ static void experiment(const char *what, double len_ms, bool many)
 
 int main()
 {
-    experiment("one long kernel", 6.0, false);
-    experiment("many short kernels", 6.0, true);
+    experiment("one long kernel", 6.0, false, false);
+    experiment("many short kernels", 6.0, true, false);
+    experiment("a graph of short kernels", 6.0, false, true);
     return 0;
 }
