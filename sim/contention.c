@@ -223,6 +223,12 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * 5), where slices counted from the switch-in cut anywhere from 0.5 to
      * 2.6 ms. Other GPUs: not measured. */
     p->slice_restart = h100 ? 1 : 0;
+    /* ... and a slice that runs out while nobody waits renews only at the
+     * context's next launch of its own; a lone long kernel or a CUDA graph's
+     * nodes run on and give way as soon as another context has work
+     * (revision 16; experiments/results/hw/timeslice/slice_after_idle*.txt:
+     * queued 30 us kernels renew, the same in one graph do not). */
+    p->slice_overtime = h100 ? 1 : 0;
     /* MPS client priority (CUDA_MPS_CLIENT_PRIORITY, "a hint"): on the H100
      * mps-priority and mps runs are indistinguishable in all 21 pairs (42 job rows) of
      * session 12's graph and eager runs (experiments/results/hw/session12/
@@ -307,6 +313,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: idle_switch_ns must be in [0, 100 ms]");
     if (p->slice_restart != 0 && p->slice_restart != 1)
         return tl_errf(err, TL_ERANGE, "sim params: slice_restart must be 0 or 1");
+    if (p->slice_overtime != 0 && p->slice_overtime != 1)
+        return tl_errf(err, TL_ERANGE, "sim params: slice_overtime must be 0 or 1");
     if (p->mps_client_priority != 0 && p->mps_client_priority != 1)
         return tl_errf(err, TL_ERANGE, "sim params: mps_client_priority must be 0 or 1");
     if (!(p->residency_speedup >= 0 && p->residency_speedup < 1))
@@ -361,6 +369,7 @@ static const pdesc pdescs[] = {
     PD("idle_handover_ns", P_NS, idle_handover_ns),
     PD("idle_switch_ns", P_NS, idle_switch_ns),
     PD("slice_restart", P_INT, slice_restart),
+    PD("slice_overtime", P_INT, slice_overtime),
     PD("mps_client_priority", P_INT, mps_client_priority),
     PD("residency_speedup", P_DOUBLE, residency_speedup),
     PD("crowding_warps", P_DOUBLE, crowding_warps),

@@ -139,6 +139,9 @@ static int sim_stream_create(tl_device *d, tl_ctx_id ctx, int priority, tl_strea
 
 static void stream_append(sim *s, sstream *st, launch *l)
 {
+    /* A graph's later nodes arrive behind its first: they do not renew a
+     * slice (slice_overtime); a kernel on its own or a graph's first does. */
+    l->renews = l->kind == ITEM_KERNEL && (!l->op || !l->op->graph || !st->tail);
     l->st = st;
     l->next = NULL;
     if (st->tail)

@@ -459,6 +459,7 @@ static void group_start(sim *s, group *g)
     if (!l->started) {
         l->started = true;
         l->start_ns = now;
+        slice_launch_started(s, l);
     }
     if (l->ptb) {
         ptb_claim(l, g);

@@ -86,6 +86,8 @@ struct launch {
     uint64_t blocks_done;   /* logical blocks completed */
     tl_ns start_ns, end_ns;
     bool started;
+    bool renews;            /* a kernel on its own, or a graph's first node: its start
+                               renews its unit's slice that ran out (slice_overtime) */
     tl_ns last_place;       /* last time blocks of it were placed (coalescing) */
     int carve_need;         /* carveout 2: the shared memory its occupancy takes on an
                                SM, bytes (what an SM's carveout must hold for its
@@ -456,6 +458,9 @@ static inline void unit_dirty(sim *s, unit *u)
     s->eng.flush_pending = true; /* tl_engine_request_flush */
 }
 void slice_update_slow(sim *s);
+/* A launch's first blocks started: with slice_overtime, it may renew its unit's
+ * slice (sim_slice.c). */
+void slice_launch_started(sim *s, const launch *l);
 /* Time-slicing decisions at the end of an instant. A device of one unit
  * (one context, or MPS, or partitions only) has nothing to slice once that
  * unit is active: the check is inline, as it runs at every instant. */

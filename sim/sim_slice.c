@@ -98,6 +98,21 @@ static void idle_ev_fn(void *ctx, void *arg, uint64_t x)
     slice_update(s);
 }
 
+/* slice_overtime: the active unit's slice ran out while no other unit had work;
+ * the first launch of its own (not a later node of a graph) that starts after
+ * that begins a new slice. On the H100 a stream of 30 us kernels renews its
+ * slice, a lone long kernel or a CUDA graph of the same 30 us kernels does not,
+ * and gives way ~0.15 ms after another context gets work
+ * (experiments/results/hw/timeslice/slice_after_idle*.txt). */
+void slice_launch_started(sim *s, const launch *l)
+{
+    if (!s->p.slice_overtime || !l->renews || s->switching || !s->active ||
+        l->st->c->u != s->active)
+        return;
+    if (sim_now(s) >= s->active_since + s->gpu.timeslice_ns)
+        s->active_since = sim_now(s);
+}
+
 void slice_update_slow(sim *s)
 {
     if (s->switching)
@@ -163,8 +178,12 @@ void slice_update_slow(sim *s)
          * progress (the H100: a kernel of a process that idled G us beside a
          * busy one waits 2.39 ms - G for G up to 1 ms, and 4.18 ms - 3.06 ms
          * + 0.30 ms after 3.06 ms; experiments/results/hw/timeslice). */
-        tl_ns since = s->active_since, ts = s->gpu.timeslice_ns;
-        tl_ns end = since + ((sim_now(s) - since) / ts + 1) * ts;
+        tl_ns since = s->active_since, ts = s->gpu.timeslice_ns, now = sim_now(s);
+        tl_ns end = since + ((now - since) / ts + 1) * ts;
+        /* slice_overtime: a slice that ran out unrenewed (slice_launch_started)
+         * gives way now. */
+        if (s->p.slice_overtime)
+            end = since + ts > now ? since + ts : now;
         s->slice_ev = tl_engine_at(&s->eng, end, slice_end_ev, s, NULL, 0);
     }
 }

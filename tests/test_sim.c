@@ -383,6 +383,7 @@ static void test_timeslice_periodic(void **st)
 {
     (void)st;
     h *x = open_h(0, -1);
+    x->p.slice_overtime = 0; /* back to back; the renewal: test_timeslice_slice_overtime */
     start_h(x);
     tl_stream_id sa, sb;
     two_timesliced(x, &sa, &sb);
@@ -526,6 +527,53 @@ static void test_timeslice_slice_restart(void **st)
     assert_int_equal(tl_sim_params_set(&p, "slice_restart", "2", &err), 0);
     assert_true(tl_sim_params_validate(&p, &err) < 0);
     assert_non_null(strstr(err.msg, "slice_restart"));
+}
+
+/* slice_overtime: A (alone, from 0) queues 100 kernels of 50 us (no gaps); B's
+ * 0.1 ms kernel arrives at 3 ms, after A's first slice ran out at 2.09 ms with
+ * nobody waiting. Back to back (0): A's second slice ends at 4.18 ms, B starts
+ * at 4.48. With 1, A's first kernel to start after 2.09 ms (at 2.10) renews its
+ * slice, to 4.19 ms: B at 4.49. The same kernels as nodes of one CUDA graph do
+ * not renew it: B takes the GPU when it arrives, after the switch, at 3.30 ms
+ * (the H100: experiments/results/hw/timeslice/slice_after_idle_graph.txt). */
+static void slice_overtime_case(int overtime, bool graph, tl_ns want_b)
+{
+    h *x = open_h(0, -1);
+    x->p.slice_overtime = overtime;
+    x->p.stream_gap_ns = x->p.graph_gap_ns = 0;
+    start_h(x);
+    tl_stream_id sa, sb;
+    two_timesliced(x, &sa, &sb);
+    tl_op k = mk(132, 256, 32, 0, 50 * US), kb = mk(132, 256, 32, 0, 100 * US);
+    k.graph = graph;
+    for (int i = 0; i < 100; i++)
+        launch(x, sa, &k, 0, 100 + (uint64_t)i);
+    timed_launch tb = { x, sb, &kb, 1 };
+    assert_int_equal(tl_dev_timer(&x->d, 3 * MS, launch_timed, &tb), 0);
+    run(x);
+    assert_int_equal(x->max_ctx_running, 1);
+    if (rec_of(x, 1)->start_ns != want_b)
+        fail_msg("slice_overtime %d, graph %d: B starts at %lld, want %lld", overtime, graph,
+                 (long long)rec_of(x, 1)->start_ns, (long long)want_b);
+    close_h(x);
+}
+
+static void test_timeslice_slice_overtime(void **st)
+{
+    (void)st;
+    h *x = open_h(0, -1);
+    assert_int_equal(x->p.slice_overtime, 1); /* the H100's default (revision 16) */
+    close_h(x);
+    slice_overtime_case(0, false, 4480 * US);
+    slice_overtime_case(0, true, 4480 * US);
+    slice_overtime_case(1, false, 4490 * US);
+    slice_overtime_case(1, true, 3300 * US);
+    tl_sim_params p;
+    tl_err err;
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_set(&p, "slice_overtime", "-1", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "slice_overtime"));
 }
 
 /* A context alone never switches, even with several contexts existing. */
@@ -1907,6 +1955,7 @@ int main(void)
         cmocka_unit_test(test_timeslice_idle_handover),
         cmocka_unit_test(test_timeslice_idle_switch),
         cmocka_unit_test(test_timeslice_slice_restart),
+        cmocka_unit_test(test_timeslice_slice_overtime),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),
         cmocka_unit_test(test_latency_timers_errors),

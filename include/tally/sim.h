@@ -80,6 +80,12 @@ typedef struct tl_sim_params {
     tl_ns idle_switch_ns;      /* time slicing: nothing runs for this long when the GPU
                                   passes from an idle context to another one (no state
                                   to save; 0: the next context starts at once) */
+    int slice_overtime;        /* time slicing: 1 (the H100's default): a slice that runs out while no other
+                                  context has work renews at the context's next launch
+                                  of its own (a kernel, or a graph's first node) and,
+                                  until then, gives way as soon as another has work; 0:
+                                  slices run back to back (sim/README.md, "Time
+                                  slicing") */
     int slice_restart;         /* time slicing: 1 (the H100's default): the active context
                                   that had no kernel work for idle_handover_ns or more,
                                   while no other context had any, starts a new slice
@@ -170,8 +176,10 @@ typedef struct tl_sim_stats {
  * occupancy's shared memory fits the carveout the SM holds; MPS clients whose
  * head kernels wait are served fewest placing rounds first); 15: slice_restart
  * on the H100 (a time-sliced context that idled alone for idle_handover_ns or
- * more starts a new slice with its next work). */
-#define TL_SIM_MODEL_REVISION 15
+ * more starts a new slice with its next work); 16: slice_overtime on the H100
+ * (a slice that ran out while nobody waited renews at the context's next launch
+ * of its own, not a graph's later node, and gives way at once until then). */
+#define TL_SIM_MODEL_REVISION 16
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
