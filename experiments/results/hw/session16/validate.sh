@@ -9,7 +9,8 @@
 # validations. Databases unpacked first (xz -dk FILE.db.xz). From the repository root:
 #   sh experiments/results/hw/session16/validate.sh [BUILD [OUTDIR]]
 # The files in this folder were made at revision 14 (eb79348); those in rev15/ with
-# OUTDIR rev15 at revision 15 (slice_restart on). Also the tgs run of call2.sh.
+# OUTDIR rev15 at revision 15 (1d1e883, slice_restart on), those in rev16/ at revision
+# 16 (8b47a36, slice_overtime on). Also the tgs run of call2.sh.
 b=${1:-build}; d=experiments/results/hw/session16; hw=experiments/results/hw
 o=$d/${2:-.}; mkdir -p $o
 g=experiments/specs/tally_headline.json; ea=experiments/specs/tally_headline_eager.json
