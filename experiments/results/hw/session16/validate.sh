@@ -23,6 +23,7 @@ v validation_graph_node_s1 $g $hw/session12/node/graph_node.db
 v validation_graph_node_s2 $g $hw/session13/graph_node_s2.db
 v validation_graph_node_s3 $g $hw/session13/graph_node_s3.db
 v validation_graph_node_s4 $g $d/graph_node_s4.db
+v validation_graph_node_s5 $g $d/graph_node_s5.db
 v validation_graph_s11 $g $hw/session11/graph_s11.db
 v validation_graph_s12 $g $hw/session12/graph_s12.db
 v validation_graph_s12r3 $g $hw/session12/graph_s12r3.db
