@@ -106,7 +106,7 @@ static void idle_ev_fn(void *ctx, void *arg, uint64_t x)
  * (experiments/results/hw/timeslice/slice_after_idle*.txt). */
 void slice_launch_started(sim *s, const launch *l)
 {
-    if (!s->p.slice_overtime || !l->renews || s->switching || !s->active ||
+    if (!s->p.slice_overtime || s->n_units == 1 || !l->renews || s->switching || !s->active ||
         l->st->c->u != s->active)
         return;
     if (sim_now(s) >= s->active_since + s->gpu.timeslice_ns)
@@ -147,9 +147,8 @@ void slice_update_slow(sim *s)
             s->idle_contested = false;
         }
         unit *next = next_with_work(s, u, true);
-        if (next && next != u)
-            s->idle_contested = true;
         if (next && next != u) {
+            s->idle_contested = true;
             tl_ns at = u ? s->idle_since + s->p.idle_handover_ns : 0;
             if (at <= sim_now(s)) {
                 if (s->idle_ev) {
@@ -178,12 +177,11 @@ void slice_update_slow(sim *s)
          * progress (the H100: a kernel of a process that idled G us beside a
          * busy one waits 2.39 ms - G for G up to 1 ms, and 4.18 ms - 3.06 ms
          * + 0.30 ms after 3.06 ms; experiments/results/hw/timeslice). */
-        tl_ns since = s->active_since, ts = s->gpu.timeslice_ns, now = sim_now(s);
-        tl_ns end = since + ((now - since) / ts + 1) * ts;
-        /* slice_overtime: a slice that ran out unrenewed (slice_launch_started)
-         * gives way now. */
-        if (s->p.slice_overtime)
+        tl_ns since = s->active_since, ts = s->gpu.timeslice_ns, now = sim_now(s), end;
+        if (s->p.slice_overtime) /* one that ran out unrenewed (slice_launch_started) gives way now */
             end = since + ts > now ? since + ts : now;
+        else
+            end = since + ((now - since) / ts + 1) * ts;
         s->slice_ev = tl_engine_at(&s->eng, end, slice_end_ev, s, NULL, 0);
     }
 }
