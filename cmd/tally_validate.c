@@ -63,6 +63,8 @@ static const char usage_text[] =
     "                           per op and graph_launch_ns 0 unless either is given here;\n"
     "                           where every synthetic kernel preferred the largest carveout\n"
     "                           (meta hw_synth_carveout 100), carveout is 0 unless given\n"
+    "  -k, --kernels            store per-kernel records in the simulated runs (with\n"
+    "                           --sim-db, to compare timelines with a tally-run -k)\n"
     "  -q, --quiet              no simulation progress, no list of files written\n"
     "  -h, --help               this help\n"
     "  -V, --version            version\n"
@@ -165,6 +167,7 @@ int main(int argc, char **argv)
         {"no-render", no_argument, NULL, OPT_NO_RENDER},
         {"sim-param", required_argument, NULL, OPT_SIM_PARAM},
         {"combined-db", required_argument, NULL, 'C'},
+        {"kernels", no_argument, NULL, 'k'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -173,14 +176,14 @@ int main(int argc, char **argv)
     const char *spec = NULL, *hw_db = NULL, *sim_db = NULL, *experiment = NULL;
     const char *markdown = NULL, *csv = NULL, *plot_dir = NULL, *combined = NULL;
     long long seed = -1, jobs = 0;
-    bool quiet = false;
+    bool quiet = false, kernels = false;
     const char *sim_params[64];
     int n_sim_params = 0;
     tl_plot_opts po = {.log = stdout};
     tl_err err = {0};
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":s:H:d:e:S:j:m:c:P:f:C:qhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:H:d:e:S:j:m:c:P:f:C:kqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 's': spec = optarg; break;
         case 'H': hw_db = optarg; break;
@@ -203,6 +206,7 @@ int main(int argc, char **argv)
             break;
         case OPT_NO_RENDER: po.no_render = true; break;
         case 'C': combined = optarg; break;
+        case 'k': kernels = true; break;
         case 'q': quiet = true; break;
         case OPT_SIM_PARAM:
             if (n_sim_params == 64) return usage_error("%s", "at most 64 --sim-param");
@@ -232,6 +236,8 @@ int main(int argc, char **argv)
         return usage_error("%s", "--format/--no-render apply to the plot: give --plot-dir DIR");
     if (n_sim_params && !spec)
         return usage_error("%s", "--sim-param applies to the runs simulated from --spec");
+    if (kernels && !spec)
+        return usage_error("%s", "--kernels applies to the runs simulated from --spec");
     if (quiet)
         po.log = NULL;
     po.out_dir = plot_dir;
@@ -259,6 +265,8 @@ int main(int argc, char **argv)
         }
         if (r == 0)
             r = tl_validation_experiment(&e, spec, hw_db, experiment, seed, &err);
+        if (r == 0 && kernels)
+            e.record_kernels = true; /* the grid copies the hardware runs' choice: false */
         for (int i = 0; i < n_sim_params && r == 0; i++)
             r = tl_experiment_set_sim_param(&e, sim_params[i], &err);
         char applied[256] = "";
