@@ -228,7 +228,8 @@ static void print_summary(FILE *out, const tl_validation *v, const char *bullet)
             bullet, 100 * TL_VAL_GROWTH, 100 * TL_VAL_UNFINISHED, s.p99_grows, s.p99_n, s.p99_steady_ok,
             s.p99_n - s.p99_grows);
     fprintf(out, "%sinference mean service time (a request's start to its end, without its wait in "
-                 "the queue; \"svc\", ms) within 10%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
+                 "the queue, over the requests that ended inside the measured window, beside the "
+                 "other jobs; \"svc\", ms) within 10%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
             bullet, s.svc_ok, s.svc_n, s.svc_n ? 100.0 * s.svc_abs_sum / s.svc_n : 0.0);
     fprintf(out, "%straining throughput within 5%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
             bullet, s.tput_ok, s.tput_n, s.tput_n ? 100.0 * s.tput_abs_sum / s.tput_n : 0.0);
