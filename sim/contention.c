@@ -124,6 +124,19 @@ double contention_partly_starved(const tl_contention_params *p, double f, double
     return 1.0 / ((1 - f) / free_sd + f * p->starved_rate);
 }
 
+/* Churn (KINDS, experimental, off by default): a compute group sharing a share f of
+ * its SMs with blocks of another launch's memory-bound kernel whose blocks are
+ * shorter than churn_block_ns runs churn_slowdown times slower there, as the H100
+ * ran an inference-GEMM-shaped kernel's blocks 2x slower beside 6272-block
+ * streaming kernels of ~3 us blocks and at their own speed beside ~15 us blocks
+ * (experiments/results/hw/contention_shapes/). Rate (1 - f) + f / churn_slowdown. */
+double contention_churn_slowdown(const tl_contention_params *p, double f)
+{
+    if (f > 1)
+        f = 1;
+    return 1.0 / ((1 - f) + f / p->churn_slowdown);
+}
+
 tl_graph_launch tl_sim_params_graph_launch(const tl_sim_params *p)
 {
     return (tl_graph_launch){.gap_ns = p->graph_gap_ns, .launch_ns = p->graph_launch_ns,
@@ -146,6 +159,8 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     /* On since model revision 11: two independent H100 repetitions of both
      * headline specs validate better with it (sim/README.md, "Partly starved"). */
     p->contention.partial_starve = 1;
+    p->contention.churn_block_ns = 0;
+    p->contention.churn_slowdown = 2.0;
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
@@ -278,6 +293,10 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: contention.starved_rate must be in (0, 1]");
     if (p->contention.partial_starve != 0 && p->contention.partial_starve != 1)
         return tl_errf(err, TL_ERANGE, "sim params: contention.partial_starve must be 0 or 1");
+    if (p->contention.churn_block_ns < 0 || p->contention.churn_block_ns > TL_NS_PER_S)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.churn_block_ns must be in [0, 1e9] ns");
+    if (!(p->contention.churn_slowdown >= 1 && p->contention.churn_slowdown <= 100))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.churn_slowdown must be in [1, 100]");
     if (!(p->contention.mem_alpha >= 0 && p->contention.mem_alpha < 1e6))
         return tl_errf(err, TL_ERANGE, "sim params: contention.mem_alpha must be >= 0");
     if (!(p->contention.mem_p >= 0 && p->contention.mem_p < 100) ||
@@ -354,6 +373,8 @@ static const pdesc pdescs[] = {
     PD("contention.mem_q", P_DOUBLE, contention.mem_q),
     PD("contention.mem_max_slowdown", P_DOUBLE, contention.mem_max_slowdown),
     PD("contention.partial_starve", P_INT, contention.partial_starve),
+    PD("contention.churn_block_ns", P_NS, contention.churn_block_ns),
+    PD("contention.churn_slowdown", P_DOUBLE, contention.churn_slowdown),
     PD("launch_latency_ns", P_NS, launch_latency_ns),
     PD("callback_launch_latency_ns", P_NS, callback_launch_latency_ns),
     PD("stream_gap_ns", P_NS, stream_gap_ns),

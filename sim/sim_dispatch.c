@@ -162,6 +162,8 @@ void launch_kernel_prepare(sim *s, launch *l)
             scale_for_residency(s, l, occ, grid, u64_min((logical + sms - 1) / sms, (uint64_t)occ));
         }
     }
+    l->churns = s->p.contention.model == TL_CONTENTION_KINDS && l->work == TL_WORK_MEMORY &&
+                l->blk_ns < s->p.contention.churn_block_ns;
 }
 
 void emit_activity_now(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
@@ -193,6 +195,8 @@ static double group_slowdown_shared(sim *s, const group *g)
             sd = contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, false, g->l->work,
                                                 (double)g->foreign_mem / slots, fs);
         }
+        if (g->churn > 0) /* compute beside churning memory blocks (churn_slowdown > 1) */
+            sd = contention_churn_slowdown(&s->p.contention, (double)g->churn / g->sms);
         return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
                              : sd;
     }
@@ -613,7 +617,7 @@ static group *group_new(sim *s, launch *l, unit *u)
     g->blocks = 0;
     g->waves = 1;
     g->wave_ns = g->extra = 0;
-    g->foreign = g->foreign_mem = g->starve = 0;
+    g->foreign = g->foreign_mem = g->starve = g->churn = 0;
     g->age = ++s->next_age;
     g->slowdown = 1.0;
     g->crowd = 1.0;

@@ -82,6 +82,9 @@ struct launch {
     uint64_t ee_seq;        /* order of entry into its EE queue */
     bool ptb, retreat;
     uint8_t work;           /* tl_work_kind of its op (contention model KINDS) */
+    bool churns;            /* memory-bound with blocks shorter than
+                               contention.churn_block_ns: slows compute blocks of
+                               other launches on its SMs (sim/README.md, "Churn") */
     uint64_t claimed;       /* PTB: logical blocks handed out */
     uint64_t blocks_done;   /* logical blocks completed */
     tl_ns start_ns, end_ns;
@@ -121,6 +124,8 @@ struct group {
     tl_ns extra;            /* extra solo time of the train's first wave (blk_rem) */
     int64_t foreign;        /* sum over its SMs of other launches' threads there */
     int64_t foreign_mem;    /* the same, memory-bound launches only */
+    int64_t churn;          /* compute groups: sum over its SMs of the churning
+                               launches' groups there (may count an SM twice) */
     int64_t starve;         /* sum over its SMs of the co-resident groups of other
                                launches that starve it (contention model KINDS) */
     uint64_t age;           /* placement order (a recycled wave is placed anew):
@@ -488,6 +493,7 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
 /* Model KINDS with partial_starve: the slowdown of a group starved on a share
  * f of its SMs, free_sd on the rest. */
 double contention_partly_starved(const tl_contention_params *p, double f, double free_sd);
+double contention_churn_slowdown(const tl_contention_params *p, double f);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */
 static inline bool contention_starves(int wa, uint64_t age_a, int wb, uint64_t age_b)

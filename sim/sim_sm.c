@@ -146,7 +146,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     int work = ne->work;
     unsigned here = 0;
     int64_t my_thr = (int64_t)m * ne->bps * ne->thr;
-    int64_t foreign = 0, foreign_mem = 0, starve = 0;
+    int64_t foreign = 0, foreign_mem = 0, starve = 0, churn = 0;
     for (const cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
         if (e->l == l) {
             here |= HERE_L;
@@ -164,6 +164,10 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
                 starve += m;
             if (contention_starves(e->work, eg->age, work, g->age))
                 eg->starve += m;
+            if (e->l->churns && work == TL_WORK_COMPUTE)
+                churn += m;
+            if (l->churns && e->work == TL_WORK_COMPUTE)
+                eg->churn += m;
             group_rate_dirty(s, eg);
         }
         if (e->job == ne->job)
@@ -174,6 +178,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     g->foreign += foreign;
     g->foreign_mem += foreign_mem;
     g->starve += starve;
+    g->churn += churn;
     return here;
 }
 
@@ -422,6 +427,8 @@ void sm_remove(sim *s, group *g)
                     eg->foreign_mem -= my_thr;
                 if (contention_starves(e->work, eg->age, work, g->age))
                     eg->starve -= n;
+                if (l->churns && e->work == TL_WORK_COMPUTE)
+                    eg->churn -= n;
                 group_rate_dirty(s, eg);
             }
             j_here |= e->job == job;

@@ -43,6 +43,10 @@ typedef struct tl_contention_params {
     int partial_starve;    /* KINDS (1 on, the default since model revision 11; 0 off):
                               a group starved on some of its SMs progresses at full
                               rate on the others (sim/README.md, "Partly starved") */
+    tl_ns churn_block_ns;  /* KINDS (experimental, 0 off, the default): a memory-bound
+                              launch whose blocks take less than this churns ... */
+    double churn_slowdown; /* ... and slows other launches' compute blocks on its
+                              SMs by this factor (>= 1; sim/README.md, "Churn") */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
