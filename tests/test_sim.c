@@ -1462,6 +1462,56 @@ static void test_contention_partial_starve(void **st)
     }
 }
 
+/* contention churn (KINDS, four SMs): K2, compute, 4 blocks of 256 threads (one an
+ * SM), 100 us, starts at 0; K1, memory, 640 blocks of 128 threads (16 an SM: 10
+ * waves), launched at 1 us beside it. K1 starves beside the older compute blocks;
+ * K2 is not slowed by it, except with churn: K1's blocks take 20 us / 10 = 2 us,
+ * under churn_block_ns = 4 us, so from 1 us on K2 runs 1.6x slower: it ends
+ * 99 us x 0.6 = 59.4 us later. K1 at 200 us (20 us blocks) does not churn. */
+static void test_contention_churn(void **st)
+{
+    (void)st;
+    tl_ns end[3];
+    for (int i = 0; i < 3; i++) {
+        h *x = open_h(4, -1);
+        x->p.contention.model = TL_CONTENTION_KINDS;
+        x->p.contention.churn_block_ns = i == 0 ? 0 : 4 * US;
+        x->p.contention.churn_slowdown = 1.6;
+        start_h(x);
+        tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+        tl_stream_id a = stream(x, c, 0), b = stream(x, c, 0);
+        tl_op k2 = mk(4, 256, 32, 0, 100 * US), k1 = mk(640, 128, 32, 0, i == 2 ? 200 * US : 20 * US);
+        k2.work = TL_WORK_COMPUTE;
+        k1.work = TL_WORK_MEMORY;
+        launch(x, a, &k2, 0, 2);
+        later l1 = { x, b, &k1, 1 };
+        tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
+        run(x);
+        end[i] = rec_of(x, 2)->end_ns;
+        close_h(x);
+    }
+    assert_true(end[0] >= 100 * US - 3 && end[0] <= 100 * US + 3);
+    if (!(end[1] - end[0] >= 59400 - 3 && end[1] - end[0] <= 59400 + 3))
+        fail_msg("churn: K2 ends %lld ns later, want 59400", (long long)(end[1] - end[0]));
+    assert_true(end[2] == end[0]);
+    /* the H100's defaults (model revision 17), and bad values refused by name */
+    h *x = open_h(0, -1);
+    assert_int_equal(x->p.contention.churn_block_ns, 4 * US);
+    assert_true(x->p.contention.churn_slowdown == 1.6);
+    close_h(x);
+    tl_sim_params p;
+    tl_err err;
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(p.contention.churn_block_ns, 0);
+    assert_int_equal(tl_sim_params_set(&p, "contention.churn_slowdown", "0.5", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "churn_slowdown"));
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_set(&p, "contention.churn_block_ns", "-5", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "churn_block_ns"));
+}
+
 /* pack_foreign and crowding_warps (four SMs, no contention): job 0 holds every
  * SM's 2048 threads with L (4 blocks of 1024 threads, 3 ms) and S (the same,
  * 1 ms). Job 1's K (compute, 16 blocks of 64 threads, 2 warps each, 100 us
@@ -1945,6 +1995,7 @@ int main(void)
         cmocka_unit_test(test_contention_kinds_h100_coruns),
         cmocka_unit_test(test_contention_kinds_age),
         cmocka_unit_test(test_contention_partial_starve),
+        cmocka_unit_test(test_contention_churn),
         cmocka_unit_test(test_pack_and_crowding),
         cmocka_unit_test(test_carveout),
         cmocka_unit_test(test_dram_share),

@@ -43,8 +43,9 @@ typedef struct tl_contention_params {
     int partial_starve;    /* KINDS (1 on, the default since model revision 11; 0 off):
                               a group starved on some of its SMs progresses at full
                               rate on the others (sim/README.md, "Partly starved") */
-    tl_ns churn_block_ns;  /* KINDS (experimental, 0 off, the default): a memory-bound
-                              launch whose blocks take less than this churns ... */
+    tl_ns churn_block_ns;  /* KINDS (H100 4 us since model revision 17, else 0: off): a
+                              memory-bound launch whose blocks take less than this
+                              churns ... */
     double churn_slowdown; /* ... and slows other launches' compute blocks on its
                               SMs by this factor (>= 1; sim/README.md, "Churn") */
 } tl_contention_params;
@@ -182,8 +183,10 @@ typedef struct tl_sim_stats {
  * on the H100 (a time-sliced context that idled alone for idle_handover_ns or
  * more starts a new slice with its next work); 16: slice_overtime on the H100
  * (a slice that ran out while nobody waited renews at the context's next launch
- * of its own, not a graph's later node, and gives way at once until then). */
-#define TL_SIM_MODEL_REVISION 16
+ * of its own, not a graph's later node, and gives way at once until then); 17:
+ * contention churn on the H100 (a compute group beside another launch's memory
+ * kernel of blocks under 4 us runs 1.6x slower on those SMs). */
+#define TL_SIM_MODEL_REVISION 17
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w

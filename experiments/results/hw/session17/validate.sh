@@ -3,9 +3,12 @@
 # service time compared over the requests that ended inside the measured window
 # (tally-validate since session 17: the drain after the window runs without
 # training and hid the contention's error), plus this session's runs: the same-seed
-# repeat of seed 5 (call2.sh) and the tally -k run (call1.sh). Databases unpacked
-# first (xz -dk FILE.db.xz). From the repository root:
+# repeat of seed 5 (call2.sh), the tally -k run (call1.sh) and the held-out seed 6
+# (call3.sh). Databases unpacked first (xz -dk FILE.db.xz). From the repository root:
 #   sh experiments/results/hw/session17/validate.sh [BUILD [OUTDIR]]
+# The files in this folder were made at revision 16 (e67fbe9; seed 6's at 799fb17,
+# where churn was still off by default); those in rev17/ with OUTDIR rev17 at revision
+# 17 (contention churn on).
 b=${1:-build}; d=experiments/results/hw/session17; hw=experiments/results/hw; s16=$hw/session16
 o=$d/${2:-.}; mkdir -p $o
 g=experiments/specs/tally_headline.json; ea=experiments/specs/tally_headline_eager.json
@@ -20,6 +23,7 @@ v validation_graph_node_s3 $g $hw/session13/graph_node_s3.db
 v validation_graph_node_s4 $g $s16/graph_node_s4.db
 v validation_graph_node_s5 $g $s16/graph_node_s5.db
 v validation_graph_node_s5_rep $g $d/graph_node_s5_rep.db
+v validation_graph_node_s6 $g $d/graph_node_s6.db
 v validation_tallyk_s5 $g $d/tallyk_s5.db
 v validation_graph_s11 $g $hw/session11/graph_s11.db
 v validation_graph_s12 $g $hw/session12/graph_s12.db
