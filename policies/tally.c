@@ -38,12 +38,20 @@
  *   ptb                     bool  default true    consider PTB candidates
  *   slicing                 bool  default true    consider sliced candidates
  *
+ * Diagnostic: with TALLY_TALLY_LOG=PATH in the environment every configuration
+ * choice appends CSV lines to PATH (simulator and hardware alike: the same code),
+ * one per candidate and one for the original, with the choice marked:
+ * kernel,grid,block,mode,blocks_per_sm,time_ns,speed,latency_ns,chosen (mode
+ * "whole" is the original); a line "# tally run ..." starts each run. It reads
+ * nothing back and changes no decision.
+ *
  * Approximate: the bound is on the *estimated* latency (as in Tally); a PTB
  * retreat waits for each worker's current logical block, up to twice the
  * estimate. Without tl_dev_measure the traced duration stands in for every
  * candidate's time (speed 1).
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +95,7 @@ struct tally_state {
     bool resume_armed, untrans_armed;
     tally_cache_ent *cache;     /* open addressing, name == NULL: empty */
     size_t cache_cap, cache_len;
+    FILE *log;                  /* TALLY_TALLY_LOG (diagnostic), or NULL */
 };
 
 static const tl_param_desc tally_params[] = {
@@ -233,6 +242,27 @@ static tl_ns measure(tally_state *st, const tl_op *op, int job, const tl_tally_c
     return *status < 0 ? 0 : t;
 }
 
+/* TALLY_TALLY_LOG: the original and every candidate measured, the pick marked.
+ * Kernel names are quoted (they hold commas), their quotes doubled. */
+static void log_choice(FILE *f, const char *name, const tl_op *op, tl_ns orig,
+                       const tl_tally_config *c, int n, int pick)
+{
+    for (int i = -1; i < n; i++) {
+        const tl_tally_config *x = i >= 0 ? &c[i] : NULL;
+        fputc('"', f);
+        for (const char *s = name; *s; s++) {
+            if (*s == '"')
+                fputc('"', f);
+            fputc(*s, f);
+        }
+        fprintf(f, "\",%ux%ux%u,%ux%ux%u,%s,%u,%lld,%.4f,%lld,%d\n", op->grid[0], op->grid[1],
+                op->grid[2], op->block[0], op->block[1], op->block[2],
+                !x ? "whole" : x->mode == TL_TALLY_PTB ? "ptb" : "slice", x ? x->blocks_per_sm : 0,
+                (long long)(x ? x->time_ns : orig), x ? x->speed : 1.0,
+                (long long)(x ? x->latency_ns : orig), x ? i == pick : pick < 0);
+    }
+}
+
 static tl_tally_config choose_config(tally_state *st, const tl_task *task)
 {
     const tl_op *op = task->op;
@@ -272,6 +302,8 @@ static tl_tally_config choose_config(tally_state *st, const tl_task *task)
                             .latency_ns = orig };
     if (pick >= 0)
         cfg = cand[pick];
+    if (st->log)
+        log_choice(st->log, name, op, orig, cand, m, pick);
     e->hash = h;
     e->name = name;
     memcpy(e->grid, op->grid, sizeof e->grid);
@@ -476,6 +508,14 @@ static int tally_setup(tl_policy *p, tl_err *err)
     free(prio);
     if (r < 0)
         return r;
+    const char *log = getenv("TALLY_TALLY_LOG");
+    if (log && *log) {
+        st->log = fopen(log, "a");
+        if (!st->log)
+            return tl_errf(err, TL_EIO, "policy tally: TALLY_TALLY_LOG=%s: cannot open", log);
+        fprintf(st->log, "# tally run: %d jobs, preempt_bound_ns %lld\n", p->n_jobs,
+                (long long)st->bound_ns);
+    }
     /* The high-priority jobs are idle at the start. */
     hp_idle(st, tl_dev_now(p->dev));
     return 0;
@@ -516,6 +556,9 @@ static void tally_teardown(tl_policy *p)
     free(st->maps);
     free(st->high);
     free(st->cache);
+    if (st->log)
+        fclose(st->log);
+    st->log = NULL;
     st->be = NULL;
     st->maps = NULL;
     st->high = NULL;

@@ -370,6 +370,54 @@ static void test_tally_preempts_within_the_bound_and_conserves_blocks(void **s)
     tl_run_result_close(&res);
 }
 
+/* TALLY_TALLY_LOG: the same B's choice, logged once (the choice is cached):
+ * the original ("whole", not chosen) and each candidate, exactly one chosen, and
+ * that one transformed (B runs sliced or as PTB in the test above). */
+static void test_tally_log_records_its_choice(void **s)
+{
+    char log_path[] = "/tmp/tally-test-tally-XXXXXX";
+    int fd = mkstemp(log_path);
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("TALLY_TALLY_LOG", log_path, 1);
+    job_def d[2];
+    tl_job_spec jobs[2];
+    tl_op h = kop(132, 1024, 50 * US, 0), b = kop(132000, 256, 2500 * US, 0);
+    tl_ns t_h = 1 * MS, t_b = 0;
+    make_job(&d[0], &jobs[0], "hp", 0, TL_ROLE_INFERENCE, &h, 1, &t_h, 1);
+    make_job(&d[1], &jobs[1], "be", 1, TL_ROLE_INFERENCE, &b, 1, &t_b, 1);
+    tl_run_result res;
+    run_policy("tally", NULL, jobs, 2, 20 * MS, false, NULL, &res);
+    unsetenv("TALLY_TALLY_LOG");
+    tl_run_result_close(&res);
+    FILE *f = fopen(log_path, "r");
+    assert_non_null(f);
+    char line[1024];
+    int runs = 0, whole = 0, cands = 0, chosen = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') {
+            runs++;
+            continue;
+        }
+        assert_non_null(strstr(line, ",132000x1x1,256x1x1,"));
+        size_t n = strlen(line);
+        bool pick = n >= 2 && line[n - 2] == '1';
+        if (strstr(line, ",whole,")) {
+            whole++;
+            assert_false(pick);
+        } else {
+            cands++;
+            chosen += pick;
+        }
+    }
+    fclose(f);
+    unlink(log_path);
+    assert_int_equal(runs, 1);
+    assert_int_equal(whole, 1);
+    assert_true(cands >= 2);
+    assert_int_equal(chosen, 1);
+}
+
 /* After untransformed_after_ms of high-priority idleness best-effort kernels
  * run whole: the second B (a new request at 5 ms) is a single launch. */
 static void test_tally_runs_untransformed_after_long_idleness(void **s)
@@ -720,6 +768,7 @@ int main(void)
         cmocka_unit_test(test_mps_clients_turns_and_client_priority),
         cmocka_unit_test(test_tally_preempts_within_the_bound_and_conserves_blocks),
         cmocka_unit_test(test_tally_runs_untransformed_after_long_idleness),
+        cmocka_unit_test(test_tally_log_records_its_choice),
         cmocka_unit_test(test_herald_shares_light_and_holds_heavy),
         cmocka_unit_test(test_herald_slo_guard_holds_training),
         cmocka_unit_test(test_herald_guards_a_queued_request),
