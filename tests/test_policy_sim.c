@@ -324,15 +324,55 @@ static void test_mps_clients_turns_and_client_priority(void **s)
 
 /* ---- tally ---- */
 
+/* TALLY_TALLY_LOG of a run of one best-effort kernel B (132000 x 256): its choice,
+ * logged once (choices are cached): the original ("whole", not chosen) and each
+ * candidate, exactly one chosen, and that one transformed (the test below shows B
+ * running sliced or as PTB). Removes the file. */
+static void check_tally_log(const char *log_path)
+{
+    FILE *f = fopen(log_path, "r");
+    assert_non_null(f);
+    char line[1024];
+    int runs = 0, whole = 0, cands = 0, chosen = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') {
+            runs++;
+            continue;
+        }
+        assert_non_null(strstr(line, ",132000x1x1,256x1x1,"));
+        size_t n = strlen(line);
+        bool pick = n >= 2 && line[n - 2] == '1';
+        if (strstr(line, ",whole,")) {
+            whole++;
+            assert_false(pick);
+        } else {
+            cands++;
+            chosen += pick;
+        }
+    }
+    fclose(f);
+    unlink(log_path);
+    assert_int_equal(runs, 1);
+    assert_int_equal(whole, 1);
+    assert_true(cands >= 2);
+    assert_int_equal(chosen, 1);
+}
+
 /* Best-effort (rank 1) at t=0: B = 132000 blocks x 256 threads, 2.5 ms alone:
  * 8 per SM = 1056 resident, 125 waves of 20 us. High priority (rank 0) at
  * 1 ms: H = 132 x 1024, 50 us. Tally runs B sliced or as PTB (each logical
  * block 20 us < the 31.6 us bound); at the arrival it stops slices / makes the
  * workers retreat, so every best-effort launch running at 1 ms ends within
  * the bound, and B resumes only after H and 0.1 ms of idleness, from where it
- * stopped: all 132000 logical blocks, each run once. */
+ * stopped: all 132000 logical blocks, each run once. The choice is logged
+ * (TALLY_TALLY_LOG, check_tally_log). */
 static void test_tally_preempts_within_the_bound_and_conserves_blocks(void **s)
 {
+    char log_path[] = "/tmp/tally-test-tally-XXXXXX";
+    int fd = mkstemp(log_path);
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("TALLY_TALLY_LOG", log_path, 1);
     job_def d[2];
     tl_job_spec jobs[2];
     tl_op h = kop(132, 1024, 50 * US, 0), b = kop(132000, 256, 2500 * US, 0);
@@ -341,6 +381,8 @@ static void test_tally_preempts_within_the_bound_and_conserves_blocks(void **s)
     make_job(&d[1], &jobs[1], "be", 1, TL_ROLE_INFERENCE, &b, 1, &t_b, 1);
     tl_run_result res;
     run_policy("tally", NULL, jobs, 2, 20 * MS, false, NULL, &res);
+    unsetenv("TALLY_TALLY_LOG");
+    check_tally_log(log_path);
     const tl_kernel_record *kh = first_of(&res, 0, NULL);
     assert_non_null(kh);
     const tl_ns bound = 31600;
@@ -368,54 +410,6 @@ static void test_tally_preempts_within_the_bound_and_conserves_blocks(void **s)
     /* H itself waited at most for the bound (B's blocks draining) */
     assert_true(kh->start_ns <= t_h + 1 * US + LAT + bound);
     tl_run_result_close(&res);
-}
-
-/* TALLY_TALLY_LOG: the same B's choice, logged once (the choice is cached):
- * the original ("whole", not chosen) and each candidate, exactly one chosen, and
- * that one transformed (B runs sliced or as PTB in the test above). */
-static void test_tally_log_records_its_choice(void **s)
-{
-    char log_path[] = "/tmp/tally-test-tally-XXXXXX";
-    int fd = mkstemp(log_path);
-    assert_true(fd >= 0);
-    close(fd);
-    setenv("TALLY_TALLY_LOG", log_path, 1);
-    job_def d[2];
-    tl_job_spec jobs[2];
-    tl_op h = kop(132, 1024, 50 * US, 0), b = kop(132000, 256, 2500 * US, 0);
-    tl_ns t_h = 1 * MS, t_b = 0;
-    make_job(&d[0], &jobs[0], "hp", 0, TL_ROLE_INFERENCE, &h, 1, &t_h, 1);
-    make_job(&d[1], &jobs[1], "be", 1, TL_ROLE_INFERENCE, &b, 1, &t_b, 1);
-    tl_run_result res;
-    run_policy("tally", NULL, jobs, 2, 20 * MS, false, NULL, &res);
-    unsetenv("TALLY_TALLY_LOG");
-    tl_run_result_close(&res);
-    FILE *f = fopen(log_path, "r");
-    assert_non_null(f);
-    char line[1024];
-    int runs = 0, whole = 0, cands = 0, chosen = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#') {
-            runs++;
-            continue;
-        }
-        assert_non_null(strstr(line, ",132000x1x1,256x1x1,"));
-        size_t n = strlen(line);
-        bool pick = n >= 2 && line[n - 2] == '1';
-        if (strstr(line, ",whole,")) {
-            whole++;
-            assert_false(pick);
-        } else {
-            cands++;
-            chosen += pick;
-        }
-    }
-    fclose(f);
-    unlink(log_path);
-    assert_int_equal(runs, 1);
-    assert_int_equal(whole, 1);
-    assert_true(cands >= 2);
-    assert_int_equal(chosen, 1);
 }
 
 /* After untransformed_after_ms of high-priority idleness best-effort kernels
@@ -768,7 +762,6 @@ int main(void)
         cmocka_unit_test(test_mps_clients_turns_and_client_priority),
         cmocka_unit_test(test_tally_preempts_within_the_bound_and_conserves_blocks),
         cmocka_unit_test(test_tally_runs_untransformed_after_long_idleness),
-        cmocka_unit_test(test_tally_log_records_its_choice),
         cmocka_unit_test(test_herald_shares_light_and_holds_heavy),
         cmocka_unit_test(test_herald_slo_guard_holds_training),
         cmocka_unit_test(test_herald_guards_a_queued_request),
