@@ -71,6 +71,7 @@ typedef struct tl_timer_ent {
     uint64_t seq;
     tl_timer_cb cb;
     void *arg;
+    tl_ns set_wall;           /* host time when it was set (TALLY_TIMER_LOG only) */
 } tl_timer_ent;
 
 typedef struct tl_plan_ent {
@@ -122,6 +123,7 @@ typedef struct tl_cuda {
     size_t inflight;
 
     tl_timer_ent *timers;     /* min-heap on (at, seq) */
+    FILE *timer_log;          /* TALLY_TIMER_LOG (diagnostic), or NULL */
     size_t n_timers, cap_timers;
     uint64_t timer_seq;
     tl_launch_id next_id;

@@ -90,7 +90,10 @@ static void usage(FILE *f)
 "Environment: TALLY_SYNTH_CARVEOUT=P (0-100, a diagnostic) makes every synthetic\n"
 "kernel prefer the same shared-memory carveout, so that SMs may hold blocks of\n"
 "any two kernels together (the H100 otherwise holds one carveout an SM); runs\n"
-"record it as meta hw_synth_carveout.\n"
+"record it as meta hw_synth_carveout. Diagnostics that change no decision:\n"
+"TALLY_TIMER_LOG=PATH appends a CSV line for every timer the event loop fires\n"
+"(due, set and fired times, the loop's logical time, the callback);\n"
+"TALLY_TGS_LOG and TALLY_TALLY_LOG log those policies' decisions.\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
 "70 internal error or watchdog, 73 cannot write the database.\n");

@@ -484,6 +484,16 @@ static void test_tally_bad_input(void **state)
                 "v2.json: tally-trace version 2 is not supported (this build reads version 1)");
     write_text(tmp_path("nov.json"), "{\"format\":\"tally-trace\",\"iterations\":[]}");
     expect_fail(tmp_path("nov.json"), NULL, TL_EMISSING, "missing 'version'");
+    /* a GPU neither named (to look it up) nor described: refused by name, in
+     * both forms (found by a mutation fuzz: the simulator refused it later,
+     * without the file's name) */
+    write_text(tmp_path("gpu_noname.json"), "{\"format\":\"tally-trace\",\"version\":1,"
+                                             "\"gpu\":{\"model\":\"H100\"},\"iterations\":[]}");
+    expect_fail(tmp_path("gpu_noname.json"), NULL, TL_ERANGE,
+                "gpu_noname.json: gpu: gpu '?': sms out of range (0) (no 'name' to look the GPU up by)");
+    write_text(tmp_path("gpu_noname_ev.json"), "{\"format\":\"tally-trace\",\"version\":1,"
+                                                "\"gpu\":{\"sms\":0,\"name\":\"Mystery\"},\"events\":[]}");
+    expect_fail(tmp_path("gpu_noname_ev.json"), NULL, TL_ERANGE, "gpu_noname_ev.json: gpu: gpu 'Mystery': sms out of range (0)");
 
     snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
              "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"

@@ -338,6 +338,13 @@ static int rd_gpu(rd *c, json_t *g, tl_gpu_props *p, bool *complete)
         return rd_err(c, TL_ETYPE, "'pcie_gbps' must be a number");
     if (bw)
         p->pcie_gbps = json_number_value(bw);
+    if (!*complete) /* hand-written: fill the gaps from the device table */
+        tl_gpu_complete(p);
+    /* Refuse here, naming the file, what the simulator would refuse later
+     * without it: a GPU neither named (to be looked up) nor described. */
+    tl_err gerr = {0};
+    if (tl_gpu_validate(p, &gerr) < 0)
+        return rd_err(c, TL_ERANGE, "%.250s%s", gerr.msg, p->name[0] ? "" : " (no 'name' to look the GPU up by)");
     c->where[0] = '\0';
     return 0;
 }
@@ -722,7 +729,6 @@ static int rd_events(rd *c, json_t *root, tl_trace *t, const tl_trace_options *o
         bool complete;
         if ((r = rd_gpu(c, g, &raw.gpu_props, &complete)) < 0)
             goto out;
-        tl_gpu_complete(&raw.gpu_props);
         raw.has_gpu_props = true;
     }
     bool trunc = false;
@@ -786,8 +792,6 @@ int tl_tally_from_buffer(tl_trace *t, const char *path, const char *buf, size_t 
         bool complete;
         if ((r = rd_gpu(&c, g, &t->gpu, &complete)) < 0)
             goto fail;
-        if (!complete) /* hand-written: fill the gaps from the device table */
-            tl_gpu_complete(&t->gpu);
         t->has_gpu_props = true;
     }
     bool trunc = false;
