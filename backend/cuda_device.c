@@ -1021,8 +1021,9 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
             ns_stat_add(now - t.at, &c->loop.late_sum_ns, &c->loop.late_max_ns, &c->loop.late_over_10us,
                         10 * TL_NS_PER_US);
             if (c->timer_log)
-                fprintf(c->timer_log, "%lld,%lld,%lld,%lld,%p\n", (long long)t.at, (long long)t.set_wall,
-                        (long long)now, (long long)c->logical, (void *)t.cb);
+                fprintf(c->timer_log, "%lld,%lld,%lld,%lld,%lld\n", (long long)t.at, (long long)t.set_wall,
+                        (long long)now, (long long)c->logical,
+                        (long long)((uintptr_t)t.cb - (uintptr_t)cu_timer));
             enter_cb(c, t.at < now ? t.at : now);
             t.cb(t.arg, c->logical);
             c->in_cb--;
@@ -1328,7 +1329,8 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
         goto fail;
     tl_watchdog_set_report(c->watchdog, hang_report, c);
     /* Diagnostic: every timer the loop fires, one CSV line each (times on the
-     * run's clock; the callback's address resolves with nm on the same build).
+     * run's clock; the callback as its address less cu_timer's, which nm on
+     * the same build resolves whether or not the binary is position-independent).
      * It changes nothing the loop does but the line written. */
     const char *tlog = getenv("TALLY_TIMER_LOG");
     if (tlog && *tlog) {
@@ -1336,7 +1338,7 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
             r = tl_errf(err, TL_EIO, "TALLY_TIMER_LOG=%s: cannot open", tlog);
             goto fail;
         }
-        fprintf(c->timer_log, "# due_ns,set_wall_ns,fired_wall_ns,logical_before_ns,callback\n");
+        fprintf(c->timer_log, "# due_ns,set_wall_ns,fired_wall_ns,logical_before_ns,callback_minus_cu_timer\n");
     }
     return 0;
 fail:
