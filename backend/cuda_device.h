@@ -101,6 +101,7 @@ typedef struct tl_cuda_loop_stats {
     tl_ns start_lat_sum_ns;   /* ... their GPU start after their launch call, in all */
     tl_ns start_lat_max_ns;   /* ... the longest one */
     uint64_t start_lat_over_500us; /* ... how many took over 0.5 ms (GPU-side stalls) */
+    tl_ns setup_ns;           /* the policy's setup before the run's time 0 (cu_begin) */
 } tl_cuda_loop_stats;
 
 /* The synthetic stand-in chosen for a kernel op. */

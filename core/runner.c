@@ -887,6 +887,9 @@ int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err 
         dev->observer = kernel_observer;
         dev->observer_arg = &rt;
     }
+    /* Time 0 of the run is here, after the setup: arrivals and the window
+     * count from it on every device. */
+    tl_dev_begin(dev);
     tl_dev_timer(dev, rt.window_start, window_start_timer, &rt);
     tl_dev_timer(dev, rt.window_end, window_end_timer, &rt);
     for (int i = 0; i < cfg->n_jobs; i++)

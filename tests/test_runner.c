@@ -273,6 +273,71 @@ static void test_deterministic_poisson(void **state)
     tl_run_result_close(&b);
 }
 
+/* The runner calls the device's begin hook once, after the policy's setup
+ * (every stream created) and before the first timer: a device whose setup
+ * takes real time (tally-run's contexts in worker processes) starts the run's
+ * clock there, so the first arrivals are not late by the setup's length. */
+static const tl_device_ops *inner_ops;
+static int begins, streams_after_begin, timers_before_begin;
+
+static int w_stream(tl_device *d, tl_ctx_id c, int prio, tl_stream_id *o, tl_err *e)
+{
+    streams_after_begin += begins > 0;
+    return inner_ops->stream_create(d, c, prio, o, e);
+}
+
+static int w_timer(tl_device *d, tl_ns at, tl_timer_cb cb, void *arg)
+{
+    timers_before_begin += begins == 0;
+    return inner_ops->timer(d, at, cb, arg);
+}
+
+static void w_begin(tl_device *d)
+{
+    (void)d;
+    begins++;
+}
+
+static void test_begin_after_setup(void **state)
+{
+    (void)state;
+    tl_op ops[] = { kernel(0, 0, 5 * US, 10 * US) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 1, 0);
+    tl_ns arrivals[] = { 0, 50 * US };
+    tl_job_spec jobs[] = {
+        { .name = "inf", .trace = &t, .role = TL_ROLE_INFERENCE, .arrival = TL_ARRIVAL_FILE,
+          .arrival_times = arrivals, .n_arrival_times = 2 },
+        { .name = "train", .trace = &t, .role = TL_ROLE_TRAINING },
+    };
+    tl_gpu_props gpu = { .name = "test", .sms = 1 };
+    tl_device dev;
+    tl_fake_device_open(&dev, &gpu);
+    inner_ops = dev.ops;
+    tl_device_ops wrapped = *dev.ops;
+    wrapped.stream_create = w_stream;
+    wrapped.timer = w_timer;
+    wrapped.begin = w_begin;
+    dev.ops = &wrapped;
+    begins = streams_after_begin = timers_before_begin = 0;
+    tl_run_config cfg = { .jobs = jobs, .n_jobs = 2, .policy = &plain_ops,
+                          .duration_ns = 1000 * US, .warmup_ns = 0, .seed = 1 };
+    tl_run_result res;
+    tl_err err = { 0 };
+    assert_int_equal(tl_run(&cfg, &dev, &res, &err), 0);
+    assert_int_equal(begins, 1);
+    assert_int_equal(streams_after_begin, 0);
+    assert_int_equal(timers_before_begin, 0);
+    int served = 0;
+    for (size_t k = 0; k < res.n_recs; k++)
+        served += res.recs[k].job == 0;
+    assert_int_equal(served, 2);
+    tl_run_result_close(&res);
+    dev.ops = inner_ops;
+    tl_dev_close(&dev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_event_sync),
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_deterministic_poisson),
+        cmocka_unit_test(test_begin_after_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

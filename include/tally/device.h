@@ -121,6 +121,15 @@ typedef struct tl_device_ops {
     int (*measure)(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err *err);
     void (*job_stats)(tl_device *d, int job, tl_job_stats *out);
     void (*close)(tl_device *d);
+    /* The run begins now: everything before this call (the policy's setup:
+     * contexts, streams) was preparation, and now() reads 0 from here on.
+     * A device whose setup takes real time (the hardware replay's contexts in
+     * other processes: 0.1-0.4 s) moves its clock's origin here, pending
+     * timers keeping their distance from now, so that the first arrivals are
+     * not served late by the setup's length. Called once by the runner, after
+     * the policy's setup and before any job starts. Optional (NULL: the
+     * simulator, whose setup takes no simulated time). */
+    void (*begin)(tl_device *d);
     /* Figures of the device's own about the run so far (the hardware replay's
      * CUDA graph launches and timer lateness, say), each as fn(arg, name,
      * value); the sweep records them with the run (metrics of job -1). Names
@@ -157,6 +166,7 @@ static inline int tl_dev_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *o
 static inline void tl_dev_job_stats(tl_device *d, int job, tl_job_stats *o)
 { d->ops->job_stats(d, job, o); }
 static inline void tl_dev_close(tl_device *d) { if (d && d->ops) d->ops->close(d); }
+static inline void tl_dev_begin(tl_device *d) { if (d->ops->begin) d->ops->begin(d); }
 static inline void tl_dev_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
 { if (d->ops->run_metrics) d->ops->run_metrics(d, fn, arg); }
 

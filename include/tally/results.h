@@ -34,7 +34,8 @@
  *             throughput_rel (vs alone) p99_overhead (p99 / alone p99 - 1)
  *             util (SM-time occupied / (sms x time)) turnaround_var_ns2
  *             system: system_throughput util, and the device's own figures
- *             (tl_dev_run_metrics): tally-run's cuda_timers,
+ *             (tl_dev_run_metrics): tally-run's cuda_timers, cuda_setup_ns
+ *             (the policy's setup, before the run's time 0),
  *             cuda_timer_late_mean_ns, cuda_timer_late_max_ns, and with CUDA
  *             graph jobs cuda_graph_launches, _kernels, _instantiations,
  *             _reuses, _updates, _one_by_one, _batch_cuts,
