@@ -1056,9 +1056,10 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
         if (!c->inflight) {
             tl_watchdog_kick(c->watchdog, false);
             /* Nothing on the GPU: sleep until shortly before the next timer. */
-            tl_ns wait = c->timers[0].at - now - 60000;
-            if (until > 0 && until - now - 60000 < wait) wait = until - now - 60000;
-            if (wait > 0) {
+            tl_ns m = c->sleep_margin;
+            tl_ns wait = c->timers[0].at - now - m;
+            if (until > 0 && until - now - m < wait) wait = until - now - m;
+            if (m >= 0 && wait > 0) {
                 struct timespec ts = {wait / TL_NS_PER_S, wait % TL_NS_PER_S};
                 nanosleep(&ts, NULL);
             }
@@ -1351,6 +1352,18 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
      * run's clock; the callback as its address less cu_timer's, which nm on
      * the same build resolves whether or not the binary is position-independent).
      * It changes nothing the loop does but the line written. */
+    c->sleep_margin = 60 * TL_NS_PER_US;
+    const char *margin = getenv("TALLY_SLEEP_MARGIN_US");
+    if (margin && *margin) {
+        char *end;
+        long long us = strtoll(margin, &end, 10);
+        if (*end || us > 1000000) {
+            r = tl_errf(err, TL_EINVAL, "TALLY_SLEEP_MARGIN_US=%s: not a whole number of us up to 1000000 "
+                        "(negative: never sleep)", margin);
+            goto fail;
+        }
+        c->sleep_margin = us < 0 ? -1 : us * TL_NS_PER_US;
+    }
     const char *tlog = getenv("TALLY_TIMER_LOG");
     if (tlog && *tlog) {
         if (!(c->timer_log = fopen(tlog, "a"))) {

@@ -124,6 +124,8 @@ typedef struct tl_cuda {
 
     tl_timer_ent *timers;     /* min-heap on (at, seq) */
     FILE *timer_log;          /* TALLY_TIMER_LOG (diagnostic), or NULL */
+    tl_ns sleep_margin;       /* idle loop sleeps until this long before its next timer
+                                 (TALLY_SLEEP_MARGIN_US; < 0: never sleeps, spins) */
     size_t n_timers, cap_timers;
     uint64_t timer_seq;
     tl_launch_id next_id;

@@ -13,7 +13,10 @@ experiments/results/hw/session11/graph_long.db.xz
 experiments/results/hw/session11/graph_long_s2.db.xz
 experiments/results/hw/session11/graph_long_s3.db.xz
 experiments/results/hw/session12/node/graph_long_node_s1.db.xz
-experiments/results/hw/session11/graph_s11.db.xz"
+experiments/results/hw/session11/graph_s11.db.xz
+experiments/results/hw/session12/graph_long_s4.db.xz
+experiments/results/hw/session12/graph_long_s5.db.xz
+experiments/results/hw/session13/graph_long_node_s2.db.xz"
 size() { (git ls-files -z; git ls-files -z --others --exclude-standard) |
          xargs -0 du -c 2>/dev/null | tail -n 1 | awk '{printf "tree: %.1f MiB (limit 64)\n", $1 / 1024}'; }
 case ${1:-} in
