@@ -1,22 +1,17 @@
 #!/bin/sh
 # Make room for a device call: the device tool refuses a working tree over 64 MiB
 # (tracked and untracked-not-ignored files, 4 KB blocks), and the carried
-# build/dev/tally-run.xz adds about 1 MB. `out` moves the largest databases that no
-# device call reads (earlier sessions' runs, kept as data) to a folder outside the
+# build/dev/tally-run.xz adds about 1 MB. `out` moves the committed databases and
+# compressed CSVs, which no device call reads (runs kept as data), to a folder outside the
 # tree; `back` puts them back. Nothing is deleted; git sees them as missing in
 # between, so run `back` right after the call. From the repository root:
 #   sh experiments/results/hw/device_room.sh out|back|size
 set -eu
 hold=${TALLY_ROOM_DIR:-/tmp/tally-device-room}
-files="experiments/results/hw/headline_graph.db.xz
-experiments/results/hw/session11/graph_long.db.xz
-experiments/results/hw/session11/graph_long_s2.db.xz
-experiments/results/hw/session11/graph_long_s3.db.xz
-experiments/results/hw/session12/node/graph_long_node_s1.db.xz
-experiments/results/hw/session11/graph_s11.db.xz
-experiments/results/hw/session12/graph_long_s4.db.xz
-experiments/results/hw/session12/graph_long_s5.db.xz
-experiments/results/hw/session13/graph_long_node_s2.db.xz"
+# every compressed database and CSV under results/hw but the calibration cache,
+# which device calls unpack (git ls-files: the list is the committed one)
+files=$(git ls-files 'experiments/results/hw/*.db.xz' 'experiments/results/hw/*.csv.xz' |
+        grep -v '/calib\.sqlite')
 size() { (git ls-files -z; git ls-files -z --others --exclude-standard) |
          xargs -0 du -c 2>/dev/null | tail -n 1 | awk '{printf "tree: %.1f MiB (limit 64)\n", $1 / 1024}'; }
 case ${1:-} in
