@@ -759,6 +759,16 @@ static void test_kineto_bad_input(void **state)
     expect_fail("tests/data/bad_regs.json", NULL, TL_ERANGE,
                 "event 1 (kernel 'k'): 'registers per thread' is 300 (must be in 0..255)");
     expect_fail("tests/data/no_kernels.json", NULL, TL_EMISSING, "no_kernels.json: no GPU kernels");
+    /* its one kernel is backlog from before the capture (correlation id below every
+     * call's), so dropped: refused, not read as an empty iteration (a mutation fuzz) */
+    write_text(tmp_path("precap.json"),
+               "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5,\"args\":{\"correlation\":11}},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":3,"
+               "\"args\":{\"device\":0,\"stream\":7,\"correlation\":4,\"grid\":[1,1,1],\"block\":[32,1,1],"
+               "\"registers per thread\":16,\"shared memory\":0}}]}");
+    expect_fail(tmp_path("precap.json"), NULL, TL_EMISSING,
+                "precap.json: no GPU kernels in the trace once the 1 launched before the capture are dropped");
     expect_fail("tests/data/not_a_trace.json", NULL, TL_EMISSING, "no 'traceEvents' array");
     /* the whole bad set under gzip too: the error still names the event */
     size_t n;

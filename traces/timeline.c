@@ -264,7 +264,8 @@ static int build_flat(builder *b)
     map_close(&call_corrs);
 
     /* One host timeline: every thread, ordered by API start. */
-    qsort(r->calls, r->n_calls, sizeof *r->calls, cmp_call_time);
+    if (r->n_calls > 1) /* qsort of no array (NULL) is undefined */
+        qsort(r->calls, r->n_calls, sizeof *r->calls, cmp_call_time);
 
     i64map claimed, rec_by_corr, rec_by_event;
     map_init(&claimed, 1024);
@@ -704,6 +705,15 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
     int rc = build_flat(&b);
     if (rc < 0)
         goto out;
+    /* Every kernel may have been backlog from before the capture (dropped). */
+    size_t kept = 0;
+    for (size_t i = 0; i < b.flat.n; i++)
+        kept += b.flat.v[i].op.kind == TL_OP_KERNEL && !b.flat.v[i].removed;
+    if (kept == 0) {
+        rc = tl_errf(err, TL_EMISSING, "%s: no GPU kernels in the trace once the %u launched "
+                     "before the capture are dropped", path, b.n_precapture);
+        goto out;
+    }
     if (!(opts && opts->no_inferred_deps)) {
         if (b.n_lost_waits)
             qsort(b.lost_waits, b.n_lost_waits, sizeof *b.lost_waits, cmp_ns);
