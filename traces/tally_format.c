@@ -298,10 +298,13 @@ static int check_threads(rd *c, const uint32_t block[3])
     return 0;
 }
 
-static int rd_gpu(rd *c, json_t *g, tl_gpu_props *p, bool *complete)
+/* The "gpu" object. Properties it leaves out (or, with fill_zeros, gives as 0:
+ * the events form's rule) come from the device table (tl_gpu_complete); what
+ * is still unusable then is refused here, naming the file. */
+static int rd_gpu(rd *c, json_t *g, tl_gpu_props *p, bool fill_zeros)
 {
     memset(p, 0, sizeof *p);
-    *complete = true;
+    bool given = true; /* every property present */
     snprintf(c->where, sizeof c->where, "gpu");
     if (!json_is_object(g))
         return rd_err(c, TL_ETYPE, "must be an object or null");
@@ -311,11 +314,11 @@ static int rd_gpu(rd *c, json_t *g, tl_gpu_props *p, bool *complete)
     if (name)
         snprintf(p->name, sizeof p->name, "%s", json_string_value(name));
     else
-        *complete = false;
+        given = false;
     for (size_t i = 0; i < N_GPU_INTS; i++) {
         int64_t v = 0;
         if (!json_object_get(g, gpu_ints[i].key))
-            *complete = false;
+            given = false;
         int r = rd_int(c, g, gpu_ints[i].key, false, -(1LL << 20), 1LL << 30, &v);
         if (r < 0)
             return r;
@@ -325,7 +328,7 @@ static int rd_gpu(rd *c, json_t *g, tl_gpu_props *p, bool *complete)
     int r;
     if (!json_object_get(g, "timeslice_ns") || !json_object_get(g, "ctx_switch_ns") ||
         !json_object_get(g, "pcie_gbps"))
-        *complete = false;
+        given = false;
     if ((r = rd_int(c, g, "timeslice_ns", false, 0, MAX_NS, &v)) < 0)
         return r;
     p->timeslice_ns = v;
@@ -338,7 +341,7 @@ static int rd_gpu(rd *c, json_t *g, tl_gpu_props *p, bool *complete)
         return rd_err(c, TL_ETYPE, "'pcie_gbps' must be a number");
     if (bw)
         p->pcie_gbps = json_number_value(bw);
-    if (!*complete) /* hand-written: fill the gaps from the device table */
+    if (fill_zeros || !given) /* hand-written: fill the gaps from the device table */
         tl_gpu_complete(p);
     /* Refuse here, naming the file, what the simulator would refuse later
      * without it: a GPU neither named (to be looked up) nor described. */
@@ -726,8 +729,7 @@ static int rd_events(rd *c, json_t *root, tl_trace *t, const tl_trace_options *o
     int r = 0;
     json_t *g = json_object_get(root, "gpu");
     if (g && !json_is_null(g)) {
-        bool complete;
-        if ((r = rd_gpu(c, g, &raw.gpu_props, &complete)) < 0)
+        if ((r = rd_gpu(c, g, &raw.gpu_props, true)) < 0)
             goto out;
         raw.has_gpu_props = true;
     }
@@ -789,8 +791,7 @@ int tl_tally_from_buffer(tl_trace *t, const char *path, const char *buf, size_t 
     t->split = TL_SPLIT_MARKERS;
     json_t *g = json_object_get(root, "gpu");
     if (g && !json_is_null(g)) {
-        bool complete;
-        if ((r = rd_gpu(&c, g, &t->gpu, &complete)) < 0)
+        if ((r = rd_gpu(&c, g, &t->gpu, false)) < 0)
             goto fail;
         t->has_gpu_props = true;
     }
