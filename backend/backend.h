@@ -308,6 +308,36 @@ int tl_crowding_fit(const tl_crowding_point *p, int n, tl_crowding_result *out, 
 /* Monotonic clock in ns. */
 tl_ns tl_mono_ns(void);
 
+/* ---- Host stalls (host_jitter.c) -------------------------------------------
+ * How long this host holds a runnable thread off its CPU: tally-run's event
+ * loop times arrivals and launches on the host, and a stall of the loop is a
+ * late request on the hardware that the simulator has no cause for. The probe
+ * reads the monotonic clock back to back (sleep_ns 0: a spinning loop, as the
+ * event loop while the GPU has work) or sleeps sleep_ns and reads how much
+ * later than asked it woke (as the loop between requests), for duration_ns.
+ * A stall is a gap between two reads (or an oversleep) of threshold_ns or
+ * more; with csv non-NULL each is one line "start_mono_ns,gap_ns" (the
+ * clock of tl_mono_ns, to line up with tally-run's TALLY_TIMER_LOG).
+ * Context switches are the thread's own (getrusage); steal is the machine's,
+ * all CPUs together, from /proc/stat (-1 where it cannot be read). */
+typedef struct tl_jitter_result {
+    tl_ns start_ns;             /* the first read (tl_mono_ns) */
+    tl_ns duration_ns;          /* measured, from the first read to the last */
+    uint64_t reads;             /* clock reads (spin) or sleeps (sleep) */
+    uint64_t stalls;            /* gaps or oversleeps of threshold_ns or more */
+    uint64_t over_100us, over_1ms, over_10ms;
+    tl_ns stalled_ns;           /* the stalls' total */
+    tl_ns max_ns;               /* the longest gap or oversleep */
+    tl_ns max_at_ns;            /* when it began (tl_mono_ns) */
+    tl_ns sleep_p50_ns, sleep_p99_ns; /* sleep mode: oversleep percentiles (0 in spin) */
+    long nivcsw, nvcsw;         /* involuntary (preempted) / voluntary switches */
+    double steal_s;             /* the machine's steal time over the run, CPU-seconds */
+    int cpu;                    /* the CPU the probe began on */
+} tl_jitter_result;
+#define TL_JITTER_MAX_DURATION_NS (3600 * TL_NS_PER_S)
+int tl_host_jitter(tl_ns duration_ns, tl_ns sleep_ns, tl_ns threshold_ns, FILE *csv,
+                   tl_jitter_result *out, tl_err *err);
+
 /* ---- Growing a ring queue (header only) -----------------------------------
  * The device's stream queues and the worker's inbox and stream queues are
  * rings (head, n, cap) of elements of 'size' bytes in *q. When full, the ring

@@ -15,7 +15,7 @@
 
 BACKEND_HOST_SRC := backend/kind_rule.c backend/calib_math.c backend/calib_db.c backend/mps.c \
                     backend/procs.c backend/watchdog.c backend/contention_fit.c backend/crowding_fit.c \
-                    backend/gap_stats.c \
+                    backend/gap_stats.c backend/host_jitter.c \
                     backend/worker_ipc.c backend/clock_fix.c
 BACKEND_HOST_OBJ := $(BACKEND_HOST_SRC:%.c=$(BUILD)/%.o)
 BACKEND_HOST_LIB := $(BUILD)/backend/libtally_backend_host.a

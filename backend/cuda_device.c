@@ -2,6 +2,8 @@
  * event loop (overview in cuda_device.h). */
 #include <sched.h>
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,15 @@ static tl_ns event_time(const tl_cuda *c, tl_ns wall) { return c->in_cb ? c->log
 /* One more sample v of a duration the loop keeps figures of (timer lateness,
  * graph issue lag, idle-stream start latency): its sum, maximum and how many
  * were over over_ns. */
+/* The calling thread's involuntary context switches so far: how often the
+ * kernel took the CPU from the event loop (a late timer the loop did not
+ * cause itself). -1 where getrusage cannot say. */
+static long thread_nivcsw(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : -1;
+}
+
 static void ns_stat_add(tl_ns v, tl_ns *sum, tl_ns *max, uint64_t *over, tl_ns over_ns)
 {
     *sum += v;
@@ -819,6 +830,8 @@ static void cu_begin(tl_device *d)
     c->t0 += setup;
     c->logical = 0;
     c->loop.setup_ns = setup;
+    c->loop.nivcsw_begin = thread_nivcsw();
+    if (c->timer_log) fprintf(c->timer_log, "# origin_mono_ns=%lld\n", (long long)c->t0);
 }
 
 static void enter_cb(tl_cuda *c, tl_ns event_time)
@@ -1037,6 +1050,7 @@ static int cu_run(tl_device *d, tl_ns until, tl_err *err)
             c->loop.timers++;
             ns_stat_add(now - t.at, &c->loop.late_sum_ns, &c->loop.late_max_ns, &c->loop.late_over_10us,
                         10 * TL_NS_PER_US);
+            c->loop.late_over_1ms += now - t.at > TL_NS_PER_MS;
             if (c->timer_log)
                 fprintf(c->timer_log, "%lld,%lld,%lld,%lld,%lld\n", (long long)t.at, (long long)t.set_wall,
                         (long long)now, (long long)c->logical,
@@ -1237,7 +1251,11 @@ static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
     if (l->timers) {
         fn(arg, "cuda_timer_late_mean_ns", (double)l->late_sum_ns / (double)l->timers);
         fn(arg, "cuda_timer_late_max_ns", (double)l->late_max_ns);
+        fn(arg, "cuda_timer_late_over_1ms", (double)l->late_over_1ms);
     }
+    long nivcsw = thread_nivcsw(); /* since time 0 (or the open, without a begin) */
+    if (nivcsw >= 0 && l->nivcsw_begin >= 0)
+        fn(arg, "cuda_loop_preemptions", (double)(nivcsw - l->nivcsw_begin));
     if (!gs.launches && !gs.no_room) return;
     fn(arg, "cuda_graph_launches", (double)gs.launches);
     fn(arg, "cuda_graph_kernels", (double)gs.nodes);
@@ -1345,6 +1363,7 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     c->gt_offset = off;
     c->info.clock_offset_ns = off;
     c->t0 = tl_mono_ns();
+    c->loop.nivcsw_begin = thread_nivcsw();
     if (opt.watchdog_ns >= 0 && (r = tl_watchdog_start(&c->watchdog, opt.watchdog_ns ? opt.watchdog_ns : 20 * TL_NS_PER_S, err)))
         goto fail;
     tl_watchdog_set_report(c->watchdog, hang_report, c);
@@ -1363,6 +1382,20 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
         }
         c->sleep_margin = us < 0 ? -1 : us * TL_NS_PER_US;
     }
+    /* Diagnostic: the loop thread's timer slack, how much later than asked
+     * the kernel may end its sleeps (Linux's default is 50 us; the loop wakes
+     * sleep_margin early and spins the rest, so the slack only matters where
+     * an oversleep passes the margin; `tally-run jitter` measures both). */
+    const char *slack = getenv("TALLY_TIMER_SLACK_NS");
+    if (slack && *slack) {
+        char *end;
+        long long ns = strtoll(slack, &end, 10);
+        if (*end || ns < 1 || ns > 1000000 || prctl(PR_SET_TIMERSLACK, (unsigned long)ns, 0, 0, 0) != 0) {
+            r = tl_errf(err, TL_EINVAL, "TALLY_TIMER_SLACK_NS=%s: want 1 to 1000000 ns (and a Linux that "
+                        "takes it)", slack);
+            goto fail;
+        }
+    }
     /* Diagnostic: every timer the loop fires, one CSV line each (times on the
      * run's clock; the callback as its address less cu_timer's, which nm on
      * the same build resolves whether or not the binary is position-independent).
@@ -1373,7 +1406,8 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
             r = tl_errf(err, TL_EIO, "TALLY_TIMER_LOG=%s: cannot open", tlog);
             goto fail;
         }
-        fprintf(c->timer_log, "# due_ns,set_wall_ns,fired_wall_ns,logical_before_ns,callback_minus_cu_timer\n");
+        fprintf(c->timer_log, "# due_ns,set_wall_ns,fired_wall_ns,logical_before_ns,callback_minus_cu_timer\n"
+                              "# origin_mono_ns=%lld\n", (long long)c->t0);
     }
     return 0;
 fail:

@@ -102,6 +102,8 @@ typedef struct tl_cuda_loop_stats {
     tl_ns start_lat_max_ns;   /* ... the longest one */
     uint64_t start_lat_over_500us; /* ... how many took over 0.5 ms (GPU-side stalls) */
     tl_ns setup_ns;           /* the policy's setup before the run's time 0 (cu_begin) */
+    uint64_t late_over_1ms;   /* timers fired over 1 ms late (the replay's host stalls) */
+    long nivcsw_begin;        /* the loop thread's involuntary context switches at time 0 */
 } tl_cuda_loop_stats;
 
 /* The synthetic stand-in chosen for a kernel op. */

@@ -9,8 +9,9 @@
  *                                 the simulator's contention formula to them
  *   tally-run crowding            block times of synthetic kernels at 1..occupancy blocks
  *                                 an SM, and the fit of the simulator's crowding rule
+ *   tally-run jitter              how long this host stalls a runnable thread (no GPU)
  *
- * Every subcommand first checks for a GPU and refuses with exit status 69
+ * Every subcommand but jitter (and contention --fit) first checks for a GPU and refuses with exit status 69
  * (EX_UNAVAILABLE) and a one-line reason when there is none.
  */
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +54,11 @@ static void usage(FILE *f)
 "       tally-run contention --fit F     the fit again from a CSV written before (no GPU)\n"
 "       tally-run crowding [--csv F]     block times at 1..occupancy blocks an SM and the fit\n"
 "                                        of the simulator's crowding rule\n"
+"       tally-run jitter [-t S] [--sleep-us N] [--threshold-us N]\n"
+"                        [--timer-slack-ns N] [--csv F]\n"
+"                                        how long this host keeps a runnable thread off\n"
+"                                        its CPU (no GPU needed; default 10 s spinning,\n"
+"                                        stalls from 10 us; --csv: one line a stall)\n"
 "\n"
 "Run options (as tally-sim):\n"
 "  -s, --spec FILE          experiment spec (JSON)\n"
@@ -92,9 +99,12 @@ static void usage(FILE *f)
 "any two kernels together (the H100 otherwise holds one carveout an SM); runs\n"
 "record it as meta hw_synth_carveout. Diagnostics (the logs change nothing):\n"
 "TALLY_TIMER_LOG=PATH appends a CSV line for every timer the event loop fires\n"
-"(due, set and fired times, the loop's logical time, the callback);\n"
+"(due, set and fired times, the loop's logical time, the callback; lines\n"
+"'# origin_mono_ns=N' give the run clock's origin on CLOCK_MONOTONIC, the clock\n"
+"of tally-run jitter --csv);\n"
 "TALLY_SLEEP_MARGIN_US=N wakes the idle loop N us before its next timer\n"
 "(default 60; negative: it spins);\n"
+"TALLY_TIMER_SLACK_NS=N sets the loop thread's timer slack (Linux: 50000);\n"
 "TALLY_TGS_LOG and TALLY_TALLY_LOG log those policies' decisions.\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
@@ -102,7 +112,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV, OPT_VERSION,
-       OPT_FIT, OPT_KEEP_CONTEXT, OPT_PLAIN_NODE_CALIB };
+       OPT_FIT, OPT_KEEP_CONTEXT, OPT_PLAIN_NODE_CALIB, OPT_SLEEP_US, OPT_THRESHOLD_US, OPT_TIMER_SLACK };
 
 static const struct option opts[] = {
     {"spec", required_argument, NULL, 's'},      {"db", required_argument, NULL, 'd'},
@@ -118,6 +128,9 @@ static const struct option opts[] = {
     {"version", no_argument, NULL, OPT_VERSION}, {"fit", required_argument, NULL, OPT_FIT},
     {"keep-context", no_argument, NULL, OPT_KEEP_CONTEXT},
     {"plain-node-calibration", no_argument, NULL, OPT_PLAIN_NODE_CALIB},
+    {"sleep-us", required_argument, NULL, OPT_SLEEP_US},
+    {"threshold-us", required_argument, NULL, OPT_THRESHOLD_US},
+    {"timer-slack-ns", required_argument, NULL, OPT_TIMER_SLACK},
     {NULL, 0, NULL, 0},
 };
 
@@ -141,6 +154,7 @@ typedef struct cli {
     const char *csv;
     const char *fit;
     double duration_s, warmup_s;
+    double sleep_us, threshold_us, timer_slack_ns; /* jitter: NAN until given */
 } cli;
 
 static int parse(cli *c, int argc, char **argv)
@@ -175,10 +189,18 @@ static int parse(cli *c, int argc, char **argv)
             break;
         case 't':
             if (num("duration", optarg, &c->ov.duration_s) < 0) return EX_USAGE;
+            if (!(c->ov.duration_s > 0)) {
+                fprintf(stderr, "tally-run: --duration %s: must be more than 0 seconds\n", optarg);
+                return EX_USAGE;
+            }
             c->duration_s = c->ov.duration_s;
             break;
         case 'w':
             if (num("warmup", optarg, &c->ov.warmup_s) < 0) return EX_USAGE;
+            if (c->ov.warmup_s < 0) {
+                fprintf(stderr, "tally-run: --warmup %s: must be 0 seconds or more\n", optarg);
+                return EX_USAGE;
+            }
             c->warmup_s = c->ov.warmup_s;
             break;
         case 'S': case 'r': case OPT_DEVICE:
@@ -197,6 +219,14 @@ static int parse(cli *c, int argc, char **argv)
                 return EX_USAGE;
             }
             c->co.calib_tol = v;
+            break;
+        case OPT_SLEEP_US: case OPT_THRESHOLD_US: case OPT_TIMER_SLACK:
+            if (num(ch == OPT_SLEEP_US ? "sleep-us" : ch == OPT_THRESHOLD_US ? "threshold-us" : "timer-slack-ns",
+                    optarg, &v) < 0)
+                return EX_USAGE;
+            if (ch == OPT_SLEEP_US) c->sleep_us = v;
+            else if (ch == OPT_THRESHOLD_US) c->threshold_us = v;
+            else c->timer_slack_ns = v;
             break;
         case OPT_WATCHDOG:
             if (num("watchdog", optarg, &v) < 0 || !(v > 0)) {
@@ -409,7 +439,7 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
         tl_job_spec js = {.name = argv[a], .trace = &t, .role = TL_ROLE_TRAINING, .arrival = TL_ARRIVAL_CLOSED};
         tl_run_config cfg = {.jobs = &js, .n_jobs = 1, .policy = pol,
                              .duration_ns = (tl_ns)((c->duration_s > 0 ? c->duration_s : 3) * 1e9),
-                             .warmup_ns = (tl_ns)((c->warmup_s > 0 ? c->warmup_s : 0.5) * 1e9),
+                             .warmup_ns = (tl_ns)((c->warmup_s >= 0 ? c->warmup_s : 0.5) * 1e9),
                              .seed = 1, .record_kernels = true};
         tl_run_result res;
         r = tl_run(&cfg, &d, &res, &err);
@@ -787,6 +817,57 @@ static int cmd_crowding(cli *c, int argc, char **argv)
     return close_csv(c, csv, r < 0 ? fail(&err, r) : 0);
 }
 
+/* jitter: the host's stalls, measured on the calling thread (no GPU). */
+static int cmd_jitter(cli *c, int argc, char **argv)
+{
+    if (optind < argc) {
+        fprintf(stderr, "tally-run jitter: unexpected argument '%s' (try --help)\n", argv[optind]);
+        return EX_USAGE;
+    }
+    double secs = c->duration_s > 0 ? c->duration_s : 10;
+    double sleep_us = isnan(c->sleep_us) ? 0 : c->sleep_us, thr_us = isnan(c->threshold_us) ? 10 : c->threshold_us;
+    if (!(secs <= (double)(TL_JITTER_MAX_DURATION_NS / TL_NS_PER_S))) {
+        fprintf(stderr, "tally-run jitter: --duration %g: at most %d s\n", secs,
+                (int)(TL_JITTER_MAX_DURATION_NS / TL_NS_PER_S));
+        return EX_USAGE;
+    }
+    if (!(sleep_us >= 0 && sleep_us <= 1e6) || !(thr_us >= 0.001)) {
+        fprintf(stderr, "tally-run jitter: --sleep-us wants 0 (spin) to 1000000, --threshold-us at least 0.001\n");
+        return EX_USAGE;
+    }
+    if (!isnan(c->timer_slack_ns) &&
+        (!(c->timer_slack_ns >= 1 && c->timer_slack_ns <= 1e6) ||
+         prctl(PR_SET_TIMERSLACK, (unsigned long)c->timer_slack_ns, 0, 0, 0) != 0)) {
+        fprintf(stderr, "tally-run jitter: --timer-slack-ns %g: want 1 to 1000000 (on Linux)\n", c->timer_slack_ns);
+        return EX_USAGE;
+    }
+    FILE *csv;
+    int r = open_csv(c, &csv);
+    if (r) return r;
+    if (csv) setvbuf(csv, NULL, _IOLBF, 0); /* a probe ended by a signal keeps its stalls */
+    if (!c->so.quiet)
+        fprintf(stderr, "tally-run jitter: %s for %.1f s...\n", sleep_us > 0 ? "sleeping" : "spinning", secs);
+    tl_err err = {0};
+    tl_jitter_result j;
+    r = tl_host_jitter((tl_ns)(secs * 1e9), (tl_ns)(sleep_us * 1e3), (tl_ns)(thr_us * 1e3), csv, &j, &err);
+    if (r < 0) return close_csv(c, csv, fail(&err, r));
+    printf("host jitter: %s, %.3f s on CPU %d, %llu %s\n", sleep_us > 0 ? "sleep" : "spin",
+           (double)j.duration_ns / 1e9, j.cpu, (unsigned long long)j.reads, sleep_us > 0 ? "sleeps" : "clock reads");
+    printf("stalls of %.1f us or more: %llu (%llu over 100 us, %llu over 1 ms, %llu over 10 ms), %.3f ms in all "
+           "(%.4f%% of the time)\n", thr_us, (unsigned long long)j.stalls, (unsigned long long)j.over_100us,
+           (unsigned long long)j.over_1ms, (unsigned long long)j.over_10ms, (double)j.stalled_ns / 1e6,
+           100.0 * (double)j.stalled_ns / (double)(j.duration_ns ? j.duration_ns : 1));
+    printf("longest: %.1f us, %.3f s into the probe\n", (double)j.max_ns / 1e3,
+           (double)(j.max_at_ns - j.start_ns) / 1e9);
+    if (sleep_us > 0)
+        printf("oversleep: p50 %.1f us, p99 %.1f us (timer slack %d ns)\n", (double)j.sleep_p50_ns / 1e3,
+               (double)j.sleep_p99_ns / 1e3, prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0));
+    printf("context switches: %ld involuntary, %ld voluntary; machine steal: ", j.nivcsw, j.nvcsw);
+    if (j.steal_s >= 0) printf("%.3f CPU-s\n", j.steal_s);
+    else printf("unknown\n");
+    return close_csv(c, csv, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "__worker")) /* a context worker (worker.h) */
@@ -796,6 +877,8 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     tl_spec_overrides_init(&c.ov);
     c.so.db_path = "results.db";
+    c.sleep_us = c.threshold_us = c.timer_slack_ns = NAN;
+    c.duration_s = c.warmup_s = -1; /* not given */
     const char *sub = "run";
     if (argc > 1 && argv[1][0] != '-') {
         sub = argv[1];
@@ -817,6 +900,7 @@ int main(int argc, char **argv)
     if (!strcmp(sub, "selftest")) return cmd_selftest(&c);
     if (!strcmp(sub, "contention")) return cmd_contention(&c, argc, argv);
     if (!strcmp(sub, "crowding")) return cmd_crowding(&c, argc, argv);
+    if (!strcmp(sub, "jitter")) return cmd_jitter(&c, argc, argv);
     if (!strcmp(sub, "mps-check")) return cmd_mps_check(&c, "/proc/self/exe");
     fprintf(stderr, "tally-run: unknown command '%s' (try --help)\n", sub);
     return EX_USAGE;

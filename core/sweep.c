@@ -788,9 +788,11 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     if (o->kernels)
         json_object_set_new(root, "kernels", json_true());
     if (r == 0 && !o->spec_path && !o->n_jobs)
-        r = tl_errf(err, TL_EINVAL, "no experiment: give --spec FILE or at least one --job");
+        r = tl_errf(err, TL_EUNKNOWN, "no experiment: give --spec FILE or at least one --job");
     if (r == 0 && !json_object_get(root, "policies") && !json_object_get(root, "policy"))
-        r = tl_errf(err, TL_EINVAL, "%s: no policy: give --policy NAME (tally-sim --list-policies)", origin);
+        /* a usage error on the command line, a missing field in a spec */
+        r = tl_errf(err, o->spec_path ? TL_EMISSING : TL_EUNKNOWN,
+                    "%s: no policy: give --policy NAME (tally-sim --list-policies)", origin);
     if (r == 0)
         r = tl_experiment_from_json(e, root, origin, dir, err);
     for (int i = 0; i < o->n_sim_params && r == 0; i++) /* on top of the spec's */

@@ -819,6 +819,17 @@ static void test_tally_run_usage(void **state)
     assert_int_equal(run_tally("crowding --fit x.csv", out, sizeof out), 64);
     assert_non_null(strstr(out, "--fit is not supported"));
     assert_int_equal(run_tally("crowding extra", out, sizeof out), 64);
+    /* jitter needs no GPU; its bad values are usage errors */
+    assert_int_equal(run_tally("jitter -q -t 0.02", out, sizeof out), 0);
+    assert_non_null(strstr(out, "host jitter: spin"));
+    assert_non_null(strstr(out, "context switches"));
+    assert_int_equal(run_tally("jitter -q -t 0.02 --sleep-us 500", out, sizeof out), 0);
+    assert_non_null(strstr(out, "oversleep: p50"));
+    assert_int_equal(run_tally("jitter -t 0", out, sizeof out), 64);
+    assert_non_null(strstr(out, "--duration 0"));
+    assert_int_equal(run_tally("jitter --sleep-us -5", out, sizeof out), 64);
+    assert_int_equal(run_tally("jitter --timer-slack-ns 0", out, sizeof out), 64);
+    assert_int_equal(run_tally("jitter extra", out, sizeof out), 64);
     /* the carveout diagnostic's value is checked before any GPU work */
     assert_int_not_equal(run_tally("info", out, sizeof out), 64);
     setenv("TALLY_SYNTH_CARVEOUT", "150", 1);
@@ -827,6 +838,57 @@ static void test_tally_run_usage(void **state)
     setenv("TALLY_SYNTH_CARVEOUT", "5x", 1);
     assert_int_equal(run_tally("info", out, sizeof out), 64);
     unsetenv("TALLY_SYNTH_CARVEOUT");
+}
+
+/* The host-stall probe: its counts agree with its own CSV, sleeps are counted
+ * as oversleeps, and bad arguments are refused by name. */
+static void test_host_jitter(void **state)
+{
+    (void)state;
+    tl_err err = {0};
+    tl_jitter_result j;
+    char path[] = "/tmp/tally_jitter_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *csv = fdopen(fd, "w+");
+    /* spin 30 ms; a threshold of 1 ns makes every read after the first a stall */
+    assert_int_equal(tl_host_jitter(30 * TL_NS_PER_MS, 0, 1, csv, &j, &err), 0);
+    assert_true(j.duration_ns >= 30 * TL_NS_PER_MS);
+    assert_true(j.reads > 10);
+    assert_true(j.stalls <= j.reads);
+    assert_true(j.max_ns >= 0 && j.max_at_ns >= j.start_ns);
+    assert_true(j.stalled_ns <= j.duration_ns);
+    assert_true(j.over_1ms >= j.over_10ms && j.over_100us >= j.over_1ms && j.stalls >= j.over_100us);
+    rewind(csv);
+    char line[128];
+    assert_non_null(fgets(line, sizeof line, csv));
+    assert_string_equal(line, "start_mono_ns,gap_ns\n");
+    uint64_t lines = 0;
+    long long at, gap, total = 0;
+    while (fgets(line, sizeof line, csv)) {
+        assert_int_equal(sscanf(line, "%lld,%lld", &at, &gap), 2);
+        assert_true(at >= j.start_ns && gap >= 1);
+        total += gap;
+        lines++;
+    }
+    assert_true(lines == j.stalls);
+    assert_true(total == j.stalled_ns);
+    fclose(csv);
+    unlink(path);
+    /* sleep 2 ms at a time for 20 ms: 10 sleeps or fewer, each an oversleep >= 0 */
+    assert_int_equal(tl_host_jitter(20 * TL_NS_PER_MS, 2 * TL_NS_PER_MS, 10 * TL_NS_PER_US, NULL, &j, &err), 0);
+    assert_true(j.reads >= 1 && j.reads <= 10);
+    assert_true(j.sleep_p50_ns >= 0 && j.sleep_p50_ns <= j.sleep_p99_ns && j.sleep_p99_ns <= j.max_ns);
+    assert_true(j.duration_ns >= (tl_ns)j.reads * 2 * TL_NS_PER_MS);
+    assert_int_equal(j.nvcsw >= 1, 1); /* a sleep gives the CPU up */
+    /* refused */
+    assert_int_equal(tl_host_jitter(0, 0, 1, NULL, &j, &err), TL_EINVAL);
+    assert_non_null(strstr(err.msg, "duration"));
+    assert_int_equal(tl_host_jitter(TL_JITTER_MAX_DURATION_NS + 1, 0, 1, NULL, &j, &err), TL_EINVAL);
+    assert_int_equal(tl_host_jitter(TL_NS_PER_MS, -1, 1, NULL, &j, &err), TL_EINVAL);
+    assert_non_null(strstr(err.msg, "sleep"));
+    assert_int_equal(tl_host_jitter(TL_NS_PER_MS, 0, 0, NULL, &j, &err), TL_EINVAL);
+    assert_non_null(strstr(err.msg, "threshold"));
 }
 
 static void test_gpu_selftest(void **state)
@@ -1070,6 +1132,7 @@ int main(void)
         cmocka_unit_test(test_calib_below_floor_and_reuse),
         cmocka_unit_test(test_median),
         cmocka_unit_test(test_gap_summarize),
+        cmocka_unit_test(test_host_jitter),
         cmocka_unit_test(test_calib_db_roundtrip),
         cmocka_unit_test(test_calib_db_node_key),
         cmocka_unit_test(test_calib_db_bad_path),
