@@ -24,6 +24,7 @@ typedef struct vjob {
     bool has[TL_M_COUNT];
     bool grows;      /* inference: its queue grows through the run */
     double p99_lo, p99_hi; /* inference, hardware runs: tl_val_p99_range (else NaN) */
+    int slow;        /* inference: tl_val_slow_phases; -1 unknown */
 } vjob;
 
 typedef struct vrun {
@@ -230,7 +231,29 @@ void tl_val_p99_range(const double *arrival, const double *lat, size_t n, double
     free(start);
 }
 
-/* tl_val_queue_grows of an inference job of run r, from its requests; with
+int tl_val_slow_phases(const double *service, size_t n)
+{
+    if (n < TL_VAL_SLOW_RUN)
+        return 0;
+    double *tmp = tl_xmalloc(n * sizeof *tmp);
+    memcpy(tmp, service, n * sizeof *tmp);
+    double bar = TL_VAL_SLOW_FACTOR * tl_median(tmp, n);
+    free(tmp);
+    int phases = 0;
+    size_t run = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && service[i] > bar) {
+            run++;
+            continue;
+        }
+        phases += run >= TL_VAL_SLOW_RUN;
+        run = 0;
+    }
+    return phases;
+}
+
+/* tl_val_queue_grows of an inference job of run r, from its requests, and
+ * tl_val_slow_phases of those that ended inside the measured window; with
  * range, also tl_val_p99_range. */
 static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_err *err)
 {
@@ -244,7 +267,7 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
         return rc;
     sqlite3_bind_int64(st, 1, r->id);
     sqlite3_bind_int(st, 2, j->job_id);
-    double *lat = NULL, *arr = NULL, svc_sum = 0;
+    double *lat = NULL, *arr = NULL, *svc = NULL, svc_sum = 0;
     size_t n = 0, cap = 0, unfinished = 0, svc_n = 0;
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -253,14 +276,15 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
             continue;
         }
         long long end = sqlite3_column_int64(st, 4);
-        if (r->window_end > 0 && end < r->window_end && sqlite3_column_type(st, 3) != SQLITE_NULL) {
-            svc_sum += (double)(end - sqlite3_column_int64(st, 3));
-            svc_n++;
-        }
         if (n == cap) {
             cap = cap ? cap * 2 : 256;
             lat = tl_xrealloc(lat, cap * sizeof *lat);
             arr = tl_xrealloc(arr, cap * sizeof *arr);
+            svc = tl_xrealloc(svc, cap * sizeof *svc);
+        }
+        if (r->window_end > 0 && end < r->window_end && sqlite3_column_type(st, 3) != SQLITE_NULL) {
+            svc[svc_n] = (double)(end - sqlite3_column_int64(st, 3));
+            svc_sum += svc[svc_n++];
         }
         lat[n] = sqlite3_column_double(st, 1);
         arr[n++] = sqlite3_column_double(st, 2);
@@ -277,12 +301,14 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
     if (rc == 0 && svc_n > 0) {
         j->v[TL_M_MEAN_SERVICE] = svc_sum / (double)svc_n;
         j->has[TL_M_MEAN_SERVICE] = true;
+        j->slow = tl_val_slow_phases(svc, svc_n);
     }
     j->p99_lo = j->p99_hi = NAN;
     if (rc == 0 && range)
         tl_val_p99_range(arr, lat, n, &j->p99_lo, &j->p99_hi);
     free(lat);
     free(arr);
+    free(svc);
     return rc;
 }
 
@@ -307,6 +333,7 @@ static int load_jobs(tl_analysis *a, vrun *r, bool range, tl_err *err)
         vjob *j = &r->jobs[r->n_jobs++];
         memset(j, 0, sizeof *j);
         j->p99_lo = j->p99_hi = NAN;
+        j->slow = -1;
         j->job_id = sqlite3_column_int(st, 0);
         j->name = tl_an_clean_label((const char *)sqlite3_column_text(st, 1));
         j->role = tl_an_clean_label((const char *)sqlite3_column_text(st, 2));
@@ -469,6 +496,8 @@ typedef struct cell_acc {
     int sys_n[2];
     double range_sum[64][2]; /* hardware p99 ranges (lo, hi) */
     int range_n[64];
+    double slow_sum[2][64];  /* slow phases, per side (sim, hw) */
+    int slow_n[2][64];
     size_t first;   /* order of appearance of the job set among the hw runs */
 } cell_acc;
 
@@ -490,6 +519,10 @@ static void add_pair(tl_val_cell *c, cell_acc *acc, const vrun *s, const vrun *h
         for (int j = 0; j < r->n_jobs && j < c->n_jobs && j < 64; j++) {
             if (r->jobs[j].grows)
                 *(side ? &c->jobs[j].grows_hw : &c->jobs[j].grows_sim) = true;
+            if (r->jobs[j].slow >= 0) {
+                acc->slow_sum[side][j] += r->jobs[j].slow;
+                acc->slow_n[side][j]++;
+            }
             if (side && isfinite(r->jobs[j].p99_lo)) {
                 acc->range_sum[j][0] += r->jobs[j].p99_lo;
                 acc->range_sum[j][1] += r->jobs[j].p99_hi;
@@ -822,6 +855,9 @@ static int build(tl_validation *v, vdb *sim, vdb *hw)
             int nr = acc[i]->range_n[j];
             c->jobs[j].p99_hw_lo = nr ? acc[i]->range_sum[j][0] / nr : NAN;
             c->jobs[j].p99_hw_hi = nr ? acc[i]->range_sum[j][1] / nr : NAN;
+            int n0 = acc[i]->slow_n[0][j], n1 = acc[i]->slow_n[1][j];
+            c->jobs[j].slow_sim = n0 ? acc[i]->slow_sum[0][j] / n0 : NAN;
+            c->jobs[j].slow_hw = n1 ? acc[i]->slow_sum[1][j] / n1 : NAN;
         }
         for (int j = 0; j < c->n_jobs; j++)
             for (int m = 0; m < TL_M_COUNT; m++) {

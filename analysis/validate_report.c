@@ -71,10 +71,17 @@ static char *policy_label(const tl_val_cell *c)
 
 /* One table row's cells: 0 policy, 1 job, 2 role, 3 runs, then sim/hw/err for
  * p50, p99, mean service time and throughput (4..15), 16 the hardware p99's 90%
- * range and 17 the sides whose queue grows (inference). The system row fills
- * throughput only. */
-#define NCOL 18
+ * range, 17 the sides whose queue grows and 18 the slow phases, simulated /
+ * hardware (inference). The system row fills throughput only. */
+#define NCOL 19
 typedef char row_t[NCOL][96];
+
+/* Was the hardware run slowed by something outside the experiment? (its
+ * slow phases exceed the simulator's by TL_VAL_SLOW_EXCESS or more) */
+static bool hw_slowed(const tl_val_job *jb)
+{
+    return isfinite(jb->slow_sim) && isfinite(jb->slow_hw) && jb->slow_hw >= jb->slow_sim + TL_VAL_SLOW_EXCESS;
+}
 
 static void job_row(const tl_val_cell *c, int j, row_t row)
 {
@@ -101,6 +108,10 @@ static void job_row(const tl_val_cell *c, int j, row_t row)
         snprintf(row[16], sizeof row[16], "%.3f-%.3f", jb->p99_hw_lo * 1e-6, jb->p99_hw_hi * 1e-6);
     snprintf(row[17], sizeof row[17], "%s", jb->grows_sim ? (jb->grows_hw ? "sim, hw" : "sim")
                                                           : (jb->grows_hw ? "hw" : ""));
+    row[18][0] = '\0';
+    if (!strcmp(jb->role, "inference") && isfinite(jb->slow_sim) && isfinite(jb->slow_hw))
+        snprintf(row[18], sizeof row[18], "%.3g / %.3g%s", jb->slow_sim, jb->slow_hw,
+                 hw_slowed(jb) ? " (hw slowed)" : "");
 }
 
 static void system_row(const tl_val_cell *c, row_t row)
@@ -122,7 +133,7 @@ static const char *const headers[NCOL] = {"policy", "job", "role", "runs",
                                           "p99 sim", "p99 hw", "err",
                                           "svc sim", "svc hw", "err",
                                           "thr sim", "thr hw", "err", "p99 hw 90%",
-                                          "queue grows"};
+                                          "queue grows", "slow phases"};
 
 static const char *rank_title(tl_val_rank_metric m)
 {
@@ -152,6 +163,7 @@ static void print_order(FILE *out, const tl_val_ranking *r, const int *order, co
 
 typedef struct summary {
     int p99_n, p99_ok, p99_grows, p99_steady_ok, p99_ranged, p99_in_range, svc_n, svc_ok, tput_n, tput_ok, rank_n[TL_VAL_RANK_COUNT], rank_same[TL_VAL_RANK_COUNT];
+    int p99_slowed, p99_unslowed_ok; /* rows whose hardware run was slowed (hw_slowed) */
     int rank_ties[TL_VAL_RANK_COUNT], pairs[TL_VAL_RANK_COUNT], discordant[TL_VAL_RANK_COUNT];
     int rank_ov, pairs_ov, discordant_ov; /* p99 overhead, overloaded policies tied */
     double p99_abs_sum, svc_abs_sum, tput_abs_sum;
@@ -180,6 +192,10 @@ static void summarize(const tl_validation *v, summary *s)
                         s->p99_grows++;
                     else
                         s->p99_steady_ok += fabs(e) <= P99_GOAL;
+                    if (hw_slowed(jb))
+                        s->p99_slowed++;
+                    else
+                        s->p99_unslowed_ok += fabs(e) <= P99_GOAL;
                 }
                 e = rel_err(jb->sim[TL_M_MEAN_SERVICE], jb->hw[TL_M_MEAN_SERVICE]);
                 if (isfinite(e)) {
@@ -227,6 +243,13 @@ static void print_summary(FILE *out, const tl_validation *v, const char *bullet)
                  "how long the run is): %d of %d; p99 within 10%% in %d of the other %d\n",
             bullet, 100 * TL_VAL_GROWTH, 100 * TL_VAL_UNFINISHED, s.p99_grows, s.p99_n, s.p99_steady_ok,
             s.p99_n - s.p99_grows);
+    fprintf(out, "%sinference rows whose hardware run was slowed by something outside the experiment "
+                 "(column \"slow phases\", simulated / hardware: runs of %d or more consecutive "
+                 "requests each served in over %.1fx the run's median service time; %d or more "
+                 "phases beyond the simulator's, where the policies make none or one): %d of %d; "
+                 "p99 within 10%% in %d of the other %d\n",
+            bullet, TL_VAL_SLOW_RUN, TL_VAL_SLOW_FACTOR, TL_VAL_SLOW_EXCESS, s.p99_slowed, s.p99_n,
+            s.p99_unslowed_ok, s.p99_n - s.p99_slowed);
     fprintf(out, "%sinference mean service time (a request's start to its end, without its wait in "
                  "the queue, over the requests that ended inside the measured window, beside the "
                  "other jobs; \"svc\", ms) within 10%% of the hardware: %d of %d (mean |error| %.1f%%)\n",
@@ -466,7 +489,7 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
                "throughput_sim,throughput_hw,throughput_err,"
                "p99_overhead_sim,p99_overhead_hw,throughput_rel_sim,throughput_rel_hw,"
                "queue_grows_sim,queue_grows_hw,service_sim_ms,service_hw_ms,service_err,"
-               "p99_hw_lo_ms,p99_hw_hi_ms\n");
+               "p99_hw_lo_ms,p99_hw_hi_ms,slow_phases_sim,slow_phases_hw\n");
     for (size_t i = 0; i < v->n_cells; i++) {
         const tl_val_cell *c = &v->cells[i];
         for (int j = 0; j <= c->n_jobs; j++) {
@@ -493,7 +516,7 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
                 csv_num(f, c->sys_sim);
                 csv_num(f, c->sys_hw);
                 csv_num(f, rel_err(c->sys_sim, c->sys_hw));
-                fputs(",,,,,,,,,,,\n", f);
+                fputs(",,,,,,,,,,,,,\n", f);
                 continue;
             }
             const tl_val_job *jb = &c->jobs[j];
@@ -515,9 +538,11 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
                 csv_num(f, rel_err(jb->sim[TL_M_MEAN_SERVICE], jb->hw[TL_M_MEAN_SERVICE]));
                 csv_num(f, jb->p99_hw_lo * 1e-6);
                 csv_num(f, jb->p99_hw_hi * 1e-6);
+                csv_num(f, jb->slow_sim);
+                csv_num(f, jb->slow_hw);
                 fputc('\n', f);
             } else {
-                fputs(",,,,,,,\n", f);
+                fputs(",,,,,,,,,\n", f);
             }
         }
     }

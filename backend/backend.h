@@ -338,6 +338,46 @@ typedef struct tl_jitter_result {
 int tl_host_jitter(tl_ns duration_ns, tl_ns sleep_ns, tl_ns threshold_ns, FILE *csv,
                    tl_jitter_result *out, tl_err *err);
 
+/* ---- The GPU's clocks through a run (gpu_sampler.c) ------------------------
+ * A thread reads NVML (dlopen'ed libnvidia-ml.so.1) every period: SM and
+ * memory clocks, the clock event ("throttle") reasons, power and temperature.
+ * Why: some H100 runs had their requests served at 2.2x for tens of ms at a
+ * time (session 18's seeds 7 and 8, tally-validate's "slow phases"); the
+ * samples tell a clock dip from other interference. start: TL_ENODEV with a
+ * reason where there is no NVML or it does not know the GPU (found by PCI bus
+ * id, else by index). stop joins the thread and hands over the samples
+ * (caller frees; NULL/0 when g is NULL). */
+typedef struct tl_gpu_sample {
+    tl_ns t_ns;                 /* tl_mono_ns when read */
+    unsigned sm_mhz, mem_mhz;
+    unsigned long long reasons; /* NVML clocks event reasons (bits below) */
+    unsigned power_mw, temp_c;
+} tl_gpu_sample;
+#define TL_GPU_REASON_IDLE 0x1ULL /* the GPU is idle: not a slowdown */
+/* the others: 0x2 applications clocks setting, 0x4 software power cap, 0x8
+ * hardware slowdown, 0x10 sync boost, 0x20 software thermal, 0x40 hardware
+ * thermal, 0x80 hardware power brake, 0x100 display clock setting */
+typedef struct tl_gpu_sampler tl_gpu_sampler;
+int tl_gpu_sampler_start(tl_gpu_sampler **out, const char *pci_bus_id, int index, tl_ns period_ns, tl_err *err);
+void tl_gpu_sampler_stop(tl_gpu_sampler *g, tl_gpu_sample **samples, size_t *n);
+
+/* The samples with from <= t_ns <= to: their count, SM clock min / mean /
+ * max, memory clock min, the reasons seen (OR, the idle bit left out), the
+ * highest power and temperature, and the dips: samples under TL_GPU_DIP of
+ * the window's highest SM clock, and the longest run of them (its first
+ * sample to the first one back, or to the window's last sample). */
+#define TL_GPU_DIP 0.9
+typedef struct tl_gpu_clock_summary {
+    size_t samples;
+    unsigned sm_min_mhz, sm_max_mhz, mem_min_mhz;
+    double sm_mean_mhz;
+    unsigned long long reasons;
+    unsigned power_max_mw, temp_max_c;
+    size_t dip_samples;
+    tl_ns dip_longest_ns;
+} tl_gpu_clock_summary;
+void tl_gpu_clock_summarize(const tl_gpu_sample *s, size_t n, tl_ns from, tl_ns to, tl_gpu_clock_summary *out);
+
 /* ---- Growing a ring queue (header only) -----------------------------------
  * The device's stream queues and the worker's inbox and stream queues are
  * rings (head, n, cap) of elements of 'size' bytes in *q. When full, the ring

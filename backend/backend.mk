@@ -15,7 +15,7 @@
 
 BACKEND_HOST_SRC := backend/kind_rule.c backend/calib_math.c backend/calib_db.c backend/mps.c \
                     backend/procs.c backend/watchdog.c backend/contention_fit.c backend/crowding_fit.c \
-                    backend/gap_stats.c backend/host_jitter.c \
+                    backend/gap_stats.c backend/host_jitter.c backend/gpu_sampler.c \
                     backend/worker_ipc.c backend/clock_fix.c
 BACKEND_HOST_OBJ := $(BACKEND_HOST_SRC:%.c=$(BUILD)/%.o)
 BACKEND_HOST_LIB := $(BUILD)/backend/libtally_backend_host.a
@@ -28,7 +28,7 @@ $(BACKEND_HOST_LIB): $(BACKEND_HOST_OBJ)
 # tests/test_backend.c goes through the generic test rule; it also needs the
 # host part of the backend (listed before libtally.a, which it calls).
 $(BUILD)/tests/test_backend: $(BACKEND_HOST_LIB)
-$(BUILD)/tests/test_backend: LDLIBS := $(BACKEND_HOST_LIB) $(BUILD)/libtally.a $(LDLIBS)
+$(BUILD)/tests/test_backend: LDLIBS := $(BACKEND_HOST_LIB) $(BUILD)/libtally.a $(LDLIBS) -ldl
 $(BUILD)/tests/test_backend.o: ALL_CFLAGS += -Ibackend
 
 -include $(BACKEND_HOST_OBJ:.o=.d)

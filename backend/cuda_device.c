@@ -1170,6 +1170,8 @@ static void cu_close(tl_device *d)
                 c->loop.lag_sum_ns / 1e3 / (double)c->loop.lag_batches,
                 (double)c->loop.lag_sum_ns / (double)c->loop.lag_ops);
     if (c->timer_log) fclose(c->timer_log);
+    tl_gpu_sampler_stop(c->sampler, NULL, NULL);
+    free(c->samples);
     tl_watchdog_stop(c->watchdog);
     for (int i = 0; i < c->n_workers; i++) tl_worker_stop(&c->workers[i]);
     free(c->workers);
@@ -1221,6 +1223,37 @@ static void cu_close(tl_device *d)
  * so a mean, not a bound); how late the event loop fired its timers, and how
  * far fix_offset moved the GPU clock's offset each way. This
  * process's contexts only: a context worker's graphs are its own. */
+/* The GPU's clocks over the run (time 0 to now), from the sampler, which
+ * stops here; with TALLY_GPU_SAMPLE_LOG every sample is appended there too. */
+static void gpu_clock_metrics(tl_cuda *c, tl_dev_metric_fn fn, void *arg)
+{
+    if (!c->sampler) return;
+    tl_gpu_sampler_stop(c->sampler, &c->samples, &c->n_samples);
+    c->sampler = NULL;
+    tl_gpu_clock_summary g;
+    tl_gpu_clock_summarize(c->samples, c->n_samples, c->t0, tl_mono_ns(), &g);
+    const char *log = getenv("TALLY_GPU_SAMPLE_LOG");
+    FILE *f = log && *log ? fopen(log, "a") : NULL;
+    if (f) {
+        fprintf(f, "# t_ns (run clock),sm_mhz,mem_mhz,reasons,power_mw,temp_c\n");
+        for (size_t i = 0; i < c->n_samples; i++)
+            fprintf(f, "%lld,%u,%u,%#llx,%u,%u\n", (long long)(c->samples[i].t_ns - c->t0), c->samples[i].sm_mhz,
+                    c->samples[i].mem_mhz, c->samples[i].reasons, c->samples[i].power_mw, c->samples[i].temp_c);
+        fclose(f);
+    }
+    fn(arg, "gpu_clock_samples", (double)g.samples);
+    if (!g.samples) return;
+    fn(arg, "gpu_sm_mhz_min", g.sm_min_mhz);
+    fn(arg, "gpu_sm_mhz_mean", g.sm_mean_mhz);
+    fn(arg, "gpu_sm_mhz_max", g.sm_max_mhz);
+    fn(arg, "gpu_mem_mhz_min", g.mem_min_mhz);
+    fn(arg, "gpu_sm_dip_samples", (double)g.dip_samples);
+    fn(arg, "gpu_sm_dip_longest_ns", (double)g.dip_longest_ns);
+    fn(arg, "gpu_clock_reasons", (double)g.reasons);
+    fn(arg, "gpu_power_max_w", g.power_max_mw / 1e3);
+    fn(arg, "gpu_temp_max_c", g.temp_max_c);
+}
+
 static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
 {
     tl_cuda *c = C(d);
@@ -1253,6 +1286,7 @@ static void cu_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg)
         fn(arg, "cuda_timer_late_max_ns", (double)l->late_max_ns);
         fn(arg, "cuda_timer_late_over_1ms", (double)l->late_over_1ms);
     }
+    gpu_clock_metrics(c, fn, arg);
     long nivcsw = thread_nivcsw(); /* since time 0 (or the open, without a begin) */
     if (nivcsw >= 0 && l->nivcsw_begin >= 0)
         fn(arg, "cuda_loop_preemptions", (double)(nivcsw - l->nivcsw_begin));
@@ -1367,6 +1401,29 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     if (opt.watchdog_ns >= 0 && (r = tl_watchdog_start(&c->watchdog, opt.watchdog_ns ? opt.watchdog_ns : 20 * TL_NS_PER_S, err)))
         goto fail;
     tl_watchdog_set_report(c->watchdog, hang_report, c);
+    /* The GPU's clocks every 10 ms (TALLY_GPU_SAMPLE_MS; 0: off). Without NVML
+     * the run goes on without them, saying so once. */
+    tl_ns sample_ms = 10;
+    const char *sms = getenv("TALLY_GPU_SAMPLE_MS");
+    if (sms && *sms) {
+        char *end;
+        long long v = strtoll(sms, &end, 10);
+        if (*end || v < 0 || v > 10000) {
+            r = tl_errf(err, TL_EINVAL, "TALLY_GPU_SAMPLE_MS=%s: want 0 (off) to 10000 ms", sms);
+            goto fail;
+        }
+        sample_ms = v;
+    }
+    if (sample_ms > 0) {
+        char bus[64] = "";
+        tl_err serr = {0};
+        if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, c->device) != cudaSuccess) bus[0] = '\0';
+        if (tl_gpu_sampler_start(&c->sampler, bus[0] ? bus : NULL, c->device, sample_ms * TL_NS_PER_MS, &serr)) {
+            static bool said;
+            if (!said) fprintf(stderr, "tally-run: %s; runs go on without the GPU's clocks\n", serr.msg);
+            said = true;
+        }
+    }
     /* Diagnostic: how long before its next timer the idle loop wakes up
      * (session 18: spinning instead served requests at an idle GPU 5-9% sooner
      * at the median; sleeping stays the default every earlier run had). */

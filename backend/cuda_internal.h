@@ -124,6 +124,9 @@ typedef struct tl_cuda {
 
     tl_timer_ent *timers;     /* min-heap on (at, seq) */
     FILE *timer_log;          /* TALLY_TIMER_LOG (diagnostic), or NULL */
+    tl_gpu_sampler *sampler;  /* the GPU's clocks every TALLY_GPU_SAMPLE_MS (NULL: off or no NVML) */
+    tl_gpu_sample *samples;   /* ... what it read, once stopped (cu_run_metrics) */
+    size_t n_samples;
     tl_ns sleep_margin;       /* idle loop sleeps until this long before its next timer
                                  (TALLY_SLEEP_MARGIN_US; < 0: never sleeps, spins) */
     size_t n_timers, cap_timers;

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -891,6 +892,63 @@ static void test_host_jitter(void **state)
     assert_non_null(strstr(err.msg, "threshold"));
 }
 
+/* The clock summary over a window: a dip of two samples under 90% of the
+ * window's highest SM clock (from its first sample to the first one back), the
+ * idle reason left out, samples outside the window ignored; an empty window. */
+static void test_gpu_clock_summary(void **state)
+{
+    (void)state;
+    tl_gpu_sample s[8] = {
+        {0, 1000, 2600, 0, 500000, 50},                     /* before the window */
+        {10, 1980, 2619, 0x1, 300000, 40},
+        {20, 1980, 2619, 0, 600000, 45},
+        {30, 1200, 2619, 0x4, 700000, 47},                  /* dip: software power cap */
+        {40, 1700, 2619, 0x4, 690000, 48},                  /* still under 1782 */
+        {50, 1980, 2619, 0, 650000, 46},                    /* back: the dip lasted 20 */
+        {60, 1980, 2619, 0, 640000, 46},
+        {70, 900, 1000, 0x8, 100000, 90},                   /* after the window */
+    };
+    tl_gpu_clock_summary g;
+    tl_gpu_clock_summarize(s, 8, 10, 60, &g);
+    assert_int_equal(g.samples, 6);
+    assert_int_equal(g.sm_min_mhz, 1200);
+    assert_int_equal(g.sm_max_mhz, 1980);
+    assert_int_equal(g.mem_min_mhz, 2619);
+    assert_float_equal(g.sm_mean_mhz, (1980 * 4 + 1200 + 1700) / 6.0, 1e-9);
+    assert_int_equal(g.reasons, 0x4);
+    assert_int_equal(g.power_max_mw, 700000);
+    assert_int_equal(g.temp_max_c, 48);
+    assert_int_equal(g.dip_samples, 2);
+    assert_int_equal(g.dip_longest_ns, 20);
+    /* a dip that lasts to the window's end counts to its last sample */
+    tl_gpu_clock_summarize(s, 8, 10, 40, &g);
+    assert_int_equal(g.dip_samples, 2);
+    assert_int_equal(g.dip_longest_ns, 10);
+    tl_gpu_clock_summarize(s, 8, 100, 200, &g);
+    assert_int_equal(g.samples, 0);
+    assert_int_equal(g.dip_samples, 0);
+    /* without NVML the sampler refuses by name; with it, it samples */
+    tl_gpu_sampler *gs;
+    tl_err err = {0};
+    int r = tl_gpu_sampler_start(&gs, NULL, 0, 0, &err);
+    assert_int_equal(r, TL_EINVAL);
+    r = tl_gpu_sampler_start(&gs, NULL, 0, 5 * TL_NS_PER_MS, &err);
+    if (r == TL_ENODEV) {
+        assert_null(gs);
+        assert_non_null(strstr(err.msg, "GPU sampler"));
+        print_message("no NVML GPU here (%s): the sampler's reads are not tested\n", err.msg);
+        return;
+    }
+    assert_int_equal(r, 0);
+    struct timespec ts = {0, 30 * 1000000L};
+    nanosleep(&ts, NULL);
+    tl_gpu_sample *got;
+    size_t n;
+    tl_gpu_sampler_stop(gs, &got, &n);
+    assert_true(n >= 2 && got[0].sm_mhz > 0);
+    free(got);
+}
+
 static void test_gpu_selftest(void **state)
 {
     (void)state;
@@ -1133,6 +1191,7 @@ int main(void)
         cmocka_unit_test(test_median),
         cmocka_unit_test(test_gap_summarize),
         cmocka_unit_test(test_host_jitter),
+        cmocka_unit_test(test_gpu_clock_summary),
         cmocka_unit_test(test_calib_db_roundtrip),
         cmocka_unit_test(test_calib_db_node_key),
         cmocka_unit_test(test_calib_db_bad_path),
