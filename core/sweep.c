@@ -209,21 +209,34 @@ static double now_s(void)
 }
 
 /* The device's own figures of a run (tl_dev_run_metrics), kept until the run
- * is written; more than DEVICE_FIGURES are dropped. */
-enum { DEVICE_FIGURES = 32 };
+ * is written: as many as it gives (a fixed cap of 32 once dropped tally-run's
+ * last ones silently, when the GPU clock figures came). */
 typedef struct device_figures {
-    int n;
-    char *names[DEVICE_FIGURES];
-    double values[DEVICE_FIGURES];
+    int n, cap;
+    char **names;
+    double *values;
 } device_figures;
 
 static void keep_figure(void *arg, const char *name, double value)
 {
     device_figures *f = arg;
-    if (f->n < DEVICE_FIGURES && name && *name) {
-        f->names[f->n] = tl_xstrdup(name);
-        f->values[f->n++] = value;
+    if (!name || !*name)
+        return;
+    if (f->n == f->cap) {
+        f->cap = f->cap ? 2 * f->cap : 32;
+        f->names = tl_xrealloc(f->names, (size_t)f->cap * sizeof *f->names);
+        f->values = tl_xrealloc(f->values, (size_t)f->cap * sizeof *f->values);
     }
+    f->names[f->n] = tl_xstrdup(name);
+    f->values[f->n++] = value;
+}
+
+static void figures_free(device_figures *f)
+{
+    for (int i = 0; i < f->n; i++)
+        free(f->names[i]);
+    free(f->names);
+    free(f->values);
 }
 
 static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
@@ -314,6 +327,7 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
         long long aid;
         int found = tl_results_has_run(&c->db, key, &aid, err);
         if (found < 0) {
+            figures_free(&figs);
             tl_run_result_close(&res);
             return found;
         }
@@ -345,8 +359,7 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
         .device_metric_names = (const char *const *)figs.names, .device_metric_values = figs.values,
     };
     r = tl_results_write_run(&c->db, &rec, NULL, err);
-    for (int i = 0; i < figs.n; i++)
-        free(figs.names[i]);
+    figures_free(&figs);
     free(params);
     free(config);
     tl_run_result_close(&res);

@@ -700,9 +700,10 @@ static int hw_params_with(tl_experiment *e, const char *spec, const char *hw, co
     return tl_validation_hw_params(e, hw, applied, cap, err);
 }
 
-/* The simulator as the "hardware", with a device figure of its own
- * (tl_device_ops.run_metrics): the run's kernels so far, as the sweep must
- * record it with the run. */
+/* The simulator as the "hardware", with device figures of its own
+ * (tl_device_ops.run_metrics): the run's kernels so far, and 48 more (tally-run
+ * gives over 32, the sweep's old cap), all of which the sweep must record
+ * with the run. */
 static tl_device_ops sim_with_figures;
 
 static void sim_figures(tl_device *d, tl_dev_metric_fn fn, void *arg)
@@ -710,6 +711,11 @@ static void sim_figures(tl_device *d, tl_dev_metric_fn fn, void *arg)
     tl_sim_stats st;
     tl_sim_get_stats(d, &st);
     fn(arg, "sim_kernels_seen", (double)st.kernels);
+    for (int i = 0; i < 48; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "fig_%02d", i);
+        fn(arg, name, i);
+    }
 }
 
 static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
@@ -774,6 +780,12 @@ static void test_self_validation(void **state)
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     assert_int_equal(sqlite3_column_int(st, 0), 2 * 2 + 3 * 2);
     assert_true(sqlite3_column_double(st, 1) > 0);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*), MAX(value) FROM metrics WHERE job_id = -1 "
+                                            "AND name LIKE 'fig_%'", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 48 * (2 * 2 + 3 * 2));
+    assert_float_equal(sqlite3_column_double(st, 1), 47, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
 
