@@ -24,7 +24,7 @@ typedef struct vjob {
     bool has[TL_M_COUNT];
     bool grows;      /* inference: its queue grows through the run */
     double p99_lo, p99_hi; /* inference, hardware runs: tl_val_p99_range (else NaN) */
-    int slow;        /* inference: tl_val_slow_phases; -1 unknown */
+    int slow;        /* inference: tl_slow_phases; -1 unknown */
 } vjob;
 
 typedef struct vrun {
@@ -231,29 +231,8 @@ void tl_val_p99_range(const double *arrival, const double *lat, size_t n, double
     free(start);
 }
 
-int tl_val_slow_phases(const double *service, size_t n)
-{
-    if (n < TL_VAL_SLOW_RUN)
-        return 0;
-    double *tmp = tl_xmalloc(n * sizeof *tmp);
-    memcpy(tmp, service, n * sizeof *tmp);
-    double bar = TL_VAL_SLOW_FACTOR * tl_median(tmp, n);
-    free(tmp);
-    int phases = 0;
-    size_t run = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && service[i] > bar) {
-            run++;
-            continue;
-        }
-        phases += run >= TL_VAL_SLOW_RUN;
-        run = 0;
-    }
-    return phases;
-}
-
 /* tl_val_queue_grows of an inference job of run r, from its requests, and
- * tl_val_slow_phases of those that ended inside the measured window; with
+ * tl_slow_phases of those that ended inside the measured window; with
  * range, also tl_val_p99_range. */
 static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_err *err)
 {
@@ -301,7 +280,7 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
     if (rc == 0 && svc_n > 0) {
         j->v[TL_M_MEAN_SERVICE] = svc_sum / (double)svc_n;
         j->has[TL_M_MEAN_SERVICE] = true;
-        j->slow = tl_val_slow_phases(svc, svc_n);
+        j->slow = tl_slow_phases(svc, svc_n);
     }
     j->p99_lo = j->p99_hi = NAN;
     if (rc == 0 && range)

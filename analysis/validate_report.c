@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/metrics.h"
 #include "tally/validate.h"
 #include "an_internal.h"
 
@@ -248,7 +249,7 @@ static void print_summary(FILE *out, const tl_validation *v, const char *bullet)
                  "requests each served in over %.1fx the run's median service time; %d or more "
                  "phases beyond the simulator's, where the policies make none or one): %d of %d; "
                  "p99 within 10%% in %d of the other %d\n",
-            bullet, TL_VAL_SLOW_RUN, TL_VAL_SLOW_FACTOR, TL_VAL_SLOW_EXCESS, s.p99_slowed, s.p99_n,
+            bullet, TL_SLOW_RUN, TL_SLOW_FACTOR, TL_VAL_SLOW_EXCESS, s.p99_slowed, s.p99_n,
             s.p99_unslowed_ok, s.p99_n - s.p99_slowed);
     fprintf(out, "%sinference mean service time (a request's start to its end, without its wait in "
                  "the queue, over the requests that ended inside the measured window, beside the "

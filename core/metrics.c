@@ -37,6 +37,56 @@ double tl_percentile(const double *sorted, size_t n, double q)
     return sorted[rank - 1];
 }
 
+int tl_slow_phases(const double *service, size_t n)
+{
+    if (n < TL_SLOW_RUN)
+        return 0;
+    double *tmp = tl_xmalloc(n * sizeof *tmp);
+    memcpy(tmp, service, n * sizeof *tmp);
+    double bar = TL_SLOW_FACTOR * tl_median(tmp, n);
+    free(tmp);
+    int phases = 0;
+    size_t run = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && service[i] > bar) {
+            run++;
+            continue;
+        }
+        phases += run >= TL_SLOW_RUN;
+        run = 0;
+    }
+    return phases;
+}
+
+typedef struct arrival_service {
+    tl_ns arrival;
+    double service;
+} arrival_service;
+
+static int cmp_arrival(const void *a, const void *b)
+{
+    tl_ns x = ((const arrival_service *)a)->arrival, y = ((const arrival_service *)b)->arrival;
+    return (x > y) - (x < y);
+}
+
+/* tl_slow_phases of job j's requests, taken in order of arrival. */
+static double job_slow_phases(const tl_run_result *r, int j, size_t n)
+{
+    arrival_service *as = tl_xmalloc((n + 1) * sizeof *as);
+    double *svc = tl_xmalloc((n + 1) * sizeof *svc);
+    size_t k = 0;
+    for (size_t i = 0; i < r->n_recs && k < n; i++)
+        if (r->recs[i].job == j)
+            as[k++] = (arrival_service){r->recs[i].arrival_ns, (double)(r->recs[i].end_ns - r->recs[i].start_ns)};
+    qsort(as, k, sizeof *as, cmp_arrival);
+    for (size_t i = 0; i < k; i++)
+        svc[i] = as[i].service;
+    int phases = tl_slow_phases(svc, k);
+    free(as);
+    free(svc);
+    return phases;
+}
+
 void tl_metrics_compute(const tl_run_result *r, const tl_run_config *cfg, int sms,
                         tl_job_metrics *m)
 {
@@ -79,6 +129,7 @@ void tl_metrics_compute(const tl_run_result *r, const tl_run_config *cfg, int sm
         x->util = denom > 0 && r->job_stats ? (double)r->job_stats[j].sm_busy_ns / denom : 0;
         x->throughput_rel = NAN;
         x->p99_overhead = NAN;
+        x->slow_phases = cfg->jobs[j].role == TL_ROLE_INFERENCE ? job_slow_phases(r, j, n) : NAN;
     }
     free(lat);
 }

@@ -190,6 +190,7 @@ static int write_job_metrics(tl_results *r, sqlite3_stmt *st, int job, const tl_
         { "slo_attainment", m->slo_attainment }, { "throughput", m->throughput },
         { "throughput_rel", m->throughput_rel }, { "p99_overhead", m->p99_overhead },
         { "util", m->util }, { "turnaround_var_ns2", m->turnaround_var_ns2 },
+        { "slow_phases", m->slow_phases },
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
         int rc = put_metric(r, st, job, kv[i].n, kv[i].v, err);

@@ -239,6 +239,36 @@ static void figures_free(device_figures *f)
     free(f->values);
 }
 
+static double figure(const device_figures *f, const char *name)
+{
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->names[i], name))
+            return f->values[i];
+    return NAN;
+}
+
+/* A hardware run whose inference had TL_SLOW_WARN or more slow phases was
+ * probably slowed by something outside the experiment (the policies make
+ * none or one): say so, with the GPU's SM clock over the run where the device
+ * sampled it, so that the user can tell a clock dip from other interference. */
+static void warn_slowed(const tl_run_item *it, const tl_policy_ops *ops, bool shared, const tl_job_conf *confs,
+                        const tl_job_metrics *m, int n, const device_figures *figs)
+{
+    for (int j = 0; j < n; j++) {
+        if (confs[j].role != TL_ROLE_INFERENCE || !(m[j].slow_phases >= TL_SLOW_WARN))
+            continue;
+        double lo = figure(figs, "gpu_sm_mhz_min"), hi = figure(figs, "gpu_sm_mhz_max");
+        fprintf(stderr, "tally: warning: run %.12s (%s): %s had %.0f slow phases (%d or more requests in a row "
+                        "each served in over %.1fx the median): something outside the experiment may have "
+                        "slowed the GPU or the host",
+                it->key, shared ? ops->name : "alone", confs[j].name, m[j].slow_phases, TL_SLOW_RUN,
+                TL_SLOW_FACTOR);
+        if (isfinite(lo) && isfinite(hi))
+            fprintf(stderr, "; the SM clock was %.0f-%.0f MHz", lo, hi);
+        fputc('\n', stderr);
+    }
+}
+
 static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
 {
     const tl_experiment *e = c->e;
@@ -315,6 +345,8 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
 
     tl_job_metrics m[64];
     tl_metrics_compute(&res, &cfg, e->gpu.sms, m);
+    if (c->o->kind && !strcmp(c->o->kind, "hw"))
+        warn_slowed(it, ops, pc != NULL, confs, m, n, &figs);
     long long alone_ids[64];
     double util = 0;
     for (int j = 0; j < n; j++) {

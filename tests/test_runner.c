@@ -2,6 +2,7 @@
  * op for exactly its duration (tests/support/fake_device.c): host gaps, call
  * overheads, syncs, cross-stream event waits, queueing of requests, windows.
  * Every expected number is worked out by hand in the comments. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,7 +212,61 @@ static void test_inference_queueing(void **state)
     assert_true(m.p99_ns == 150 * US);
     assert_true(m.p50_ns == 100 * US);
     assert_true(m.mean_service_ns == 100 * US);
+    assert_true(m.slow_phases == 0); /* two requests: too few to tell */
     tl_run_result_close(&res);
+}
+
+/* tl_slow_phases: 100 requests of 1 ms (median 1 ms, bar 1.6 ms) with
+ * slow runs of 3 (a phase), 2 (too short) and 5 at the very end (a phase);
+ * a request at exactly 1.6x is not slow; too few requests to tell. */
+static void test_slow_phases(void **state)
+{
+    (void)state;
+    double svc[100];
+    for (int i = 0; i < 100; i++)
+        svc[i] = 1.0;
+    assert_int_equal(tl_slow_phases(svc, 100), 0);
+    svc[10] = svc[11] = svc[12] = 2.2;          /* a phase of 3 */
+    svc[40] = svc[41] = 3.0;                    /* 2: not a phase */
+    svc[60] = svc[61] = 2.0, svc[62] = 1.6;     /* the bar is exclusive */
+    for (int i = 95; i < 100; i++)
+        svc[i] = 5.0;                           /* a phase that ends the run */
+    assert_int_equal(tl_slow_phases(svc, 100), 2);
+    svc[13] = 2.0;                              /* the first phase grows: still one */
+    assert_int_equal(tl_slow_phases(svc, 100), 2);
+    svc[50] = svc[51] = svc[52] = 1.7;
+    assert_int_equal(tl_slow_phases(svc, 100), 3);
+    double few[2] = {1, 9};
+    assert_int_equal(tl_slow_phases(few, 2), 0);
+    assert_int_equal(tl_slow_phases(NULL, 0), 0);
+}
+
+/* The metric per job: an inference job's phases counted over its requests in
+ * order of arrival, whatever order they completed in (records 2 and 1 swapped
+ * below: still one phase of 3); a training job has none (NAN). */
+static void test_slow_phases_metric(void **state)
+{
+    (void)state;
+    tl_request_rec recs[12];
+    for (int i = 0; i < 10; i++)
+        recs[i] = (tl_request_rec){.job = 0, .id = (uint32_t)i, .arrival_ns = 10 * i * US,
+                                   .start_ns = 10 * i * US, .end_ns = 10 * i * US + (i >= 1 && i <= 3 ? 5 : 1) * US};
+    tl_request_rec tmp = recs[1];
+    recs[1] = recs[4];
+    recs[4] = tmp; /* a slow one completes after a quick one */
+    recs[10] = (tl_request_rec){.job = 1, .arrival_ns = 0, .start_ns = 0, .end_ns = 90 * US};
+    recs[11] = (tl_request_rec){.job = 1, .arrival_ns = 90 * US, .start_ns = 90 * US, .end_ns = 99 * US};
+    tl_run_result res = {.recs = recs, .n_recs = 12, .window_start_ns = 0, .window_end_ns = 100 * US};
+    tl_job_spec jobs[2] = {{.name = "infer", .role = TL_ROLE_INFERENCE}, {.name = "train", .role = TL_ROLE_TRAINING}};
+    tl_run_config cfg = {.jobs = jobs, .n_jobs = 2};
+    tl_job_metrics m[2];
+    tl_metrics_compute(&res, &cfg, 1, m);
+    assert_int_equal(m[0].count, 10);
+    assert_true(m[0].slow_phases == 1);
+    assert_true(isnan(m[1].slow_phases));
+    recs[4].end_ns = recs[4].start_ns + 1 * US; /* record 4 holds request 1: the phase is 2 long now */
+    tl_metrics_compute(&res, &cfg, 1, m);
+    assert_true(m[0].slow_phases == 0);
 }
 
 /* Stream 0: K1 (100 us), record e0; stream 1: wait e0, K2 (10 us); device
@@ -345,6 +400,8 @@ int main(void)
         cmocka_unit_test(test_host_runs_ahead_gpu_bound),
         cmocka_unit_test(test_graph_blocks_between_iterations),
         cmocka_unit_test(test_inference_queueing),
+        cmocka_unit_test(test_slow_phases),
+        cmocka_unit_test(test_slow_phases_metric),
         cmocka_unit_test(test_cross_stream_event_wait),
         cmocka_unit_test(test_event_sync),
         cmocka_unit_test(test_window),

@@ -428,31 +428,6 @@ static void test_queue_grows(void **state)
     assert_false(tl_val_queue_grows(NULL, NULL, 0, 0));
 }
 
-/* tl_val_slow_phases: 100 requests of 1 ms (median 1 ms, bar 1.6 ms) with
- * slow runs of 3 (a phase), 2 (too short) and 5 at the very end (a phase);
- * a request at exactly 1.6x is not slow; too few requests to tell. */
-static void test_slow_phases(void **state)
-{
-    (void)state;
-    double svc[100];
-    for (int i = 0; i < 100; i++)
-        svc[i] = 1.0;
-    assert_int_equal(tl_val_slow_phases(svc, 100), 0);
-    svc[10] = svc[11] = svc[12] = 2.2;          /* a phase of 3 */
-    svc[40] = svc[41] = 3.0;                    /* 2: not a phase */
-    svc[60] = svc[61] = 2.0, svc[62] = 1.6;     /* the bar is exclusive */
-    for (int i = 95; i < 100; i++)
-        svc[i] = 5.0;                           /* a phase that ends the run */
-    assert_int_equal(tl_val_slow_phases(svc, 100), 2);
-    svc[13] = 2.0;                              /* the first phase grows: still one */
-    assert_int_equal(tl_val_slow_phases(svc, 100), 2);
-    svc[50] = svc[51] = svc[52] = 1.7;
-    assert_int_equal(tl_val_slow_phases(svc, 100), 3);
-    double few[2] = {1, 9};
-    assert_int_equal(tl_val_slow_phases(few, 2), 0);
-    assert_int_equal(tl_val_slow_phases(NULL, 0), 0);
-}
-
 /* tl_val_p99_range: 10 one-second windows of 1000 requests at 1 ms; one
  * window also holds a stall, 150 requests at 10 ms (1.5% of all: the whole
  * run's p99 is 10 ms). Resamples without the stall's window (0.9^10 = 35% of
@@ -945,7 +920,6 @@ int main(void)
         cmocka_unit_test(test_count_pairs),
         cmocka_unit_test(test_rankings),
         cmocka_unit_test(test_queue_grows),
-        cmocka_unit_test(test_slow_phases),
         cmocka_unit_test(test_p99_range),
         cmocka_unit_test(test_csv_markdown),
         cmocka_unit_test(test_graph_calibration_reported),

@@ -17,7 +17,20 @@ typedef struct tl_job_metrics {
     /* relative to running alone (NAN when unknown) */
     double throughput_rel;
     double p99_overhead;        /* p99 / alone p99 - 1 */
+    double slow_phases;         /* inference: tl_slow_phases of its requests; NAN for training */
 } tl_job_metrics;
+
+/* Slow phases: maximal runs of at least TL_SLOW_RUN consecutive requests
+ * (service times in order of arrival) each served in more than TL_SLOW_FACTOR
+ * times the median service time; 0 with fewer than TL_SLOW_RUN requests. The
+ * policies make none or one (time slicing one long phase, holding the
+ * inference off for whole slices), in the simulator and on the H100; some
+ * H100 machines make several a run, slowing the GPU work about 2.2x for tens
+ * of ms at a time (experiments/results/hw/session19/). */
+#define TL_SLOW_FACTOR 1.6
+#define TL_SLOW_RUN 3
+#define TL_SLOW_WARN 3 /* a hardware run with this many or more gets a warning */
+int tl_slow_phases(const double *service, size_t n);
 
 /* Nearest-rank percentile of sorted values (q in [0,1]); 0 for n == 0. */
 double tl_percentile(const double *sorted, size_t n, double q);

@@ -40,7 +40,7 @@ typedef struct tl_val_job {
                                    (tl_val_queue_grows), in any of the cell's pairs */
     double p99_hw_lo, p99_hw_hi;/* inference: the hardware p99's 90% range (tl_val_p99_range
                                    of each hardware run, means over the pairs; NaN: unknown) */
-    double slow_sim, slow_hw;   /* inference: tl_val_slow_phases of each side's runs, means
+    double slow_sim, slow_hw;   /* inference: tl_slow_phases of each side's runs, means
                                    over the pairs (NaN: unknown) */
 } tl_val_job;
 
@@ -201,20 +201,12 @@ void tl_val_count_pairs(const double *sim, const double *hw, const bool *over, i
 void tl_val_p99_range(const double *arrival, const double *latency, size_t n, double *lo,
                       double *hi);
 
-/* Slow phases of a run: maximal runs of at least TL_VAL_SLOW_RUN consecutive
- * requests (service times in order of arrival) each served in more than
- * TL_VAL_SLOW_FACTOR times the run's median service time. The policies make
- * few: time slicing one long phase, the others none, on the H100 as in the
- * simulator (session 19). A hardware run with TL_VAL_SLOW_EXCESS or more
- * phases than its simulated twin was slowed by something outside the
- * experiment: session 18's seeds 7 and 8 had 5-12 phases of 10-60 ms in every
- * MobileNetV3 run (service time 2.2x for tens of ms), and their p99 missed the
- * simulator's by -32 to -65% where the other runs' came within 10%. 0 with
- * fewer than TL_VAL_SLOW_RUN requests. */
-#define TL_VAL_SLOW_FACTOR 1.6
-#define TL_VAL_SLOW_RUN 3
+/* A hardware run with TL_VAL_SLOW_EXCESS or more slow phases (tl_slow_phases,
+ * include/tally/metrics.h) than its simulated twin was slowed by something
+ * outside the experiment: session 18's seeds 7 and 8 had 5-12 phases of 10-60 ms
+ * in every MobileNetV3 run (service time 2.2x for tens of ms), and their p99
+ * missed the simulator's by -32 to -65% where the other runs' came within 10%. */
 #define TL_VAL_SLOW_EXCESS 3
-int tl_val_slow_phases(const double *service, size_t n);
 
 /* Kendall's tau-b of two paired samples (NaN when n < 2 or a side is all ties). */
 double tl_kendall_tau_b(const double *x, const double *y, int n);
