@@ -769,6 +769,32 @@ static void test_kineto_bad_input(void **state)
                "\"registers per thread\":16,\"shared memory\":0}}]}");
     expect_fail(tmp_path("precap.json"), NULL, TL_EMISSING,
                 "precap.json: no GPU kernels in the trace once the 1 launched before the capture are dropped");
+    /* two kernels of one stream starting against their launch order: by 5 s, a broken
+     * timestamp (refused, naming both); by 50 us, two host threads racing (read) */
+    const char *order_fmt =
+        "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+        "\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5,\"args\":{\"correlation\":11}},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+        "\"pid\":1,\"tid\":2,\"ts\":20,\"dur\":5,\"args\":{\"correlation\":12}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"first\",\"pid\":0,\"tid\":7,\"ts\":%s,\"dur\":3,"
+        "\"args\":{\"device\":0,\"stream\":7,\"correlation\":11,\"grid\":[1,1,1],\"block\":[32,1,1],"
+        "\"registers per thread\":16,\"shared memory\":0}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"second\",\"pid\":0,\"tid\":7,\"ts\":100,\"dur\":3,"
+        "\"args\":{\"device\":0,\"stream\":7,\"correlation\":12,\"grid\":[1,1,1],\"block\":[32,1,1],"
+        "\"registers per thread\":16,\"shared memory\":0}}]}";
+    char order_json[2048];
+    snprintf(order_json, sizeof order_json, order_fmt, "5000100");
+    write_text(tmp_path("order.json"), order_json);
+    expect_fail(tmp_path("order.json"), NULL, TL_EFORMAT,
+                "order.json: on stream 7, 'first' (correlation 11) starts 5.000 s after 'second' (correlation 12), "
+                "which was launched after it");
+    snprintf(order_json, sizeof order_json, order_fmt, "150");
+    write_text(tmp_path("order.json"), order_json);
+    tl_trace ot;
+    tl_trace_init(&ot);
+    tl_err oe;
+    assert_int_equal(tl_trace_load(&ot, tmp_path("order.json"), NULL, &oe), 0);
+    tl_trace_close(&ot);
     expect_fail("tests/data/not_a_trace.json", NULL, TL_EMISSING, "no 'traceEvents' array");
     /* the whole bad set under gzip too: the error still names the event */
     size_t n;

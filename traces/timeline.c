@@ -689,6 +689,53 @@ static void compact_strings(tl_trace *t, tl_strtab *st)
     free(map);
 }
 
+/* A stream runs its work in launch order, so GPU records of one stream, taken
+ * in correlation (launch) order, start in that order too. Host threads racing
+ * to launch on one stream can swap two neighbours by a kernel's length; a
+ * record that starts more than STREAM_ORDER_SLACK after one launched after it
+ * carries a broken timestamp (a mutation fuzz moved one kernel 71 minutes
+ * on: read as it was, the iteration lasted 71 minutes and fidelity replayed
+ * it for minutes to report -100%). */
+#define STREAM_ORDER_SLACK (1 * TL_NS_PER_S)
+
+static int cmp_stream_corr(const void *a, const void *b, void *arg)
+{
+    const tl_raw_gpu *g = arg, *x = &g[*(const size_t *)a], *y = &g[*(const size_t *)b];
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+static int check_stream_order(const tl_raw *r, const char *path, tl_err *err)
+{
+    size_t *ix = tl_xmalloc((r->n_gpu + 1) * sizeof *ix), n = 0;
+    for (size_t i = 0; i < r->n_gpu; i++)
+        if (r->gpu[i].corr != TL_RAW_NONE && r->gpu[i].stream != TL_RAW_NONE)
+            ix[n++] = i;
+    qsort_r(ix, n, sizeof *ix, cmp_stream_corr, r->gpu);
+    int rc = 0;
+    size_t late = 0; /* the latest-starting record so far on this stream */
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        const tl_raw_gpu *g = &r->gpu[ix[k]];
+        if (k == 0 || g->stream != r->gpu[ix[k - 1]].stream) {
+            late = ix[k];
+            continue;
+        }
+        const tl_raw_gpu *l = &r->gpu[late];
+        if (l->start - g->start > STREAM_ORDER_SLACK)
+            rc = tl_errf(err, TL_EFORMAT,
+                         "%s: on stream %lld, '%s' (correlation %lld) starts %.3f s after '%s' (correlation "
+                         "%lld), which was launched after it: a stream runs its work in launch order, so "
+                         "a timestamp is broken",
+                         path, (long long)g->stream, r->strings.strs[l->name], (long long)l->corr,
+                         (double)(l->start - g->start) / 1e9, r->strings.strs[g->name], (long long)g->corr);
+        if (g->start > l->start)
+            late = ix[k];
+    }
+    free(ix);
+    return rc;
+}
+
 int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
                  const tl_trace_options *opts, tl_err *err)
 {
@@ -700,6 +747,9 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
     int skip = opts ? opts->skip_iterations : 0;
     if (skip < 0)
         return tl_errf(err, TL_EINVAL, "%s: skip_iterations is negative (%d)", path, skip);
+    int order = check_stream_order(r, path, err);
+    if (order < 0)
+        return order;
 
     builder b = {.raw = r, .path = path, .err = err};
     int rc = build_flat(&b);
