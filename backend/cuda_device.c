@@ -101,6 +101,7 @@ static void remote_done(tl_cuda *c, int worker, const tl_wdone *m)
             p->r_start_gt = m->start_gt;
             p->r_end_gt = m->end_gt;
             p->r_claimed = m->claimed;
+            p->r_sms = m->sms;
             p->r_dur = m->dur_ns;
             return;
         }
@@ -859,18 +860,20 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
     r->id = p->id;
     r->submitted_ns = p->submitted_ns;
     if (p->is_kernel) {
-        uint64_t sg, eg, claimed;
+        uint64_t sg, eg, claimed, sms;
         bool valid;
         if (p->remote) {
             sg = p->r_start_gt;
             eg = p->r_end_gt;
             claimed = p->r_claimed;
+            sms = p->r_sms;
             valid = eg != 0;
         } else {
             const volatile tl_synth_rec *rec = tl_synth_record(c->synth, (unsigned)p->slot);
             sg = rec->start_gt;
             eg = rec->end_gt;
             claimed = rec->claimed;
+            sms = rec->sms;
             valid = rec->gen == tl_synth_slot_gen(c->synth, (unsigned)p->slot);
         }
         tl_ns start = (tl_ns)sg - c->gt_offset - c->t0;
@@ -911,7 +914,8 @@ static void finish(tl_cuda *c, tl_device *d, tl_pending *p, tl_ns seen, tl_launc
             kr.blocks = done;
             kr.start_ns = start;
             kr.end_ns = end;
-            kr.avg_sms = p->avg_sms;
+            /* TALLY_SM_TRACE: the SMs its blocks ran on, as counted on the GPU */
+            kr.avg_sms = valid && sms ? (double)sms : p->avg_sms;
             kr.ptb = p->ptb;
             kr.retreated = r->retreated;
             kr.stream = p->stream;

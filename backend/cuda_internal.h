@@ -40,6 +40,7 @@ typedef struct tl_pending {
     bool remote, r_done, r_failed;
     uint64_t r_start_gt, r_end_gt;
     uint32_t r_claimed;
+    uint32_t r_sms;           /* TALLY_SM_TRACE: the worker's count of the SMs it ran on */
     tl_ns r_dur;
 } tl_pending;
 

@@ -29,6 +29,7 @@ struct slot_dev {
     unsigned int pad;
     unsigned int g_exited[TL_GROUPS];
     unsigned long long g_end[TL_GROUPS];
+    unsigned long long sm_mask[4]; // TALLY_SM_TRACE: the SMs its blocks ran on (up to 256)
 };
 
 struct kargs {
@@ -42,6 +43,7 @@ struct kargs {
     unsigned int iters;
     unsigned int gen;
     unsigned int node;             // 1: a CUDA-graph node: stamps only (node_exit)
+    unsigned int sm_trace;         // 1: every block marks its SM in slot->sm_mask
     float *sink;                   // written only if the impossible happens
 };
 
@@ -57,6 +59,28 @@ __device__ __forceinline__ void stamp_start(slot_dev *s)
     unsigned long long t = gtimer();
     // Read first: only the earliest blocks pay for an atomic.
     if (t < *(volatile unsigned long long *)&s->start) atomicMin(&s->start, t);
+}
+
+// TALLY_SM_TRACE (a diagnostic): the block's SM in the launch's mask; read
+// first, so that only a launch's first block on an SM pays for an atomic.
+__device__ __forceinline__ void mark_sm(const kargs &a)
+{
+    if (!a.sm_trace) return;
+    unsigned int id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    unsigned long long *w = &a.slot->sm_mask[(id >> 6) & 3], bit = 1ull << (id & 63);
+    if (!(*(volatile unsigned long long *)w & bit)) atomicOr(w, bit);
+}
+
+// The SMs a mask holds, and the mask cleared for the slot's next launch.
+__device__ __forceinline__ unsigned int take_sms(volatile slot_dev *s)
+{
+    unsigned int n = 0;
+    for (int i = 0; i < 4; i++) {
+        n += __popcll(s->sm_mask[i]);
+        s->sm_mask[i] = 0;
+    }
+    return n;
 }
 
 // Called by thread 0 of every block at its very end.
@@ -82,7 +106,7 @@ __device__ __forceinline__ void block_exit(const kargs &a)
     __threadfence();
     volatile slot_dev *vs = s;
     const unsigned long long st = vs->start, en = vs->end;
-    const unsigned int cl = vs->claimed;
+    const unsigned int cl = vs->claimed, sms = take_sms(vs);
     vs->start = ~0ull;
     vs->end = 0;
     vs->claimed = 0;
@@ -95,6 +119,7 @@ __device__ __forceinline__ void block_exit(const kargs &a)
     a.rec->start_gt = st;
     a.rec->end_gt = en;
     a.rec->claimed = cl;
+    a.rec->sms = sms;
     __threadfence_system();
     *(volatile unsigned int *)&a.rec->gen = a.gen;
 }
@@ -159,7 +184,10 @@ __device__ __forceinline__ void do_block(const kargs &a, unsigned long long lb)
 template <int KIND, int NACC>
 __device__ __forceinline__ void plain_body(const kargs &a)
 {
-    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) stamp_start(a.slot);
+    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+        stamp_start(a.slot);
+        mark_sm(a);
+    }
     do_block<KIND, NACC>(a, a.begin + blockIdx.x);
     __syncthreads();
     if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
@@ -175,7 +203,10 @@ __device__ __forceinline__ void ptb_body(const kargs &a)
 {
     __shared__ unsigned long long s_lb;
     const bool t0 = threadIdx.x + threadIdx.y + threadIdx.z == 0;
-    if (t0) stamp_start(a.slot);
+    if (t0) {
+        stamp_start(a.slot);
+        mark_sm(a);
+    }
     for (;;) {
         if (t0) {
             unsigned long long lb = ~0ull;
@@ -234,11 +265,13 @@ __global__ void k_publish(publish_list l, slot_dev *slots, tl_synth_rec *recs)
         s->g_end[g] = 0;
     }
     const unsigned long long st = s->start;
+    const unsigned int sms = take_sms(s);
     s->start = ~0ull;
     __threadfence();
     recs[sl].start_gt = st;
     recs[sl].end_gt = en;
     recs[sl].claimed = 0;
+    recs[sl].sms = sms;
     __threadfence_system();
     *(volatile unsigned int *)&recs[sl].gen = l.gen[i];
 }
@@ -282,6 +315,7 @@ struct tl_synth {
     tl_synth_variant_info info[TL_SYNTH_NVARIANTS];
     int smem_optin;
     int smem_attr_set[TL_SYNTH_NVARIANTS][4]; // largest dynamic smem allowed so far
+    unsigned int sm_trace;     // TALLY_SM_TRACE=1: records count the SMs each launch ran on
 };
 
 static long long mono_ns()
@@ -306,6 +340,7 @@ __global__ void k_init_slots(slot_dev *s, unsigned int n)
     if (i < n) {
         s[i].start = ~0ull; s[i].end = 0; s[i].exited = 0; s[i].claimed = 0; s[i].retreat_gen = 0; s[i].pad = 0;
         for (int g = 0; g < TL_GROUPS; g++) { s[i].g_exited[g] = 0; s[i].g_end[g] = 0; }
+        for (int w = 0; w < 4; w++) s[i].sm_mask[w] = 0;
     }
 }
 
@@ -350,6 +385,7 @@ extern "C" int tl_synth_open(tl_synth **out, unsigned int nslots)
     int dev = 0;
     s->nslots = nslots;
     s->n4 = TL_SYNTH_BUF_BYTES / sizeof(float4);
+    s->sm_trace = getenv("TALLY_SM_TRACE") && !strcmp(getenv("TALLY_SM_TRACE"), "1");
     if ((e = cudaGetDevice(&dev))) goto fail;
     if ((e = cudaDeviceGetAttribute(&s->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev))) goto fail;
     if ((e = cudaMalloc(&s->buf, TL_SYNTH_BUF_BYTES))) goto fail;
@@ -531,6 +567,7 @@ static int prepare(tl_synth *s, const tl_synth_launch *l, bool node, ready_launc
     a.iters = l->iters;
     a.gen = s->gen[l->slot];
     a.node = node;
+    a.sm_trace = s->sm_trace;
     a.sink = s->sink;
     unsigned long long grid = ptb ? l->workers : a.count;
     if (ptb && grid > a.count) grid = a.count;

@@ -43,6 +43,9 @@ typedef struct tl_synth_rec {
     unsigned long long end_gt;    /* %globaltimer at the last block end */
     unsigned int claimed;         /* PTB: logical blocks claimed (>= done) */
     unsigned int gen;             /* the launch's generation, written last */
+    unsigned int sms;             /* TALLY_SM_TRACE=1 (a diagnostic): the SMs its blocks ran
+                                     on, counted; 0 without it */
+    unsigned int pad;
 } tl_synth_rec;
 
 typedef struct tl_synth_variant_info {

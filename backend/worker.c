@@ -267,6 +267,7 @@ int tl_worker_main(int fd, int device)
                     d->start_gt = rec->start_gt;
                     d->end_gt = rec->end_gt;
                     d->claimed = rec->claimed;
+                    d->sms = rec->sms;
                     if (rec->gen != tl_synth_slot_gen(syn, (unsigned)w->slot)) d->end_gt = d->start_gt = 0;
                     if (w->graph >= 0) tl_gcache_done(gc, w->graph);
                     else tl_synth_slot_release(syn, (unsigned)w->slot);

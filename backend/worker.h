@@ -60,7 +60,7 @@ typedef struct tl_wdone {
     int32_t stream;            /* the worker's stream index */
     int32_t status;            /* cudaError_t of the completion query */
     uint32_t claimed;          /* PTB: logical blocks claimed */
-    uint32_t pad;
+    uint32_t sms;              /* TALLY_SM_TRACE: the SMs its blocks ran on (0: not traced) */
 } tl_wdone;
 
 /* Only the first n entries of u travel (tl_worker_send sends the used length). */
