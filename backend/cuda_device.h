@@ -62,6 +62,9 @@ typedef struct tl_cuda_info {
     char runtime[32];
     char clocks[160];        /* nvidia-smi's SM/memory clocks when available */
     int sms;
+    char uuid[48];           /* the GPU's UUID ("GPU-..."), as nvidia-smi prints it */
+    char pci_bus[32];        /* its PCI bus id */
+    char host[64];           /* this machine's host name */
     long long timer_res_ns;  /* smallest %globaltimer step seen */
     long long clock_offset_ns;
 } tl_cuda_info;

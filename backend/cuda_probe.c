@@ -67,6 +67,15 @@ int tl_cuda_probe(int device, tl_cuda_info *info, tl_err *err)
         return tl_errf(err, TL_ENODEV, "GPU %d: cudaGetDeviceProperties: %s", device, cudaGetErrorString(e));
     snprintf(info->name, sizeof info->name, "%s", p.name);
     info->sms = p.multiProcessorCount;
+    /* Which machine: some H100 machines slow the GPU work for tens of ms at a
+     * time (experiments/results/hw/session19/), so runs say where they ran. */
+    const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+    snprintf(info->uuid, sizeof info->uuid,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3],
+             u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    if (cudaDeviceGetPCIBusId(info->pci_bus, (int)sizeof info->pci_bus, device) != cudaSuccess)
+        info->pci_bus[0] = '\0';
+    if (gethostname(info->host, sizeof info->host - 1) != 0) info->host[0] = '\0';
     read_driver_version(info->driver, sizeof info->driver);
     int rv = 0;
     cudaRuntimeGetVersion(&rv);

@@ -87,6 +87,8 @@ static void usage(FILE *f)
 "                           the replay runs them)\n"
 "  -v, --verbose            calibration details on stderr\n"
 "\n"
+"After its runs, run records in the database's meta where it ran: hw_gpu_uuid,\n"
+"hw_pci_bus, hw_host.\n"
 "Before its runs, run measures the gap the replay's kernels leave between them\n"
 "on a stream and records it in the database (meta hw_stream_gap_ns; with graph\n"
 "jobs also inside a CUDA graph: hw_graph_gap_ns), which tally-validate then\n"
@@ -303,6 +305,7 @@ static int cmd_info(cli *c)
     tl_cuda_get_info(&d, &info);
     printf("gpu: %s\nsms: %d\ndriver: %s\nruntime: %s\nclocks: %s\n", info.name, info.sms, info.driver,
            info.runtime, info.clocks);
+    printf("uuid: %s\npci_bus: %s\nhost: %s\n", info.uuid, info.pci_bus, info.host);
     printf("globaltimer_resolution_ns: %lld\nclock_offset_ns: %lld\n", info.timer_res_ns, info.clock_offset_ns);
     printf("stream_priorities: 0..%d\n", d.gpu.stream_prio_greatest);
     tl_dev_close(&d);
@@ -686,12 +689,17 @@ static int cmd_run(cli *c, int argc, char **argv)
     /* With the runs, for tally-validate (the latest measurement wins): the
      * gaps measured, and how the graph jobs' kernels were calibrated (session
      * 12 changed it). */
-    if (r >= 0 && (graphs || have_gap[0] || have_gap[1])) {
+    if (r >= 0) {
         tl_results db;
         if ((r = tl_results_open(&db, c->so.db_path, &err)) >= 0) {
             if (graphs)
                 r = tl_results_set_meta(&db, "hw_graph_calibration", c->co.plain_node_calib ? "launch" : "node",
                                         &err);
+            /* where it ran (the latest run wins, as for the gaps) */
+            const char *where[3][2] = {{"hw_gpu_uuid", info.uuid}, {"hw_pci_bus", info.pci_bus},
+                                       {"hw_host", info.host}};
+            for (int k = 0; k < 3 && r >= 0; k++)
+                if (where[k][1][0]) r = tl_results_set_meta(&db, where[k][0], where[k][1], &err);
             const char *cv = getenv("TALLY_SYNTH_CARVEOUT");
             if (r >= 0 && cv && *cv) /* a diagnostic replay (synth.cu) */
                 r = tl_results_set_meta(&db, "hw_synth_carveout", cv, &err);
