@@ -695,7 +695,9 @@ static void compact_strings(tl_trace *t, tl_strtab *st)
  * record that starts more than STREAM_ORDER_SLACK after one launched after it
  * carries a broken timestamp (a mutation fuzz moved one kernel 71 minutes
  * on: read as it was, the iteration lasted 71 minutes and fidelity replayed
- * it for minutes to report -100%). */
+ * it for minutes to report -100%). A trace of several processes (their stream
+ * and correlation ids overlap) can trip it too; the readers take one process
+ * and would have merged their streams anyway, so the message names both. */
 #define STREAM_ORDER_SLACK (1 * TL_NS_PER_S)
 
 static int cmp_stream_corr(const void *a, const void *b, void *arg)
@@ -726,7 +728,8 @@ static int check_stream_order(const tl_raw *r, const char *path, tl_err *err)
             rc = tl_errf(err, TL_EFORMAT,
                          "%s: on stream %lld, '%s' (correlation %lld) starts %.3f s after '%s' (correlation "
                          "%lld), which was launched after it: a stream runs its work in launch order, so "
-                         "a timestamp is broken",
+                         "a timestamp is broken (or the trace holds several processes, whose streams and "
+                         "correlation ids the readers do not tell apart)",
                          path, (long long)g->stream, r->strings.strs[l->name], (long long)l->corr,
                          (double)(l->start - g->start) / 1e9, r->strings.strs[g->name], (long long)g->corr);
         if (g->start > l->start)
