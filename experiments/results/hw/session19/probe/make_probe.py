@@ -8,7 +8,8 @@ few SMs and the training's layout kernels reached nearly every SM:
     blocks of 256 threads, 32 registers, 10.8 us each (ResNet-50's layout kernel alone),
     then a synchronize.
 and probe.json, the spec: both as training jobs (closed loops, so they co-run all the
-time) under mps and priority streams, 3 s after 0.5 s, seed 1.
+time) under mps and priority streams (both at one priority), 3 s after 0.5 s, seed 1;
+probe_prio.json: the same with the GEMM job at the greater priority, priority streams.
     python3 make_probe.py DIR   (writes the three into DIR)"""
 import json, os, sys
 
@@ -45,3 +46,9 @@ json.dump({"name": "sharing-probe", "gpu": "H100", "duration_s": 3, "warmup_s": 
            "job_sets": [[{"name": "gemm", "trace": "gemm_probe.json", "role": "training"},
                          {"name": "layout", "trace": "layout_probe.json", "role": "training"}]]},
           open(os.path.join(out, "probe.json"), "w"), indent=1)
+# the GEMM job at the greater priority (0; the layout job 1), under priority streams
+json.dump({"name": "sharing-probe-prio", "gpu": "H100", "duration_s": 3, "warmup_s": 0.5, "seed": 1,
+           "repetitions": 1, "policies": ["priority-streams"],
+           "job_sets": [[{"name": "gemm", "trace": "gemm_probe.json", "role": "training", "priority": 0},
+                         {"name": "layout", "trace": "layout_probe.json", "role": "training", "priority": 1}]]},
+          open(os.path.join(out, "probe_prio.json"), "w"), indent=1)
