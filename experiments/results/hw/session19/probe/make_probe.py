@@ -12,34 +12,42 @@ time) under mps and priority streams (both at one priority), 3 s after 0.5 s, se
 probe_prio.json: the same with the GEMM job at the greater priority, priority streams;
 probe_variants.json: five compute/memory pairs (VARIANTS below), the compute job at the
 greater priority, under mps and priority streams, 2 s after 0.5 s.
-    python3 make_probe.py DIR   (writes the three into DIR)"""
+    python3 make_probe.py DIR   (writes them all into DIR)"""
 import json, os, sys
 
 out = sys.argv[1] if len(sys.argv) > 1 else '.'
 os.makedirs(out, exist_ok=True)
 
-def trace(path, name, n, grid, block, regs, dur_ns, launch_ns=4000):
+def trace_v(path, k):
+    """40 iterations of one kernel shape k = (name, blocks, threads, registers, dynamic
+    shared memory, us alone, kernels an iteration): launches 5 us apart, the kernels
+    back to back 1.2 us apart on one stream, a synchronize, 10 us of host time."""
+    name, grid, block, regs, smem, us, n = k
     ev, t, corr = [], 1000000, 100
+    dur = int(us * 1000)
     for it in range(40):
-        start = t
-        ev.append({"type": "marker", "name": "ProfilerStep#%d" % it, "start_ns": start, "end_ns": 0})
+        m = {"type": "marker", "name": "ProfilerStep#%d" % it, "start_ns": t, "end_ns": 0}
+        ev.append(m)
         gpu = t + 20000
-        for k in range(n):
+        for _ in range(n):
             corr += 1
-            ev.append({"type": "api", "name": "cudaLaunchKernel", "tid": 1, "start_ns": t, "end_ns": t + launch_ns,
-                       "corr": corr})
-            ev.append({"type": "kernel", "name": name, "stream": 7, "corr": corr, "start_ns": gpu,
-                       "end_ns": gpu + dur_ns, "grid": [grid, 1, 1], "block": [block, 1, 1], "regs": regs})
-            t += launch_ns + 1000
-            gpu += dur_ns + 1200
+            ev.append({"type": "api", "name": "cudaLaunchKernel", "tid": 1, "start_ns": t, "end_ns": t + 4000, "corr": corr})
+            ev.append({"type": "kernel", "name": name, "stream": 7, "corr": corr, "start_ns": gpu, "end_ns": gpu + dur,
+                       "grid": [grid, 1, 1], "block": [block, 1, 1], "regs": regs, "dynamic_smem": smem})
+            t += 5000
+            gpu += dur + 1200
         corr += 1
         t = max(t, gpu) + 2000
         ev.append({"type": "api", "name": "cudaStreamSynchronize", "tid": 1, "start_ns": t - 1000, "end_ns": t,
                    "corr": corr, "stream": 7})
         t += 10000
-        ev[[i for i, e in enumerate(ev) if e.get("name") == "ProfilerStep#%d" % it][0]]["end_ns"] = t - 5000
+        m["end_ns"] = t - 5000
     json.dump({"format": "tally-trace", "version": 1, "gpu": {"name": "NVIDIA H100 80GB HBM3"},
                "truncated": False, "events": ev}, open(os.path.join(out, path), "w"))
+
+def trace(path, name, n, grid, block, regs, dur_ns):
+    """One of the first two traces: a variant's trace without shared memory."""
+    trace_v(path, (name, grid, block, regs, 0, dur_ns / 1000, n))
 
 trace("gemm_probe.json", "xmma_gemm_probe", 20, 336, 64, 64, 33000)
 trace("layout_probe.json", "nhwcToNchwKernel_probe", 40, 3788, 256, 32, 10800)
@@ -65,30 +73,6 @@ VARIANTS = [
     ("v4", ("xmma_gemm_probe", 336, 64, 64, 0, 33, 20), ("elementwise_probe512", 6000, 512, 32, 0, 20, 30)),
     ("v5", ("xmma_gemm_probe", 336, 64, 64, 0, 33, 20), ("bn_fw_probe_longblocks", 528, 256, 32, 0, 40, 15)),
 ]
-
-def trace_v(path, k):
-    name, grid, block, regs, smem, us, n = k
-    ev, t, corr = [], 1000000, 100
-    dur = int(us * 1000)
-    for it in range(40):
-        m = {"type": "marker", "name": "ProfilerStep#%d" % it, "start_ns": t, "end_ns": 0}
-        ev.append(m)
-        gpu = t + 20000
-        for _ in range(n):
-            corr += 1
-            ev.append({"type": "api", "name": "cudaLaunchKernel", "tid": 1, "start_ns": t, "end_ns": t + 4000, "corr": corr})
-            ev.append({"type": "kernel", "name": name, "stream": 7, "corr": corr, "start_ns": gpu, "end_ns": gpu + dur,
-                       "grid": [grid, 1, 1], "block": [block, 1, 1], "regs": regs, "dynamic_smem": smem})
-            t += 5000
-            gpu += dur + 1200
-        corr += 1
-        t = max(t, gpu) + 2000
-        ev.append({"type": "api", "name": "cudaStreamSynchronize", "tid": 1, "start_ns": t - 1000, "end_ns": t,
-                   "corr": corr, "stream": 7})
-        t += 10000
-        m["end_ns"] = t - 5000
-    json.dump({"format": "tally-trace", "version": 1, "gpu": {"name": "NVIDIA H100 80GB HBM3"},
-               "truncated": False, "events": ev}, open(os.path.join(out, path), "w"))
 
 job_sets = []
 for tag, comp, mem in VARIANTS:
