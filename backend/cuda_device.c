@@ -1,5 +1,7 @@
 /* The tl_device on CUDA: contexts, streams, launches, copies, timers and the
  * event loop (overview in cuda_device.h). */
+#include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -1362,6 +1364,21 @@ static void hang_report(void *arg)
     }
 }
 
+/* A whole number from the environment, for the loop's diagnostics: 0 when
+ * the variable is unset or empty (*v untouched), 1 with *v set, -1 when it is
+ * not a whole number in [lo, hi]. */
+static int env_ll(const char *name, long long lo, long long hi, long long *v)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || *end || x < lo || x > hi) return -1;
+    *v = x;
+    return 1;
+}
+
 int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -1407,16 +1424,10 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     tl_watchdog_set_report(c->watchdog, hang_report, c);
     /* The GPU's clocks every 10 ms (TALLY_GPU_SAMPLE_MS; 0: off). Without NVML
      * the run goes on without them, saying so once. */
-    tl_ns sample_ms = 10;
-    const char *sms = getenv("TALLY_GPU_SAMPLE_MS");
-    if (sms && *sms) {
-        char *end;
-        long long v = strtoll(sms, &end, 10);
-        if (*end || v < 0 || v > 10000) {
-            r = tl_errf(err, TL_EINVAL, "TALLY_GPU_SAMPLE_MS=%s: want 0 (off) to 10000 ms", sms);
-            goto fail;
-        }
-        sample_ms = v;
+    long long sample_ms = 10;
+    if (env_ll("TALLY_GPU_SAMPLE_MS", 0, 10000, &sample_ms) < 0) {
+        r = tl_errf(err, TL_EINVAL, "TALLY_GPU_SAMPLE_MS=%s: want 0 (off) to 10000 ms", getenv("TALLY_GPU_SAMPLE_MS"));
+        goto fail;
     }
     if (sample_ms > 0) {
         char bus[64] = "";
@@ -1431,31 +1442,23 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     /* Diagnostic: how long before its next timer the idle loop wakes up
      * (session 18: spinning instead served requests at an idle GPU 5-9% sooner
      * at the median; sleeping stays the default every earlier run had). */
-    c->sleep_margin = 60 * TL_NS_PER_US;
-    const char *margin = getenv("TALLY_SLEEP_MARGIN_US");
-    if (margin && *margin) {
-        char *end;
-        long long us = strtoll(margin, &end, 10);
-        if (*end || us > 1000000) {
-            r = tl_errf(err, TL_EINVAL, "TALLY_SLEEP_MARGIN_US=%s: not a whole number of us up to 1000000 "
-                        "(negative: never sleep)", margin);
-            goto fail;
-        }
-        c->sleep_margin = us < 0 ? -1 : us * TL_NS_PER_US;
+    long long margin_us = 60;
+    if (env_ll("TALLY_SLEEP_MARGIN_US", LLONG_MIN, 1000000, &margin_us) < 0) {
+        r = tl_errf(err, TL_EINVAL, "TALLY_SLEEP_MARGIN_US=%s: not a whole number of us up to 1000000 "
+                    "(negative: never sleep)", getenv("TALLY_SLEEP_MARGIN_US"));
+        goto fail;
     }
+    c->sleep_margin = margin_us < 0 ? -1 : margin_us * TL_NS_PER_US;
     /* Diagnostic: the loop thread's timer slack, how much later than asked
      * the kernel may end its sleeps (Linux's default is 50 us; the loop wakes
      * sleep_margin early and spins the rest, so the slack only matters where
      * an oversleep passes the margin; `tally-run jitter` measures both). */
-    const char *slack = getenv("TALLY_TIMER_SLACK_NS");
-    if (slack && *slack) {
-        char *end;
-        long long ns = strtoll(slack, &end, 10);
-        if (*end || ns < 1 || ns > 1000000 || prctl(PR_SET_TIMERSLACK, (unsigned long)ns, 0, 0, 0) != 0) {
-            r = tl_errf(err, TL_EINVAL, "TALLY_TIMER_SLACK_NS=%s: want 1 to 1000000 ns (and a Linux that "
-                        "takes it)", slack);
-            goto fail;
-        }
+    long long slack_ns;
+    int set = env_ll("TALLY_TIMER_SLACK_NS", 1, 1000000, &slack_ns);
+    if (set < 0 || (set > 0 && prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0) != 0)) {
+        r = tl_errf(err, TL_EINVAL, "TALLY_TIMER_SLACK_NS=%s: want 1 to 1000000 ns (and a Linux that "
+                    "takes it)", getenv("TALLY_TIMER_SLACK_NS"));
+        goto fail;
     }
     /* Diagnostic: every timer the loop fires, one CSV line each (times on the
      * run's clock; the callback as its address less cu_timer's, which nm on

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "tally/metrics.h"
 
 /* The machine's steal time so far, in CPU-seconds; -1 if /proc/stat has none
  * (not Linux, or a kernel without the field). */
@@ -20,12 +21,6 @@ static double steal_seconds(void)
     fclose(f);
     long hz = sysconf(_SC_CLK_TCK);
     return n == 8 && hz > 0 ? (double)v[7] / (double)hz : -1;
-}
-
-static int cmp_ns(const void *a, const void *b)
-{
-    tl_ns x = *(const tl_ns *)a, y = *(const tl_ns *)b;
-    return (x > y) - (x < y);
 }
 
 static void note_stall(tl_jitter_result *o, FILE *csv, tl_ns at, tl_ns gap, tl_ns threshold)
@@ -60,7 +55,7 @@ int tl_host_jitter(tl_ns duration_ns, tl_ns sleep_ns, tl_ns threshold_ns, FILE *
     double steal0 = steal_seconds();
     out->cpu = sched_getcpu();
 
-    tl_ns *over = NULL; /* sleep mode: every oversleep, for its percentiles */
+    double *over = NULL; /* sleep mode: every oversleep, for its percentiles */
     size_t cap = 0;
     tl_ns t0 = tl_mono_ns(), prev = t0, end = t0 + duration_ns;
     out->start_ns = t0;
@@ -77,7 +72,7 @@ int tl_host_jitter(tl_ns duration_ns, tl_ns sleep_ns, tl_ns threshold_ns, FILE *
                 cap = cap ? cap * 2 : 4096;
                 over = tl_xrealloc(over, cap * sizeof *over);
             }
-            over[out->reads] = gap;
+            over[out->reads] = (double)gap;
         }
         out->reads++;
         note_stall(out, csv, prev, gap, threshold_ns);
@@ -85,9 +80,9 @@ int tl_host_jitter(tl_ns duration_ns, tl_ns sleep_ns, tl_ns threshold_ns, FILE *
     }
     out->duration_ns = prev - t0;
     if (sleep_ns && out->reads) {
-        qsort(over, out->reads, sizeof *over, cmp_ns);
-        out->sleep_p50_ns = over[(out->reads - 1) / 2];
-        out->sleep_p99_ns = over[(out->reads - 1) * 99 / 100];
+        tl_sort_doubles(over, out->reads);
+        out->sleep_p50_ns = (tl_ns)tl_percentile(over, out->reads, 0.50);
+        out->sleep_p99_ns = (tl_ns)tl_percentile(over, out->reads, 0.99);
     }
     free(over);
     getrusage(RUSAGE_THREAD, &r1);
