@@ -521,6 +521,8 @@ static bool recycle(sim *s, group *g)
     int lvl = l->st->level;
     if (c->ee_head[lvl] != l || (c->ee_mask & ((1ull << lvl) - 1)))
         return false;
+    if (s->p.stream_order && l->ee_next)
+        return false; /* another stream's kernel of its level takes its turn */
     for (int i = 0; i < u->n_ctxs && u->n_ctxs > 1; i++)
         if (u->ctxs[i] != c && u->ctxs[i]->ee_mask)
             return false;
@@ -946,20 +948,84 @@ commit:
     return cap_limited ? PLACE_CAP : PLACE_ROOM;
 }
 
+/* Place what l can; PLACE_DONE once it has no blocks left to place. */
+static int place_queued(sim *s, sctx *c, launch *l)
+{
+    if (l->ptb) { /* no more workers than logical blocks left to hand out */
+        uint64_t left = l->block_end - l->block_begin - l->claimed;
+        if (l->to_dispatch > left)
+            l->to_dispatch = left;
+    }
+    return l->to_dispatch > 0 ? place(s, c, l) : PLACE_DONE;
+}
+
+/* stream_order 1: the turn of the level's kernels (one per stream, each its
+ * stream's head): fewest placing rounds of its stream first, then arrival. */
+static bool turn_before(const launch *a, const launch *b)
+{
+    if (a->st->placing_rounds != b->st->placing_rounds)
+        return a->st->placing_rounds < b->st->placing_rounds;
+    return a->ee_seq < b->ee_seq;
+}
+
+/* stream_order 1, a level holding kernels of several streams: each places
+ * blocks in its turn (sim/README.md, "Streams of one priority"). Returns
+ * PLACE_* for the first kernel left waiting, PLACE_DONE if none is. */
+static int dispatch_level_turns(sim *s, sctx *c, int lvl)
+{
+    launch *stack[16], **order = stack;
+    int n = 0, cap = 16;
+    for (launch *l = c->ee_head[lvl]; l; l = l->ee_next) {
+        if (n == cap) {
+            launch **more = tl_xmalloc((size_t)cap * 2 * sizeof *more);
+            memcpy(more, order, (size_t)n * sizeof *more);
+            if (order != stack)
+                free(order);
+            order = more;
+            cap *= 2;
+        }
+        int i = n++;
+        for (; i > 0 && turn_before(l, order[i - 1]); i--) /* insertion: a few streams */
+            order[i] = order[i - 1];
+        order[i] = l;
+    }
+    int first = PLACE_DONE;
+    for (int i = 0; i < n; i++) {
+        launch *l = order[i];
+        uint64_t groups_before = s->stats.block_groups;
+        int r = place_queued(s, c, l);
+        if (s->stats.block_groups != groups_before)
+            l->st->placing_rounds++;
+        if (l->to_dispatch == 0) {
+            ee_unlink(s, l);
+            /* A PTB launch told to retreat before any worker ran has nothing left. */
+            if (l->groups_live == 0 && !l->done)
+                launch_complete_later(s, l);
+        } else if (first == PLACE_DONE) {
+            first = r;
+        }
+    }
+    if (order != stack)
+        free(order);
+    return first;
+}
+
 /* Dispatch one context's EE queues; returns PLACE_* for its first blocked head. */
 int dispatch_ctx(sim *s, sctx *c)
 {
     while (c->ee_mask) {
         int lvl = __builtin_ctzll(c->ee_mask);
         launch *l = c->ee_head[lvl];
-        int r = PLACE_DONE;
-        if (l->ptb) { /* no more workers than logical blocks left to hand out */
-            uint64_t left = l->block_end - l->block_begin - l->claimed;
-            if (l->to_dispatch > left)
-                l->to_dispatch = left;
+        if (s->p.stream_order && l->ee_next) {
+            int r = dispatch_level_turns(s, c, lvl);
+            if (c->ee_head[lvl])
+                return r == PLACE_DONE ? PLACE_ROOM : r;
+            continue;
         }
-        if (l->to_dispatch > 0)
-            r = place(s, c, l);
+        uint64_t groups_before = s->stats.block_groups;
+        int r = place_queued(s, c, l);
+        if (s->stats.block_groups != groups_before)
+            l->st->placing_rounds++; /* counted for its turns (stream_order 1) */
         if (l->to_dispatch == 0) {
             ee_pop(s, c, lvl);
             continue;

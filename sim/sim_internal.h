@@ -208,6 +208,8 @@ struct sstream {
     launch *head, *tail;
     tl_ns last_end;         /* when the head's predecessor ended (very early if none):
                                the head starts its gap after it */
+    uint64_t placing_rounds; /* stream_order 1: dispatch rounds in which its kernels
+                               placed blocks */
 };
 
 typedef struct job_acct {

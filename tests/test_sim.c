@@ -931,6 +931,46 @@ static void test_mps_order_turns(void **st)
     assert_int_equal(le, 3 * MS);
 }
 
+/* Two streams of one context at one priority level: L's 3-wave kernel holds
+ * the GPU from 0, N's kernel on the other stream arrives at 0.5 ms. With
+ * stream_order 1 (the H100's default) N takes the room at the first wave end
+ * (1 ms), its stream having placed nothing yet, as an MPS client would; with
+ * stream_order 0 it waits until L has placed its last wave (2 ms) and then for
+ * room (3 ms). A stream of a greater priority still goes first either way. */
+static void stream_order_case(int order, int n_prio, tl_ns *n_start, tl_ns *l_end)
+{
+    h *x = open_h(4, 0);
+    x->p.stream_order = order;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_op L = mk(96, 256, 32, 0, 3 * MS), N = mk(32, 256, 32, 0, 1 * MS);
+    launch(x, stream(x, c, 0), &L, 0, 1);
+    later ln = { x, stream(x, c, n_prio), &N, 2 };
+    tl_dev_timer(&x->d, MS / 2, launch_later, &ln);
+    run(x);
+    *n_start = rec_of(x, 2)->start_ns;
+    *l_end = rec_of(x, 1)->end_ns;
+    close_h(x);
+}
+
+static void test_stream_order_turns(void **st)
+{
+    (void)st;
+    tl_ns ns, le;
+    stream_order_case(1, 0, &ns, &le);
+    assert_int_equal(ns, 1 * MS);
+    assert_int_equal(le, 4 * MS);
+    stream_order_case(0, 0, &ns, &le); /* behind the level's head */
+    assert_int_equal(ns, 3 * MS);
+    assert_int_equal(le, 3 * MS);
+    stream_order_case(0, -1, &ns, &le); /* a greater priority: first at 1 ms */
+    assert_int_equal(ns, 1 * MS);
+    assert_int_equal(le, 4 * MS);
+    stream_order_case(1, -1, &ns, &le);
+    assert_int_equal(ns, 1 * MS);
+    assert_int_equal(le, 4 * MS);
+}
+
 static void test_mps_client_priority(void **st)
 {
     tl_ns ns, le;
@@ -957,6 +997,7 @@ static void test_mps_client_priority_defaults(void **st)
     tl_sim_params_default(&p, &g);
     assert_int_equal(p.mps_client_priority, 0);
     assert_int_equal(p.mps_order, 1); /* revision 14 */
+    assert_int_equal(p.stream_order, 1); /* revision 18 */
     assert_int_equal(p.carveout, 2);
     assert_int_equal(tl_gpu_lookup("A100", &g, &err), 0);
     tl_sim_params_default(&p, &g);
@@ -966,10 +1007,15 @@ static void test_mps_client_priority_defaults(void **st)
     assert_non_null(strstr(err.msg, "mps_client_priority"));
     tl_sim_params_default(&p, &g);
     assert_int_equal(p.mps_order, 0); /* not measured elsewhere */
+    assert_int_equal(p.stream_order, 0);
     assert_int_equal(p.carveout, 0);
     p.mps_order = 2;
     assert_true(tl_sim_params_validate(&p, &err) < 0);
     assert_non_null(strstr(err.msg, "mps_order"));
+    p.mps_order = 0;
+    p.stream_order = -1;
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "stream_order"));
 }
 
 /* Partitions: fixed disjoint SM sets, concurrent. A: 1 SM, 8 blocks (occ 8):
@@ -1982,6 +2028,7 @@ int main(void)
         cmocka_unit_test(test_mps_client_priority),
         cmocka_unit_test(test_mps_client_priority_defaults),
         cmocka_unit_test(test_mps_order_turns),
+        cmocka_unit_test(test_stream_order_turns),
         cmocka_unit_test(test_partitions),
         cmocka_unit_test(test_partitions_after_idle),
         cmocka_unit_test(test_ptb_retreat_resume),

@@ -133,6 +133,14 @@ typedef struct tl_sim_params {
                                   arrival order; sim/README.md, "MPS clients' turns").
                                   Client priority
                                   (mps_client_priority 1) still comes first */
+    int stream_order;          /* how kernels of different streams at one priority level
+                                  of one context share room: 0: one FIFO per level, the
+                                  kernel behind the head gets only leftovers once the
+                                  head has placed all its blocks; 1 (the H100's
+                                  default): each stream's kernel places blocks, the
+                                  stream that has placed in the fewest dispatch rounds
+                                  first, then arrival, as MPS clients do with mps_order
+                                  1 (sim/README.md, "Streams of one priority") */
     int pack_foreign;          /* 1: a kernel that waited for room, placed beside another
                                   job's blocks, fills the SMs with the most room first,
                                   each to its capacity (the H100 places into room as it
@@ -185,8 +193,10 @@ typedef struct tl_sim_stats {
  * (a slice that ran out while nobody waited renews at the context's next launch
  * of its own, not a graph's later node, and gives way at once until then); 17:
  * contention churn on the H100 (a compute group beside another launch's memory
- * kernel of blocks under 4 us runs 1.6x slower on those SMs). */
-#define TL_SIM_MODEL_REVISION 17
+ * kernel of blocks under 4 us runs 1.6x slower on those SMs); 18: stream_order
+ * 1 on the H100 (streams of one priority level take turns for room as MPS
+ * clients do, instead of waiting behind the level's head kernel). */
+#define TL_SIM_MODEL_REVISION 18
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
