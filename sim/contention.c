@@ -138,6 +138,41 @@ double contention_churn_slowdown(const tl_contention_params *p, double f)
     return 1.0 / ((1 - f) + f / p->churn_slowdown);
 }
 
+/* mem_share (KINDS, experimental): a memory group sharing a share f of its SMs
+ * with other launches' compute blocks runs up to mem_share (mem_share_short for a
+ * churning launch) times slower there instead of starving: m = 1 + (mem_share - 1)
+ * x min(1, pressure), pressure being the compute warps on such an SM over the
+ * warps that fill its issue slots (crowding_warps; 1 where that is 0), and rate
+ * (1 - f) / free_sd + f / (free_sd x m). */
+double contention_mem_share_slowdown(const tl_contention_params *p, bool churns, double f,
+                                     double pressure, double free_sd)
+{
+    if (f > 1)
+        f = 1;
+    if (!(pressure < 1)) /* also NaN: crowding_warps 0 */
+        pressure = 1;
+    double m = churns && p->mem_share_short > 0 ? p->mem_share_short : p->mem_share;
+    m = 1 + (m - 1) * pressure;
+    return free_sd / ((1 - f) + f / m);
+}
+
+/* A compute group sharing a share fc of its SMs with churning memory blocks and fl
+ * with other memory blocks (compute_share > 0): rate (1 - fc - fl) + fc /
+ * churn_slowdown + fl / compute_share, the shares cut to 1 in all. */
+double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl)
+{
+    if (p->compute_share <= 0 || fl < 0)
+        fl = 0;
+    if (fc > 1)
+        fc = 1;
+    if (fc + fl > 1)
+        fl = 1 - fc;
+    double r = (1 - fc - fl) + fc / p->churn_slowdown;
+    if (fl > 0)
+        r += fl / p->compute_share;
+    return 1.0 / r;
+}
+
 tl_graph_launch tl_sim_params_graph_launch(const tl_sim_params *p)
 {
     return (tl_graph_launch){.gap_ns = p->graph_gap_ns, .launch_ns = p->graph_launch_ns,
@@ -166,6 +201,9 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * no fewer p99 rows within 10%; experiments/results/hw/session17/). */
     p->contention.churn_block_ns = h100 ? 4000 : 0;
     p->contention.churn_slowdown = 1.6;
+    p->contention.mem_share = 0; /* experimental, off */
+    p->contention.mem_share_short = 0;
+    p->contention.compute_share = 0;
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
@@ -303,6 +341,14 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: contention.model must be threads (0) or kinds (1)");
     if (!(p->contention.starved_rate > 0 && p->contention.starved_rate <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: contention.starved_rate must be in (0, 1]");
+    if (!(p->contention.mem_share == 0 || (p->contention.mem_share >= 1 && p->contention.mem_share < 1e6)))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share must be 0 or >= 1");
+    if (!(p->contention.mem_share_short == 0 ||
+          (p->contention.mem_share_short >= 1 && p->contention.mem_share_short < 1e6)))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share_short must be 0 or >= 1");
+    if (!(p->contention.compute_share == 0 ||
+          (p->contention.compute_share >= 1 && p->contention.compute_share < 1e6)))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share must be 0 or >= 1");
     if (p->contention.partial_starve != 0 && p->contention.partial_starve != 1)
         return tl_errf(err, TL_ERANGE, "sim params: contention.partial_starve must be 0 or 1");
     if (p->contention.churn_block_ns < 0 || p->contention.churn_block_ns > TL_NS_PER_S)
@@ -388,6 +434,9 @@ static const pdesc pdescs[] = {
     PD("contention.mem_max_slowdown", P_DOUBLE, contention.mem_max_slowdown),
     PD("contention.partial_starve", P_INT, contention.partial_starve),
     PD("contention.churn_block_ns", P_NS, contention.churn_block_ns),
+    PD("contention.mem_share", P_DOUBLE, contention.mem_share),
+    PD("contention.mem_share_short", P_DOUBLE, contention.mem_share_short),
+    PD("contention.compute_share", P_DOUBLE, contention.compute_share),
     PD("contention.churn_slowdown", P_DOUBLE, contention.churn_slowdown),
     PD("launch_latency_ns", P_NS, launch_latency_ns),
     PD("callback_launch_latency_ns", P_NS, callback_launch_latency_ns),

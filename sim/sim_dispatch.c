@@ -183,7 +183,9 @@ void emit_activity_now(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
 static double group_slowdown_shared(sim *s, const group *g)
 {
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
-        if (g->starve > 0 && !s->p.contention.partial_starve)
+        const tl_contention_params *cp = &s->p.contention;
+        bool mem_shares = g->starve > 0 && g->l->work == TL_WORK_MEMORY && cp->mem_share > 0;
+        if (g->starve > 0 && !cp->partial_starve && !mem_shares)
             return contention_kinds_slowdown_memo(&s->p.contention, NULL, true, g->l->work, 0.0, 0.0);
         /* Not memory beside memory: no slowdown, and no divisions. */
         double sd = 1.0;
@@ -195,8 +197,16 @@ static double group_slowdown_shared(sim *s, const group *g)
             sd = contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, false, g->l->work,
                                                 (double)g->foreign_mem / slots, fs);
         }
-        if (g->churn > 0) /* compute beside churning memory blocks (churn_slowdown > 1) */
-            sd = contention_churn_slowdown(&s->p.contention, (double)g->churn / g->sms);
+        if (g->churn > 0 || (g->mem_long > 0 && cp->compute_share > 0)) /* compute beside memory */
+            sd = contention_compute_beside_memory(cp, (double)g->churn / g->sms,
+                                                  (double)g->mem_long / g->sms);
+        if (mem_shares) { /* beside compute blocks: slower, not starved (mem_share) */
+            /* the other launches' compute warps on an SM it shares with them */
+            double shared = g->starve < g->sms ? (double)g->starve : (double)g->sms;
+            double warps = (double)(g->foreign - g->foreign_mem) / 32.0 / shared;
+            return contention_mem_share_slowdown(cp, g->l->churns, (double)g->starve / g->sms,
+                                                 warps / s->p.crowding_warps, sd);
+        }
         return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
                              : sd;
     }
@@ -619,7 +629,7 @@ static group *group_new(sim *s, launch *l, unit *u)
     g->blocks = 0;
     g->waves = 1;
     g->wave_ns = g->extra = 0;
-    g->foreign = g->foreign_mem = g->starve = g->churn = 0;
+    g->foreign = g->foreign_mem = g->starve = g->churn = g->mem_long = 0;
     g->age = ++s->next_age;
     g->slowdown = 1.0;
     g->crowd = 1.0;

@@ -126,6 +126,8 @@ struct group {
     int64_t foreign_mem;    /* the same, memory-bound launches only */
     int64_t churn;          /* compute groups: sum over its SMs of the churning
                                launches' groups there (may count an SM twice) */
+    int64_t mem_long;       /* compute groups: the same for memory-bound launches that
+                               do not churn (contention.compute_share) */
     int64_t starve;         /* sum over its SMs of the co-resident groups of other
                                launches that starve it (contention model KINDS) */
     uint64_t age;           /* placement order (a recycled wave is placed anew):
@@ -495,6 +497,9 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
 /* Model KINDS with partial_starve: the slowdown of a group starved on a share
  * f of its SMs, free_sd on the rest. */
 double contention_partly_starved(const tl_contention_params *p, double f, double free_sd);
+double contention_mem_share_slowdown(const tl_contention_params *p, bool churns, double f,
+                                     double pressure, double free_sd);
+double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl);
 double contention_churn_slowdown(const tl_contention_params *p, double f);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */

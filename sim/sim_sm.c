@@ -146,7 +146,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     int work = ne->work;
     unsigned here = 0;
     int64_t my_thr = (int64_t)m * ne->bps * ne->thr;
-    int64_t foreign = 0, foreign_mem = 0, starve = 0, churn = 0;
+    int64_t foreign = 0, foreign_mem = 0, starve = 0, churn = 0, mem_long = 0;
     for (const cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
         if (e->l == l) {
             here |= HERE_L;
@@ -168,6 +168,10 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
                 churn += m;
             if (l->churns && e->work == TL_WORK_COMPUTE)
                 eg->churn += m;
+            if (e->work == TL_WORK_MEMORY && !e->l->churns && work == TL_WORK_COMPUTE)
+                mem_long += m;
+            if (work == TL_WORK_MEMORY && !l->churns && e->work == TL_WORK_COMPUTE)
+                eg->mem_long += m;
             group_rate_dirty(s, eg);
         }
         if (e->job == ne->job)
@@ -179,6 +183,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     g->foreign_mem += foreign_mem;
     g->starve += starve;
     g->churn += churn;
+    g->mem_long += mem_long;
     return here;
 }
 
@@ -429,6 +434,8 @@ void sm_remove(sim *s, group *g)
                     eg->starve -= n;
                 if (l->churns && e->work == TL_WORK_COMPUTE)
                     eg->churn -= n;
+                if (work == TL_WORK_MEMORY && !l->churns && e->work == TL_WORK_COMPUTE)
+                    eg->mem_long -= n;
                 group_rate_dirty(s, eg);
             }
             j_here |= e->job == job;

@@ -1558,6 +1558,71 @@ static void test_contention_churn(void **st)
     assert_non_null(strstr(err.msg, "churn_block_ns"));
 }
 
+/* mem_share and compute_share (KINDS, experimental; four SMs): K2, compute, 4 blocks
+ * (one an SM), 100 us from 0; K1, memory, 4 blocks of 256 threads (one an SM, 20 us
+ * blocks: no churn), launched at 1 us beside it.
+ * - defaults: K1 starves (0.017) until K2 ends at 100 us, then runs the rest;
+ * - mem_share 2: K1 runs 2x slower instead, 40 us: ends at 41 us; with compute_share
+ *   1.6 K2 runs 1.6x slower meanwhile: 40 us x 0.375 = 15 us later (115 us);
+ * - K2 of 64-thread blocks (2 warps an SM of the 4.74 that fill it): K1's slowdown is
+ *   1 + (2 - 1) x 2 / 4.74, so it ends at 1 + 20 x 1.42194 = 29.44 us. */
+static void mem_share_case(double ms, double cs, int k2_threads, tl_ns *k1_end, tl_ns *k2_end)
+{
+    h *x = open_h(4, -1);
+    x->p.contention.model = TL_CONTENTION_KINDS; /* the H100's (a 4-SM GPU gets THREADS) */
+    x->p.crowding_warps = 4.74;
+    x->p.contention.mem_share = ms;
+    x->p.contention.compute_share = cs;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id a = stream(x, c, 0), b = stream(x, c, 0);
+    tl_op k2 = mk(4, k2_threads, 32, 0, 100 * US), k1 = mk(4, 256, 32, 0, 20 * US);
+    k2.work = TL_WORK_COMPUTE;
+    k1.work = TL_WORK_MEMORY;
+    launch(x, a, &k2, 0, 2);
+    later l1 = { x, b, &k1, 1 };
+    tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
+    run(x);
+    *k1_end = rec_of(x, 1)->end_ns;
+    *k2_end = rec_of(x, 2)->end_ns;
+    close_h(x);
+}
+
+static void test_contention_mem_share(void **st)
+{
+    (void)st;
+    tl_ns e1, e2;
+    mem_share_case(0, 0, 256, &e1, &e2);
+    assert_true(e1 > 100 * US && e2 >= 100 * US - 3 && e2 <= 100 * US + 3); /* starved */
+    mem_share_case(2, 0, 256, &e1, &e2);
+    assert_true(e1 >= 41 * US - 3 && e1 <= 41 * US + 3);
+    assert_true(e2 >= 100 * US - 3 && e2 <= 100 * US + 3);
+    mem_share_case(2, 1.6, 256, &e1, &e2);
+    assert_true(e1 >= 41 * US - 3 && e1 <= 41 * US + 3);
+    if (!(e2 >= 115 * US - 3 && e2 <= 115 * US + 3))
+        fail_msg("compute_share: K2 ends at %lld ns, want 115000", (long long)e2);
+    mem_share_case(2, 0, 64, &e1, &e2);
+    tl_ns want = 1 * US + (tl_ns)(20000.0 * (1.0 + 2.0 / 4.74) + 0.5);
+    if (!(e1 >= want - 3 && e1 <= want + 3))
+        fail_msg("mem_share pressure: K1 ends at %lld ns, want %lld", (long long)e1, (long long)want);
+    /* off by default; out-of-range values refused by name */
+    tl_sim_params p;
+    tl_err err;
+    tl_gpu_props g;
+    assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_true(p.contention.mem_share == 0 && p.contention.mem_share_short == 0 &&
+                p.contention.compute_share == 0);
+    const char *keys[] = { "contention.mem_share", "contention.mem_share_short",
+                           "contention.compute_share" };
+    for (int i = 0; i < 3; i++) {
+        tl_sim_params_default(&p, &g);
+        assert_int_equal(tl_sim_params_set(&p, keys[i], "0.5", &err), 0);
+        assert_true(tl_sim_params_validate(&p, &err) < 0);
+        assert_non_null(strstr(err.msg, keys[i] + strlen("contention.")));
+    }
+}
+
 /* pack_foreign and crowding_warps (four SMs, no contention): job 0 holds every
  * SM's 2048 threads with L (4 blocks of 1024 threads, 3 ms) and S (the same,
  * 1 ms). Job 1's K (compute, 16 blocks of 64 threads, 2 warps each, 100 us
@@ -2043,6 +2108,7 @@ int main(void)
         cmocka_unit_test(test_contention_kinds_age),
         cmocka_unit_test(test_contention_partial_starve),
         cmocka_unit_test(test_contention_churn),
+        cmocka_unit_test(test_contention_mem_share),
         cmocka_unit_test(test_pack_and_crowding),
         cmocka_unit_test(test_carveout),
         cmocka_unit_test(test_dram_share),

@@ -48,6 +48,16 @@ typedef struct tl_contention_params {
                               churns ... */
     double churn_slowdown; /* ... and slows other launches' compute blocks on its
                               SMs by this factor (>= 1; sim/README.md, "Churn") */
+    double mem_share;      /* KINDS (experimental, 0 by default): 0: a memory-bound group
+                              beside another launch's compute blocks is starved (the
+                              one-wave co-runs); > 1: it runs this many times slower on
+                              those SMs instead (sim/README.md, "The sharing grid") */
+    double mem_share_short; /* the same for memory launches that churn (blocks under
+                              churn_block_ns); 0: mem_share */
+    double compute_share;  /* KINDS (experimental, 0 by default): > 1: a compute-bound
+                              group runs this many times slower on the SMs it shares
+                              with another launch's memory blocks that do not churn
+                              (those that do: churn_slowdown); 0: not slowed */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
