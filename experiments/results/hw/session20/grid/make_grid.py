@@ -14,7 +14,8 @@ memory kernels: short: 3788 blocks of 256 threads, 10.8 us alone (8 an SM, 4 wav
   (4 an SM, one wave of 40 us blocks).
 Each compute/memory pair as two training jobs in closed loops under mps (2 s after
 0.5 s), the compute job at priority 0 (mps ignores it), and each job alone.
-    python3 make_grid.py DIR   (writes the traces and grid.json into DIR)"""
+Call 2's spec, grid_long.json: long_sets below.
+    python3 make_grid.py DIR   (writes the traces, grid.json and grid_long.json into DIR)"""
 import json, os, sys
 
 def trace(path, k):
@@ -56,6 +57,31 @@ MEMORY = {
     "long": ("bn_fw_grid_longblocks", 528, 256, 32, 40, 15),
 }
 
+# Call 2: the same pairs held together longer. Kernel durations of 50 us (as above), 0.5 ms
+# and 5 ms for the 8-warp compute kernel beside the long-block memory kernel (its blocks as
+# long as the kernel: one wave), the 2-warp compute kernel at 5 ms beside it, and the
+# 8-warp compute kernel at 5 ms beside the short-block memory kernel (10.8 us kernels, as
+# above). The one-wave co-runs of ../../contention.csv starved the memory kernel beside
+# 20 ms compute blocks; the grid's 50 us kernels did not.
+def long_sets(out):
+    shapes = {}
+    for us in (50, 500, 5000):
+        n = max(1, 1000 // us)  # about 1 ms of kernels an iteration, at least one
+        shapes["w8_%d" % us] = ("xmma_gemm_grid_w8_%d" % us, 132, 256, 64, us, n)
+        shapes["long_%d" % us] = ("bn_fw_grid_longblocks_%d" % us, 528, 256, 32, us * 0.8, n)
+    shapes["w2_5000"] = ("xmma_gemm_grid_w2_5000", 132, 64, 64, 5000, 1)
+    shapes["short"] = MEMORY["short"]
+    for tag, k in shapes.items():
+        trace(os.path.join(out, "%s.json" % tag), k)
+    pairs = [("w8_50", "long_50"), ("w8_500", "long_500"), ("w8_5000", "long_5000"),
+             ("w2_5000", "long_5000"), ("w8_5000", "short")]
+    sets = [[{"name": "%s-c" % c, "trace": "%s.json" % c, "role": "training", "priority": 0},
+             {"name": "%s-m%s" % (m, c), "trace": "%s.json" % m, "role": "training", "priority": 1}]
+            for c, m in pairs]
+    json.dump({"name": "sharing-grid-long", "gpu": "H100", "duration_s": 2, "warmup_s": 0.5, "seed": 1,
+               "repetitions": 1, "policies": ["mps"], "job_sets": sets},
+              open(os.path.join(out, "grid_long.json"), "w"), indent=1)
+
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(out, exist_ok=True)
@@ -67,3 +93,4 @@ if __name__ == "__main__":
     json.dump({"name": "sharing-grid", "gpu": "H100", "duration_s": 2, "warmup_s": 0.5, "seed": 1,
                "repetitions": 1, "policies": ["mps"], "job_sets": sets},
               open(os.path.join(out, "grid.json"), "w"), indent=1)
+    long_sets(out)
