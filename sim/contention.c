@@ -145,7 +145,7 @@ double contention_churn_slowdown(const tl_contention_params *p, double f)
  * warps that fill its issue slots (crowding_warps; 1 where that is 0), and rate
  * (1 - f) / free_sd + f / (free_sd x m). */
 double contention_mem_share_slowdown(const tl_contention_params *p, bool churns, double f,
-                                     double pressure, double free_sd)
+                                     double pressure, double block_ns, double free_sd)
 {
     if (f > 1)
         f = 1;
@@ -153,13 +153,22 @@ double contention_mem_share_slowdown(const tl_contention_params *p, bool churns,
         pressure = 1;
     double m = churns && p->mem_share_short > 0 ? p->mem_share_short : p->mem_share;
     m = 1 + (m - 1) * pressure;
+    if (p->mem_share_tau_ns > 0) { /* longer compute blocks leave it less */
+        double p2 = pressure * pressure;
+        m += p2 * p2 * block_ns / (double)p->mem_share_tau_ns;
+        if (m > 1 / p->starved_rate)
+            m = 1 / p->starved_rate;
+    }
     return free_sd / ((1 - f) + f / m);
 }
 
 /* A compute group sharing a share fc of its SMs with churning memory blocks and fl
  * with other memory blocks (compute_share > 0): rate (1 - fc - fl) + fc /
- * churn_slowdown + fl / compute_share, the shares cut to 1 in all. */
-double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl)
+ * churn_slowdown + fl / c, the shares cut to 1 in all; c = compute_share, or with
+ * compute_share_tau_ns, 1 + (compute_share - 1) x tau / (tau + its own block time):
+ * long compute blocks lose less. */
+double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl,
+                                        double block_ns)
 {
     if (p->compute_share <= 0 || fl < 0)
         fl = 0;
@@ -168,8 +177,14 @@ double contention_compute_beside_memory(const tl_contention_params *p, double fc
     if (fc + fl > 1)
         fl = 1 - fc;
     double r = (1 - fc - fl) + fc / p->churn_slowdown;
-    if (fl > 0)
-        r += fl / p->compute_share;
+    if (fl > 0) {
+        double c = p->compute_share;
+        if (p->compute_share_tau_ns > 0) {
+            double tau = (double)p->compute_share_tau_ns;
+            c = 1 + (c - 1) * tau / (tau + block_ns);
+        }
+        r += fl / c;
+    }
     return 1.0 / r;
 }
 
@@ -204,6 +219,8 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     p->contention.mem_share = 0; /* experimental, off */
     p->contention.mem_share_short = 0;
     p->contention.compute_share = 0;
+    p->contention.mem_share_tau_ns = 0;
+    p->contention.compute_share_tau_ns = 0;
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
@@ -349,6 +366,10 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
     if (!(p->contention.compute_share == 0 ||
           (p->contention.compute_share >= 1 && p->contention.compute_share < 1e6)))
         return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share must be 0 or >= 1");
+    if (p->contention.compute_share_tau_ns < 0)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share_tau_ns must be >= 0");
+    if (p->contention.mem_share_tau_ns < 0)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share_tau_ns must be >= 0");
     if (p->contention.partial_starve != 0 && p->contention.partial_starve != 1)
         return tl_errf(err, TL_ERANGE, "sim params: contention.partial_starve must be 0 or 1");
     if (p->contention.churn_block_ns < 0 || p->contention.churn_block_ns > TL_NS_PER_S)
@@ -437,6 +458,8 @@ static const pdesc pdescs[] = {
     PD("contention.mem_share", P_DOUBLE, contention.mem_share),
     PD("contention.mem_share_short", P_DOUBLE, contention.mem_share_short),
     PD("contention.compute_share", P_DOUBLE, contention.compute_share),
+    PD("contention.mem_share_tau_ns", P_NS, contention.mem_share_tau_ns),
+    PD("contention.compute_share_tau_ns", P_NS, contention.compute_share_tau_ns),
     PD("contention.churn_slowdown", P_DOUBLE, contention.churn_slowdown),
     PD("launch_latency_ns", P_NS, launch_latency_ns),
     PD("callback_launch_latency_ns", P_NS, callback_launch_latency_ns),

@@ -199,13 +199,14 @@ static double group_slowdown_shared(sim *s, const group *g)
         }
         if (g->churn > 0 || (g->mem_long > 0 && cp->compute_share > 0)) /* compute beside memory */
             sd = contention_compute_beside_memory(cp, (double)g->churn / g->sms,
-                                                  (double)g->mem_long / g->sms);
+                                                  (double)g->mem_long / g->sms, (double)g->l->blk_ns);
         if (mem_shares) { /* beside compute blocks: slower, not starved (mem_share) */
             /* the other launches' compute warps on an SM it shares with them */
             double shared = g->starve < g->sms ? (double)g->starve : (double)g->sms;
             double warps = (double)(g->foreign - g->foreign_mem) / 32.0 / shared;
             return contention_mem_share_slowdown(cp, g->l->churns, (double)g->starve / g->sms,
-                                                 warps / s->p.crowding_warps, sd);
+                                                 warps / s->p.crowding_warps,
+                                                 g->starve_ns / (double)g->starve, sd);
         }
         return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
                              : sd;
@@ -630,6 +631,7 @@ static group *group_new(sim *s, launch *l, unit *u)
     g->waves = 1;
     g->wave_ns = g->extra = 0;
     g->foreign = g->foreign_mem = g->starve = g->churn = g->mem_long = 0;
+    g->starve_ns = 0;
     g->age = ++s->next_age;
     g->slowdown = 1.0;
     g->crowd = 1.0;

@@ -128,6 +128,9 @@ struct group {
                                launches' groups there (may count an SM twice) */
     int64_t mem_long;       /* compute groups: the same for memory-bound launches that
                                do not churn (contention.compute_share) */
+    double starve_ns;       /* memory groups: the same sum over its compute co-residents,
+                               each counted as its launch's solo block time
+                               (contention.mem_share_tau_ns) */
     int64_t starve;         /* sum over its SMs of the co-resident groups of other
                                launches that starve it (contention model KINDS) */
     uint64_t age;           /* placement order (a recycled wave is placed anew):
@@ -498,8 +501,9 @@ double contention_kinds_slowdown_memo(const tl_contention_params *p, contention_
  * f of its SMs, free_sd on the rest. */
 double contention_partly_starved(const tl_contention_params *p, double f, double free_sd);
 double contention_mem_share_slowdown(const tl_contention_params *p, bool churns, double f,
-                                     double pressure, double free_sd);
-double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl);
+                                     double pressure, double block_ns, double free_sd);
+double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl,
+                                        double block_ns);
 double contention_churn_slowdown(const tl_contention_params *p, double f);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */

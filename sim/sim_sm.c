@@ -147,6 +147,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     unsigned here = 0;
     int64_t my_thr = (int64_t)m * ne->bps * ne->thr;
     int64_t foreign = 0, foreign_mem = 0, starve = 0, churn = 0, mem_long = 0;
+    double starve_ns = 0;
     for (const cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
         if (e->l == l) {
             here |= HERE_L;
@@ -160,10 +161,16 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
                 foreign_mem += e_thr;
             if (work == TL_WORK_MEMORY)
                 eg->foreign_mem += my_thr;
-            if (contention_starves(work, g->age, e->work, eg->age))
+            if (contention_starves(work, g->age, e->work, eg->age)) {
                 starve += m;
-            if (contention_starves(e->work, eg->age, work, g->age))
+                if (work == TL_WORK_MEMORY)
+                    starve_ns += (double)m * (double)e->l->blk_ns;
+            }
+            if (contention_starves(e->work, eg->age, work, g->age)) {
                 eg->starve += m;
+                if (e->work == TL_WORK_MEMORY)
+                    eg->starve_ns += (double)m * (double)l->blk_ns;
+            }
             if (e->l->churns && work == TL_WORK_COMPUTE)
                 churn += m;
             if (l->churns && e->work == TL_WORK_COMPUTE)
@@ -182,6 +189,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     g->foreign += foreign;
     g->foreign_mem += foreign_mem;
     g->starve += starve;
+    g->starve_ns += starve_ns;
     g->churn += churn;
     g->mem_long += mem_long;
     return here;
@@ -430,8 +438,11 @@ void sm_remove(sim *s, group *g)
                 eg->foreign -= my_thr;
                 if (work == TL_WORK_MEMORY)
                     eg->foreign_mem -= my_thr;
-                if (contention_starves(e->work, eg->age, work, g->age))
+                if (contention_starves(e->work, eg->age, work, g->age)) {
                     eg->starve -= n;
+                    if (e->work == TL_WORK_MEMORY)
+                        eg->starve_ns -= (double)n * (double)l->blk_ns;
+                }
                 if (l->churns && e->work == TL_WORK_COMPUTE)
                     eg->churn -= n;
                 if (work == TL_WORK_MEMORY && !l->churns && e->work == TL_WORK_COMPUTE)

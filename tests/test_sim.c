@@ -1388,9 +1388,22 @@ static void test_contention_cap(void **st)
  * one-wave other kernel (20 ms alone), each holding the measured threads per
  * SM on all 132 SMs. Every co-run's slowdown comes within 25% of the
  * hardware's, the 33 that starved (10-13x) included. */
-static void test_contention_kinds_h100_coruns(void **st)
+/* The sharing grid's experimental options at the values fitted to it (sim/README.md,
+ * "The sharing grid"; set only where share is true). */
+static void set_grid_sharing(tl_sim_params *p)
 {
-    (void)st;
+    p->contention.mem_share = 2;
+    p->contention.mem_share_short = 5;
+    p->contention.mem_share_tau_ns = 346 * US;
+    p->contention.compute_share = 1.7;
+    p->contention.compute_share_tau_ns = 800 * US;
+    p->pack_foreign = 0;
+}
+
+/* The 88 one-wave co-runs of experiments/results/hw/contention.csv replayed, each
+ * slowdown within 25% of the H100's; share: with the sharing grid's options. */
+static void h100_coruns(bool share)
+{
     FILE *f = fopen("experiments/results/hw/contention.csv", "r");
     assert_non_null(f);
     char line[512];
@@ -1407,6 +1420,8 @@ static void test_contention_kinds_h100_coruns(void **st)
         assert_int_equal(n, 11);
         h *x = open_h(0, -1);
         assert_int_equal(x->p.contention.model, TL_CONTENTION_KINDS);
+        if (share)
+            set_grid_sharing(&x->p);
         start_h(x);
         tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
         tl_op victim = mk((uint32_t)(132 * vt / 256), 256, 32, 0, (tl_ns)solo);
@@ -1439,7 +1454,16 @@ static void test_contention_kinds_h100_coruns(void **st)
     fclose(f);
     assert_int_equal(rows, 88);
     assert_int_equal(starved, 33);
-    print_message("contention KINDS: 88 co-runs (33 starved), all within %.1f%%\n", 100 * worst);
+    print_message("contention KINDS%s: 88 co-runs (33 starved), all within %.1f%%\n",
+                  share ? " with the grid's sharing options" : "", 100 * worst);
+}
+
+static void test_contention_kinds_h100_coruns(void **st)
+{
+    (void)st;
+    h100_coruns(false);
+    /* the grid's options keep them: long compute blocks still starve memory ones */
+    h100_coruns(true);
 }
 
 /* Age under KINDS (one SM): K1, compute, 4 blocks of 256 threads with 100 KB
@@ -1566,13 +1590,16 @@ static void test_contention_churn(void **st)
  *   1.6 K2 runs 1.6x slower meanwhile: 40 us x 0.375 = 15 us later (115 us);
  * - K2 of 64-thread blocks (2 warps an SM of the 4.74 that fill it): K1's slowdown is
  *   1 + (2 - 1) x 2 / 4.74, so it ends at 1 + 20 x 1.42194 = 29.44 us. */
-static void mem_share_case(double ms, double cs, int k2_threads, tl_ns *k1_end, tl_ns *k2_end)
+static void mem_share_case(double ms, double cs, int k2_threads, tl_ns tau, tl_ns *k1_end,
+                           tl_ns *k2_end)
 {
     h *x = open_h(4, -1);
     x->p.contention.model = TL_CONTENTION_KINDS; /* the H100's (a 4-SM GPU gets THREADS) */
     x->p.crowding_warps = 4.74;
     x->p.contention.mem_share = ms;
     x->p.contention.compute_share = cs;
+    x->p.contention.mem_share_tau_ns = tau;
+    x->p.contention.compute_share_tau_ns = tau;
     start_h(x);
     tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
     tl_stream_id a = stream(x, c, 0), b = stream(x, c, 0);
@@ -1592,19 +1619,27 @@ static void test_contention_mem_share(void **st)
 {
     (void)st;
     tl_ns e1, e2;
-    mem_share_case(0, 0, 256, &e1, &e2);
+    mem_share_case(0, 0, 256, 0, &e1, &e2);
     assert_true(e1 > 100 * US && e2 >= 100 * US - 3 && e2 <= 100 * US + 3); /* starved */
-    mem_share_case(2, 0, 256, &e1, &e2);
+    mem_share_case(2, 0, 256, 0, &e1, &e2);
     assert_true(e1 >= 41 * US - 3 && e1 <= 41 * US + 3);
     assert_true(e2 >= 100 * US - 3 && e2 <= 100 * US + 3);
-    mem_share_case(2, 1.6, 256, &e1, &e2);
+    mem_share_case(2, 1.6, 256, 0, &e1, &e2);
     assert_true(e1 >= 41 * US - 3 && e1 <= 41 * US + 3);
     if (!(e2 >= 115 * US - 3 && e2 <= 115 * US + 3))
         fail_msg("compute_share: K2 ends at %lld ns, want 115000", (long long)e2);
-    mem_share_case(2, 0, 64, &e1, &e2);
+    mem_share_case(2, 0, 64, 0, &e1, &e2);
     tl_ns want = 1 * US + (tl_ns)(20000.0 * (1.0 + 2.0 / 4.74) + 0.5);
     if (!(e1 >= want - 3 && e1 <= want + 3))
         fail_msg("mem_share pressure: K1 ends at %lld ns, want %lld", (long long)e1, (long long)want);
+    /* both taus 100 us: K1 beside K2's 100 us blocks runs 2 + 100 / 100 = 3x slower
+     * (ends at 61 us); K2 1 + 0.6 x 100 / (100 + 100) = 1.3x slower meanwhile: by
+     * 61 us it has done 1 + 60 / 1.3 us, and ends 100 us - that later. */
+    mem_share_case(2, 1.6, 256, 100 * US, &e1, &e2);
+    assert_true(e1 >= 61 * US - 3 && e1 <= 61 * US + 3);
+    want = 61 * US + (tl_ns)(100000.0 - 1000.0 - 60000.0 / 1.3 + 0.5);
+    if (!(e2 >= want - 3 && e2 <= want + 3))
+        fail_msg("compute_share_tau: K2 ends at %lld ns, want %lld", (long long)e2, (long long)want);
     /* off by default; out-of-range values refused by name */
     tl_sim_params p;
     tl_err err;
@@ -1612,12 +1647,14 @@ static void test_contention_mem_share(void **st)
     assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
     tl_sim_params_default(&p, &g);
     assert_true(p.contention.mem_share == 0 && p.contention.mem_share_short == 0 &&
-                p.contention.compute_share == 0);
+                p.contention.compute_share == 0 && p.contention.mem_share_tau_ns == 0 &&
+                p.contention.compute_share_tau_ns == 0);
     const char *keys[] = { "contention.mem_share", "contention.mem_share_short",
-                           "contention.compute_share" };
-    for (int i = 0; i < 3; i++) {
+                           "contention.compute_share", "contention.mem_share_tau_ns",
+                           "contention.compute_share_tau_ns" };
+    for (int i = 0; i < 5; i++) {
         tl_sim_params_default(&p, &g);
-        assert_int_equal(tl_sim_params_set(&p, keys[i], "0.5", &err), 0);
+        assert_int_equal(tl_sim_params_set(&p, keys[i], i < 3 ? "0.5" : "-1", &err), 0);
         assert_true(tl_sim_params_validate(&p, &err) < 0);
         assert_non_null(strstr(err.msg, keys[i] + strlen("contention.")));
     }

@@ -54,10 +54,17 @@ typedef struct tl_contention_params {
                               those SMs instead (sim/README.md, "The sharing grid") */
     double mem_share_short; /* the same for memory launches that churn (blocks under
                               churn_block_ns); 0: mem_share */
+    tl_ns mem_share_tau_ns; /* with mem_share: the slowdown grows by the compute
+                              co-residents' block time over this (times the pressure
+                              to the 4th), up to 1 / starved_rate: long compute blocks
+                              starve memory blocks, short ones do not (sim/README.md,
+                              "The sharing grid"); 0: no growth */
     double compute_share;  /* KINDS (experimental, 0 by default): > 1: a compute-bound
                               group runs this many times slower on the SMs it shares
                               with another launch's memory blocks that do not churn
                               (those that do: churn_slowdown); 0: not slowed */
+    tl_ns compute_share_tau_ns; /* with compute_share: it falls to 1 + (compute_share - 1)
+                              x tau / (tau + the group's block time); 0: constant */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
