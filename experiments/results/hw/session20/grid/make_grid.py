@@ -14,7 +14,7 @@ memory kernels: short: 3788 blocks of 256 threads, 10.8 us alone (8 an SM, 4 wav
   (4 an SM, one wave of 40 us blocks).
 Each compute/memory pair as two training jobs in closed loops under mps (2 s after
 0.5 s), the compute job at priority 0 (mps ignores it), and each job alone.
-Call 2's spec, grid_long.json: long_sets below.
+Call 2's spec, grid_long.json: long_sets below; call 3's, grid_cross.json: cross_sets.
     python3 make_grid.py DIR   (writes the traces, grid.json and grid_long.json into DIR)"""
 import json, os, sys
 
@@ -82,6 +82,24 @@ def long_sets(out):
                "repetitions": 1, "policies": ["mps"], "job_sets": sets},
               open(os.path.join(out, "grid_long.json"), "w"), indent=1)
 
+# Call 3: which block's length decides it. Long memory blocks (5 ms kernels, one wave)
+# beside short compute blocks (8 warps, 50 us and 0.5 ms kernels), and 40 us memory
+# blocks beside 5 ms compute blocks. If the compute blocks' turnover is what leaves a
+# memory block its share, the first two run as call 2's 50 us and 0.5 ms pairs did and
+# the third starves; if the memory block's own length decides, the other way round.
+# Also the 4-warp compute kernel at 5 ms beside the 5 ms memory kernel (between call 2's
+# 2 warps, not starved, and 8, starved).
+def cross_sets(out):
+    trace(os.path.join(out, "w4_5000.json"), ("xmma_gemm_grid_w4_5000", 132, 128, 64, 5000, 1))
+    pairs = [("w8_50", "long_5000"), ("w8_500", "long_5000"), ("w8_5000", "long_50"),
+             ("w4_5000", "long_5000")]
+    sets = [[{"name": "%s-c" % c, "trace": "%s.json" % c, "role": "training", "priority": 0},
+             {"name": "%s-m%s" % (m, c), "trace": "%s.json" % m, "role": "training", "priority": 1}]
+            for c, m in pairs]
+    json.dump({"name": "sharing-grid-cross", "gpu": "H100", "duration_s": 2, "warmup_s": 0.5, "seed": 1,
+               "repetitions": 1, "policies": ["mps"], "job_sets": sets},
+              open(os.path.join(out, "grid_cross.json"), "w"), indent=1)
+
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(out, exist_ok=True)
@@ -94,3 +112,4 @@ if __name__ == "__main__":
                "repetitions": 1, "policies": ["mps"], "job_sets": sets},
               open(os.path.join(out, "grid.json"), "w"), indent=1)
     long_sets(out)
+    cross_sets(out)
