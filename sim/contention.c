@@ -139,23 +139,26 @@ double contention_churn_slowdown(const tl_contention_params *p, double f)
 }
 
 /* mem_share (KINDS, experimental): a memory group sharing a share f of its SMs
- * with other launches' compute blocks runs up to mem_share (mem_share_short for a
- * churning launch) times slower there instead of starving: m = 1 + (mem_share - 1)
- * x min(1, pressure), pressure being the compute warps on such an SM over the
- * warps that fill its issue slots (crowding_warps; 1 where that is 0), and rate
- * (1 - f) / free_sd + f / (free_sd x m). */
+ * with other launches' compute blocks runs m times slower there instead of
+ * starving, rate (1 - f) / free_sd + f / (free_sd x m), with m = 1 + (mem_share - 1)
+ * x min(1, pressure) (mem_share_short for a churning launch), pressure being the
+ * compute warps on such an SM over the warps that fill its issue slots
+ * (crowding_warps; an SM full where that is 0). With mem_share_tau_ns, compute
+ * warps past those (pressure over 1, counted up to 1 more) also hold it back in
+ * proportion to their blocks' length: m += min(1, pressure - 1) x block time / tau,
+ * up to 1 / starved_rate (sim/README.md, "The sharing grid"). */
 double contention_mem_share_slowdown(const tl_contention_params *p, bool churns, double f,
                                      double pressure, double block_ns, double free_sd)
 {
     if (f > 1)
         f = 1;
-    if (!(pressure < 1)) /* also NaN: crowding_warps 0 */
-        pressure = 1;
+    if (pressure != pressure) /* NaN: crowding_warps 0 */
+        pressure = 2;
     double m = churns && p->mem_share_short > 0 ? p->mem_share_short : p->mem_share;
-    m = 1 + (m - 1) * pressure;
-    if (p->mem_share_tau_ns > 0) { /* longer compute blocks leave it less */
-        double p2 = pressure * pressure;
-        m += p2 * p2 * block_ns / (double)p->mem_share_tau_ns;
+    m = 1 + (m - 1) * (pressure < 1 ? pressure : 1);
+    if (p->mem_share_tau_ns > 0 && pressure > 1) { /* longer compute blocks leave it less */
+        double over = pressure - 1 < 1 ? pressure - 1 : 1;
+        m += over * block_ns / (double)p->mem_share_tau_ns;
         if (m > 1 / p->starved_rate)
             m = 1 / p->starved_rate;
     }

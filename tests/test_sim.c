@@ -1394,7 +1394,7 @@ static void set_grid_sharing(tl_sim_params *p)
 {
     p->contention.mem_share = 2;
     p->contention.mem_share_short = 5;
-    p->contention.mem_share_tau_ns = 346 * US;
+    p->contention.mem_share_tau_ns = 270 * US;
     p->contention.compute_share = 1.7;
     p->contention.compute_share_tau_ns = 800 * US;
     p->pack_foreign = 0;
@@ -1632,12 +1632,16 @@ static void test_contention_mem_share(void **st)
     tl_ns want = 1 * US + (tl_ns)(20000.0 * (1.0 + 2.0 / 4.74) + 0.5);
     if (!(e1 >= want - 3 && e1 <= want + 3))
         fail_msg("mem_share pressure: K1 ends at %lld ns, want %lld", (long long)e1, (long long)want);
-    /* both taus 100 us: K1 beside K2's 100 us blocks runs 2 + 100 / 100 = 3x slower
-     * (ends at 61 us); K2 1 + 0.6 x 100 / (100 + 100) = 1.3x slower meanwhile: by
-     * 61 us it has done 1 + 60 / 1.3 us, and ends 100 us - that later. */
+    /* both taus 100 us: K2's 8 warps an SM are 8 / 4.74 - 1 past those that fill an
+     * SM, so K1 beside its 100 us blocks runs m = 2 + (8 / 4.74 - 1) x 100 / 100
+     * times slower; K2 1 + 0.6 x 100 / (100 + 100) = 1.3x slower meanwhile, and ends
+     * 100 us - (1 us + its progress by then) after K1. */
     mem_share_case(2, 1.6, 256, 100 * US, &e1, &e2);
-    assert_true(e1 >= 61 * US - 3 && e1 <= 61 * US + 3);
-    want = 61 * US + (tl_ns)(100000.0 - 1000.0 - 60000.0 / 1.3 + 0.5);
+    double m = 2 + (8 / 4.74 - 1);
+    tl_ns k1 = 1 * US + (tl_ns)(20000.0 * m + 0.5);
+    if (!(e1 >= k1 - 3 && e1 <= k1 + 3))
+        fail_msg("mem_share_tau: K1 ends at %lld ns, want %lld", (long long)e1, (long long)k1);
+    want = k1 + (tl_ns)(100000.0 - 1000.0 - (double)(k1 - 1 * US) / 1.3 + 0.5);
     if (!(e2 >= want - 3 && e2 <= want + 3))
         fail_msg("compute_share_tau: K2 ends at %lld ns, want %lld", (long long)e2, (long long)want);
     /* off by default; out-of-range values refused by name */

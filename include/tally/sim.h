@@ -55,10 +55,11 @@ typedef struct tl_contention_params {
     double mem_share_short; /* the same for memory launches that churn (blocks under
                               churn_block_ns); 0: mem_share */
     tl_ns mem_share_tau_ns; /* with mem_share: the slowdown grows by the compute
-                              co-residents' block time over this (times the pressure
-                              to the 4th), up to 1 / starved_rate: long compute blocks
-                              starve memory blocks, short ones do not (sim/README.md,
-                              "The sharing grid"); 0: no growth */
+                              co-residents' block time over this, times their warps
+                              past crowding_warps (over it, up to 1 more), up to 1 /
+                              starved_rate: long blocks of many compute warps starve
+                              memory blocks, short ones do not (sim/README.md, "The
+                              sharing grid"); 0: no growth */
     double compute_share;  /* KINDS (experimental, 0 by default): > 1: a compute-bound
                               group runs this many times slower on the SMs it shares
                               with another launch's memory blocks that do not churn

@@ -7,7 +7,10 @@ import csv, sys, math
 def load(p):
     d = {}
     for r in csv.DictReader(open(p)):
-        d.setdefault((r['policy'], r['job_set'] if r['policy'] != 'alone' else '', r['job']), r)
+        k = (r['policy'], r['job_set'] if r['policy'] != 'alone' else '', r['job'])
+        if k in d and r['policy'] != 'alone':  # alone runs repeat per job set, the same runs
+            sys.exit('compare_kernels.py: %s has %s twice (runs of an earlier sweep in its database?)' % (p, k))
+        d.setdefault(k, r)
     return d
 h, s = load(sys.argv[1]), load(sys.argv[2])
 alone = lambda d, j: float(d[('alone', '', j)]['mean_us'])
