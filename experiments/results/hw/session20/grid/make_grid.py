@@ -14,7 +14,8 @@ memory kernels: short: 3788 blocks of 256 threads, 10.8 us alone (8 an SM, 4 wav
   (4 an SM, one wave of 40 us blocks).
 Each compute/memory pair as two training jobs in closed loops under mps (2 s after
 0.5 s), the compute job at priority 0 (mps ignores it), and each job alone.
-Call 2's spec, grid_long.json: long_sets below; call 3's, grid_cross.json: cross_sets.
+Call 2's spec, grid_long.json: long_sets below; call 3's, grid_cross.json: cross_sets;
+call 4's, grid_cc.json: cc_sets.
     python3 make_grid.py DIR   (writes the traces, grid.json and grid_long.json into DIR)"""
 import json, os, sys
 
@@ -100,6 +101,25 @@ def cross_sets(out):
                "repetitions": 1, "policies": ["mps"], "job_sets": sets},
               open(os.path.join(out, "grid_cross.json"), "w"), indent=1)
 
+# Call 4: compute beside compute, the same way. ViT-B/16's 32x32 GEMM shape (336 blocks
+# of 64 threads, 33 us alone, 20 an iteration: about 5 warps an SM) beside one-wave
+# compute kernels of 8 warps an SM lasting 50 us, 0.5 ms and 5 ms, and of 4 warps at
+# 50 us. The one-wave co-runs starved the younger compute kernel and left the older
+# untouched (the model's age rule); ViT's GEMMs beside the training run 3.6x their
+# alone time on the H100 under MPS and 2.6-2.7x simulated.
+def cc_sets(out):
+    trace(os.path.join(out, "vitgemm.json"), ("xmma_gemm_grid_vit", 336, 64, 64, 33, 20))
+    for w, thr, us in ((8, 256, 50), (8, 256, 500), (8, 256, 5000), (4, 128, 50)):
+        n = max(1, 1000 // us)
+        trace(os.path.join(out, "conv%d_%d.json" % (w, us)),
+              ("implicit_gemm_grid_w%d_%d" % (w, us), 132, thr, 64, us, n))
+    sets = [[{"name": "vit-c%s" % b, "trace": "vitgemm.json", "role": "training", "priority": 0},
+             {"name": "conv%s" % b, "trace": "conv%s.json" % b, "role": "training", "priority": 1}]
+            for b in ("8_50", "8_500", "8_5000", "4_50")]
+    json.dump({"name": "sharing-grid-cc", "gpu": "H100", "duration_s": 2, "warmup_s": 0.5, "seed": 1,
+               "repetitions": 1, "policies": ["mps"], "job_sets": sets},
+              open(os.path.join(out, "grid_cc.json"), "w"), indent=1)
+
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(out, exist_ok=True)
@@ -113,3 +133,4 @@ if __name__ == "__main__":
               open(os.path.join(out, "grid.json"), "w"), indent=1)
     long_sets(out)
     cross_sets(out)
+    cc_sets(out)
