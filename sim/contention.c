@@ -191,6 +191,24 @@ double contention_compute_beside_memory(const tl_contention_params *p, double fc
     return 1.0 / r;
 }
 
+/* cc_share (KINDS, experimental): a compute group sharing a share f of its SMs with
+ * OLDER compute blocks of other launches runs M times slower there instead of
+ * starving, M = cc_share x (T / 50 us)^cc_share_exp within [1, 1 / starved_rate], T
+ * their solo block time (50 us: the sharing grid's blocks, where the H100 ran ViT's
+ * GEMM shape 2.0x beside them; 3.5x beside 0.5 ms blocks, 5.8x beside 5 ms). */
+double contention_cc_share_slowdown(const tl_contention_params *p, double f, double block_ns,
+                                    double free_sd)
+{
+    if (f > 1)
+        f = 1;
+    double m = p->cc_share * pow(block_ns / 50000.0, p->cc_share_exp);
+    if (!(m >= 1))
+        m = 1;
+    if (m > 1 / p->starved_rate)
+        m = 1 / p->starved_rate;
+    return free_sd / ((1 - f) + f / m);
+}
+
 tl_graph_launch tl_sim_params_graph_launch(const tl_sim_params *p)
 {
     return (tl_graph_launch){.gap_ns = p->graph_gap_ns, .launch_ns = p->graph_launch_ns,
@@ -224,6 +242,8 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     p->contention.compute_share = 0;
     p->contention.mem_share_tau_ns = 0;
     p->contention.compute_share_tau_ns = 0;
+    p->contention.cc_share = 0;
+    p->contention.cc_share_exp = 0.24;
     /* The trace's host_call_ns already contains the launch call itself; the
      * runner waits it out before issuing, so no extra latency by default. */
     p->launch_latency_ns = 0;
@@ -369,6 +389,10 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
     if (!(p->contention.compute_share == 0 ||
           (p->contention.compute_share >= 1 && p->contention.compute_share < 1e6)))
         return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share must be 0 or >= 1");
+    if (!(p->contention.cc_share == 0 || (p->contention.cc_share >= 1 && p->contention.cc_share < 1e6)))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.cc_share must be 0 or >= 1");
+    if (!(p->contention.cc_share_exp >= 0 && p->contention.cc_share_exp <= 4))
+        return tl_errf(err, TL_ERANGE, "sim params: contention.cc_share_exp must be in [0, 4]");
     if (p->contention.compute_share_tau_ns < 0)
         return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share_tau_ns must be >= 0");
     if (p->contention.mem_share_tau_ns < 0)
@@ -463,6 +487,8 @@ static const pdesc pdescs[] = {
     PD("contention.compute_share", P_DOUBLE, contention.compute_share),
     PD("contention.mem_share_tau_ns", P_NS, contention.mem_share_tau_ns),
     PD("contention.compute_share_tau_ns", P_NS, contention.compute_share_tau_ns),
+    PD("contention.cc_share", P_DOUBLE, contention.cc_share),
+    PD("contention.cc_share_exp", P_DOUBLE, contention.cc_share_exp),
     PD("contention.churn_slowdown", P_DOUBLE, contention.churn_slowdown),
     PD("launch_latency_ns", P_NS, launch_latency_ns),
     PD("callback_launch_latency_ns", P_NS, callback_launch_latency_ns),

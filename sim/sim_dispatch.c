@@ -185,7 +185,8 @@ static double group_slowdown_shared(sim *s, const group *g)
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
         const tl_contention_params *cp = &s->p.contention;
         bool mem_shares = g->starve > 0 && g->l->work == TL_WORK_MEMORY && cp->mem_share > 0;
-        if (g->starve > 0 && !cp->partial_starve && !mem_shares)
+        bool cc_shares = g->starve > 0 && g->l->work == TL_WORK_COMPUTE && cp->cc_share > 0;
+        if (g->starve > 0 && !cp->partial_starve && !mem_shares && !cc_shares)
             return contention_kinds_slowdown_memo(&s->p.contention, NULL, true, g->l->work, 0.0, 0.0);
         /* Not memory beside memory: no slowdown, and no divisions. */
         double sd = 1.0;
@@ -197,9 +198,11 @@ static double group_slowdown_shared(sim *s, const group *g)
             sd = contention_kinds_slowdown_memo(&s->p.contention, s->cmemo, false, g->l->work,
                                                 (double)g->foreign_mem / slots, fs);
         }
-        if (g->churn > 0 || (g->mem_long > 0 && cp->compute_share > 0)) /* compute beside memory */
+        /* compute beside memory, and (cc_share) beside younger compute blocks */
+        int64_t beside = (cp->compute_share > 0 ? g->mem_long : 0) + (cp->cc_share > 0 ? g->young : 0);
+        if (g->churn > 0 || beside > 0)
             sd = contention_compute_beside_memory(cp, (double)g->churn / g->sms,
-                                                  (double)g->mem_long / g->sms, (double)g->l->blk_ns);
+                                                  (double)beside / g->sms, (double)g->l->blk_ns);
         if (mem_shares) { /* beside compute blocks: slower, not starved (mem_share) */
             /* the other launches' compute warps on an SM it shares with them */
             double shared = g->starve < g->sms ? (double)g->starve : (double)g->sms;
@@ -208,6 +211,9 @@ static double group_slowdown_shared(sim *s, const group *g)
                                                  warps / s->p.crowding_warps,
                                                  g->starve_ns / (double)g->starve, sd);
         }
+        if (cc_shares) /* beside older compute blocks: slower, not starved (cc_share) */
+            return contention_cc_share_slowdown(cp, (double)g->starve / g->sms,
+                                                g->starve_ns / (double)g->starve, sd);
         return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
                              : sd;
     }
@@ -630,7 +636,7 @@ static group *group_new(sim *s, launch *l, unit *u)
     g->blocks = 0;
     g->waves = 1;
     g->wave_ns = g->extra = 0;
-    g->foreign = g->foreign_mem = g->starve = g->churn = g->mem_long = 0;
+    g->foreign = g->foreign_mem = g->starve = g->churn = g->mem_long = g->young = 0;
     g->starve_ns = 0;
     g->age = ++s->next_age;
     g->slowdown = 1.0;

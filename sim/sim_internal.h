@@ -128,9 +128,11 @@ struct group {
                                launches' groups there (may count an SM twice) */
     int64_t mem_long;       /* compute groups: the same for memory-bound launches that
                                do not churn (contention.compute_share) */
-    double starve_ns;       /* memory groups: the same sum over its compute co-residents,
-                               each counted as its launch's solo block time
-                               (contention.mem_share_tau_ns) */
+    int64_t young;          /* compute groups: the same for other launches' YOUNGER
+                               compute groups (contention.cc_share) */
+    double starve_ns;       /* the same sum over the co-residents that starve it, each
+                               counted as its launch's solo block time (mem_share_tau_ns,
+                               cc_share) */
     int64_t starve;         /* sum over its SMs of the co-resident groups of other
                                launches that starve it (contention model KINDS) */
     uint64_t age;           /* placement order (a recycled wave is placed anew):
@@ -504,6 +506,8 @@ double contention_mem_share_slowdown(const tl_contention_params *p, bool churns,
                                      double pressure, double block_ns, double free_sd);
 double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl,
                                         double block_ns);
+double contention_cc_share_slowdown(const tl_contention_params *p, double f, double block_ns,
+                                    double free_sd);
 double contention_churn_slowdown(const tl_contention_params *p, double f);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */

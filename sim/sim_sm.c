@@ -148,6 +148,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     int64_t my_thr = (int64_t)m * ne->bps * ne->thr;
     int64_t foreign = 0, foreign_mem = 0, starve = 0, churn = 0, mem_long = 0;
     double starve_ns = 0;
+    int64_t young = 0;
     for (const cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
         if (e->l == l) {
             here |= HERE_L;
@@ -163,13 +164,15 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
                 eg->foreign_mem += my_thr;
             if (contention_starves(work, g->age, e->work, eg->age)) {
                 starve += m;
-                if (work == TL_WORK_MEMORY)
-                    starve_ns += (double)m * (double)e->l->blk_ns;
+                starve_ns += (double)m * (double)e->l->blk_ns;
+                if (work == TL_WORK_COMPUTE)
+                    eg->young += m; /* g, younger, beside e */
             }
             if (contention_starves(e->work, eg->age, work, g->age)) {
                 eg->starve += m;
-                if (e->work == TL_WORK_MEMORY)
-                    eg->starve_ns += (double)m * (double)l->blk_ns;
+                eg->starve_ns += (double)m * (double)l->blk_ns;
+                if (e->work == TL_WORK_COMPUTE)
+                    young += m;
             }
             if (e->l->churns && work == TL_WORK_COMPUTE)
                 churn += m;
@@ -190,6 +193,7 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
     g->foreign_mem += foreign_mem;
     g->starve += starve;
     g->starve_ns += starve_ns;
+    g->young += young;
     g->churn += churn;
     g->mem_long += mem_long;
     return here;
@@ -440,9 +444,10 @@ void sm_remove(sim *s, group *g)
                     eg->foreign_mem -= my_thr;
                 if (contention_starves(e->work, eg->age, work, g->age)) {
                     eg->starve -= n;
-                    if (e->work == TL_WORK_MEMORY)
-                        eg->starve_ns -= (double)n * (double)l->blk_ns;
+                    eg->starve_ns -= (double)n * (double)l->blk_ns;
                 }
+                if (work == TL_WORK_COMPUTE && contention_starves(work, g->age, e->work, eg->age))
+                    eg->young -= n; /* g, younger, leaves e's SMs */
                 if (l->churns && e->work == TL_WORK_COMPUTE)
                     eg->churn -= n;
                 if (work == TL_WORK_MEMORY && !l->churns && e->work == TL_WORK_COMPUTE)
@@ -517,8 +522,12 @@ void sm_renew_age(sim *s, group *g, uint64_t age)
             int64_t d_e = (int64_t)contention_starves(e->work, e->g->age, l->work, age) -
                           (int64_t)contention_starves(e->work, e->g->age, l->work, g->age);
             g->starve += d_g * c->n;
-            if (d_e) {
+            g->starve_ns += (double)(d_g * c->n) * (double)e->l->blk_ns;
+            g->young += d_e * c->n; /* e starved by g: e is the younger */
+            if (d_e || d_g) {
                 e->g->starve += d_e * c->n;
+                e->g->starve_ns += (double)(d_e * c->n) * (double)l->blk_ns;
+                e->g->young += d_g * c->n;
                 group_rate_dirty(s, e->g);
             }
         }

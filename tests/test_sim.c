@@ -1397,6 +1397,7 @@ static void set_grid_sharing(tl_sim_params *p)
     p->contention.mem_share_tau_ns = 270 * US;
     p->contention.compute_share = 1.7;
     p->contention.compute_share_tau_ns = 800 * US;
+    p->contention.cc_share = 2;
     p->pack_foreign = 0;
 }
 
@@ -1662,6 +1663,63 @@ static void test_contention_mem_share(void **st)
         assert_true(tl_sim_params_validate(&p, &err) < 0);
         assert_non_null(strstr(err.msg, keys[i] + strlen("contention.")));
     }
+}
+
+/* cc_share (KINDS, experimental; four SMs): K2, compute, 4 blocks of 256 threads, 100 us
+ * from 0; K1, compute, the same at 20 us, launched at 1 us beside it, so younger:
+ * - defaults: K1 starves until K2 ends at 100 us;
+ * - cc_share 2: K1 runs 2 x (100 us / 50 us)^0.24 times slower instead; with
+ *   compute_share 1.6 K2, the older, runs 1.6x slower meanwhile. */
+static void cc_share_case(double cc, double cs, tl_ns *k1_end, tl_ns *k2_end)
+{
+    h *x = open_h(4, -1);
+    x->p.contention.model = TL_CONTENTION_KINDS;
+    x->p.crowding_warps = 4.74;
+    x->p.contention.cc_share = cc;
+    x->p.contention.compute_share = cs;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id a = stream(x, c, 0), b = stream(x, c, 0);
+    tl_op k2 = mk(4, 256, 32, 0, 100 * US), k1 = mk(4, 256, 32, 0, 20 * US);
+    k2.work = TL_WORK_COMPUTE;
+    k1.work = TL_WORK_COMPUTE;
+    launch(x, a, &k2, 0, 2);
+    later l1 = { x, b, &k1, 1 };
+    tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
+    run(x);
+    *k1_end = rec_of(x, 1)->end_ns;
+    *k2_end = rec_of(x, 2)->end_ns;
+    close_h(x);
+}
+
+static void test_contention_cc_share(void **st)
+{
+    (void)st;
+    tl_ns e1, e2;
+    cc_share_case(0, 0, &e1, &e2);
+    assert_true(e1 > 100 * US && e2 >= 100 * US - 3 && e2 <= 100 * US + 3); /* starved */
+    cc_share_case(2, 0, &e1, &e2);
+    double m = 2 * pow(2.0, 0.24);
+    tl_ns want1 = 1 * US + (tl_ns)(20000.0 * m + 0.5);
+    if (!(e1 >= want1 - 3 && e1 <= want1 + 3))
+        fail_msg("cc_share: K1 ends at %lld ns, want %lld", (long long)e1, (long long)want1);
+    assert_true(e2 >= 100 * US - 3 && e2 <= 100 * US + 3); /* the older: untouched */
+    cc_share_case(2, 1.6, &e1, &e2);
+    assert_true(e1 >= want1 - 3 && e1 <= want1 + 3);
+    tl_ns want2 = want1 + (tl_ns)(100000.0 - 1000.0 - (double)(want1 - 1 * US) / 1.6 + 0.5);
+    if (!(e2 >= want2 - 3 && e2 <= want2 + 3))
+        fail_msg("cc_share: K2 ends at %lld ns, want %lld", (long long)e2, (long long)want2);
+    tl_sim_params p;
+    tl_err err;
+    tl_sim_params_default(&p, NULL);
+    assert_true(p.contention.cc_share == 0);
+    assert_int_equal(tl_sim_params_set(&p, "contention.cc_share", "0.5", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "cc_share"));
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_set(&p, "contention.cc_share_exp", "-1", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "cc_share_exp"));
 }
 
 /* pack_foreign and crowding_warps (four SMs, no contention): job 0 holds every
@@ -2150,6 +2208,7 @@ int main(void)
         cmocka_unit_test(test_contention_partial_starve),
         cmocka_unit_test(test_contention_churn),
         cmocka_unit_test(test_contention_mem_share),
+        cmocka_unit_test(test_contention_cc_share),
         cmocka_unit_test(test_pack_and_crowding),
         cmocka_unit_test(test_carveout),
         cmocka_unit_test(test_dram_share),

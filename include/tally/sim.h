@@ -66,6 +66,13 @@ typedef struct tl_contention_params {
                               (those that do: churn_slowdown); 0: not slowed */
     tl_ns compute_share_tau_ns; /* with compute_share: it falls to 1 + (compute_share - 1)
                               x tau / (tau + the group's block time); 0: constant */
+    double cc_share;       /* KINDS (experimental, 0 by default): > 1: a compute group
+                              beside OLDER compute blocks runs cc_share x (their block
+                              time / 50 us)^cc_share_exp times slower there instead of
+                              starving, and the older ones are slowed as beside memory
+                              blocks (compute_share); 0: starved (sim/README.md, "The
+                              sharing grid") */
+    double cc_share_exp;   /* 0.24 (the H100's 2.0 / 3.5 / 5.8x at 50 us / 0.5 / 5 ms) */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
