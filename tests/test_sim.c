@@ -365,18 +365,19 @@ static void test_timeslice_stream_gap(void **st)
  * B then idles, A is back 7.5 us (idle_handover_ns) + 75 us (idle_switch_ns)
  * later, at 2.5725 ms, and B's second kernel, arriving at 5.2 ms, waits for
  * A's slice ending at 2.5725 + 2 x 2.09 = 6.7525 ms: it starts at 7.0525 ms. */
-typedef struct timed_launch {
+typedef struct later { /* a launch made from a timer: tl_dev_timer(..., launch_later, &l) */
     h *x;
     tl_stream_id s;
     const tl_op *op;
+    int job;
     uint64_t tag;
-} timed_launch;
+} later;
 
-static void launch_timed(void *arg, tl_ns now)
+static void launch_later(void *arg, tl_ns now)
 {
     (void)now;
-    timed_launch *t = arg;
-    launch(t->x, t->s, t->op, 1, t->tag);
+    later *l = arg;
+    launch(l->x, l->s, l->op, l->job, l->tag);
 }
 
 static void test_timeslice_periodic(void **st)
@@ -389,9 +390,9 @@ static void test_timeslice_periodic(void **st)
     two_timesliced(x, &sa, &sb);
     tl_op ka = mk(132, 256, 32, 0, 500 * US), kb = mk(132, 256, 32, 0, 100 * US);
     busy_a(x, sa, &ka);
-    timed_launch t1 = { x, sb, &kb, 1 }, t2 = { x, sb, &kb, 2 };
-    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &t1), 0);
-    assert_int_equal(tl_dev_timer(&x->d, 5200 * US, launch_timed, &t2), 0);
+    later t1 = { x, sb, &kb, 1, 1 }, t2 = { x, sb, &kb, 1, 2 };
+    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_later, &t1), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 5200 * US, launch_later, &t2), 0);
     run(x);
     assert_int_equal(rec_of(x, 1)->start_ns, 2390 * US);
     assert_int_equal(rec_of(x, 1)->end_ns, 2490 * US);
@@ -419,10 +420,10 @@ static void idle_handover_case(tl_ns handover, tl_ns want2, tl_ns want3)
     two_timesliced(x, &sa, &sb);
     tl_op ka = mk(132, 256, 32, 0, 500 * US), kb = mk(132, 256, 32, 0, 100 * US);
     busy_a(x, sa, &ka);
-    timed_launch t1 = { x, sb, &kb, 1 }, t2 = { x, sb, &kb, 2 }, t3 = { x, sb, &kb, 3 };
-    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &t1), 0);
-    assert_int_equal(tl_dev_timer(&x->d, 2496 * US, launch_timed, &t2), 0);
-    assert_int_equal(tl_dev_timer(&x->d, 2616 * US, launch_timed, &t3), 0);
+    later t1 = { x, sb, &kb, 1, 1 }, t2 = { x, sb, &kb, 1, 2 }, t3 = { x, sb, &kb, 1, 3 };
+    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_later, &t1), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 2496 * US, launch_later, &t2), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 2616 * US, launch_later, &t3), 0);
     run(x);
     assert_int_equal(x->max_ctx_running, 1);
     assert_int_equal(rec_of(x, 1)->start_ns, 2390 * US);
@@ -459,9 +460,9 @@ static void idle_switch_case(tl_ns sw, tl_ns want_b, tl_ns want_a2)
     two_timesliced(x, &sa, &sb);
     tl_op k = mk(132, 256, 32, 0, 100 * US);
     launch(x, sa, &k, 0, 1);
-    timed_launch tb = { x, sb, &k, 2 }, ta = { x, sa, &k, 3 };
-    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_timed, &tb), 0);
-    assert_int_equal(tl_dev_timer(&x->d, 1200 * US, launch_timed, &ta), 0);
+    later tb = { x, sb, &k, 1, 2 }, ta = { x, sa, &k, 1, 3 };
+    assert_int_equal(tl_dev_timer(&x->d, 1 * MS, launch_later, &tb), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 1200 * US, launch_later, &ta), 0);
     run(x);
     assert_int_equal(x->max_ctx_running, 1);
     assert_int_equal(rec_of(x, 1)->start_ns, 0);
@@ -500,9 +501,9 @@ static void slice_restart_case(int restart, tl_ns a_back, tl_ns want_b)
     two_timesliced(x, &sa, &sb);
     tl_op k = mk(132, 256, 32, 0, 100 * US), big = mk(1056, 256, 32, 0, 10 * MS);
     launch(x, sa, &k, 0, 1);
-    timed_launch ta = { x, sa, &big, 2 }, tb = { x, sb, &k, 3 };
-    assert_int_equal(tl_dev_timer(&x->d, a_back, launch_timed, &ta), 0);
-    assert_int_equal(tl_dev_timer(&x->d, 2 * MS, launch_timed, &tb), 0);
+    later ta = { x, sa, &big, 1, 2 }, tb = { x, sb, &k, 1, 3 };
+    assert_int_equal(tl_dev_timer(&x->d, a_back, launch_later, &ta), 0);
+    assert_int_equal(tl_dev_timer(&x->d, 2 * MS, launch_later, &tb), 0);
     run(x);
     assert_int_equal(x->max_ctx_running, 1);
     assert_int_equal(rec_of(x, 2)->start_ns, a_back);
@@ -548,8 +549,8 @@ static void slice_overtime_case(int overtime, bool graph, tl_ns want_b)
     k.graph = graph;
     for (int i = 0; i < 100; i++)
         launch(x, sa, &k, 0, 100 + (uint64_t)i);
-    timed_launch tb = { x, sb, &kb, 1 };
-    assert_int_equal(tl_dev_timer(&x->d, 3 * MS, launch_timed, &tb), 0);
+    later tb = { x, sb, &kb, 1, 1 };
+    assert_int_equal(tl_dev_timer(&x->d, 3 * MS, launch_later, &tb), 0);
     run(x);
     assert_int_equal(x->max_ctx_running, 1);
     if (rec_of(x, 1)->start_ns != want_b)
@@ -595,18 +596,6 @@ static void test_timeslice_alone_no_switch(void **st)
 
 /* ---------- priorities, FIFO, leftovers ---------- */
 
-typedef struct later {
-    h *x;
-    tl_stream_id s;
-    const tl_op *op;
-    uint64_t tag;
-} later;
-
-static void launch_later(void *arg, tl_ns now)
-{
-    later *l = arg;
-    launch(l->x, l->s, l->op, 0, l->tag);
-}
 
 /* Toy GPU, 4 SMs. L (priority 0): 96 blocks x 256 threads, occ 8 -> 32 per
  * wave, 3 waves, 3 ms -> 1 ms per block. H (priority -5) arrives at 0.5 ms:
@@ -626,7 +615,7 @@ static void test_priority_streams(void **st)
     tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5);
     tl_op L = mk(96, 256, 32, 0, 3 * MS), H = mk(24, 512, 32, 0, 2 * MS);
     launch(x, lo, &L, 0, 1);
-    later lh = { x, hi, &H, 2 };
+    later lh = { x, hi, &H, 0, 2 };
     tl_dev_timer(&x->d, MS / 2, launch_later, &lh);
     run(x);
     struct { tl_ns t; uint64_t tag, blocks; } want[] = {
@@ -660,7 +649,7 @@ static void test_priority_clamp(void **st)
     tl_op big = mk(64, 1024, 32, 0, 2 * MS); /* occ 2: 8 per wave, 8 waves */
     tl_op small = mk(8, 1024, 32, 0, 1 * MS);
     launch(x, lo, &big, 0, 1);
-    later lh = { x, hi, &small, 2 };
+    later lh = { x, hi, &small, 0, 2 };
     tl_dev_timer(&x->d, 1, launch_later, &lh);
     run(x);
     /* big: 8 waves of 0.25 ms; small takes the SMs at the first wave end */
@@ -755,7 +744,7 @@ static void test_leftover_dispatch(void **st)
     tl_op k3 = mk(4, 64, 32, 0, 300 * US);
     launch(x, s1, &k1, 0, 1);
     launch(x, s2, &k2, 0, 2);
-    later l3 = { x, s3, &k3, 3 };
+    later l3 = { x, s3, &k3, 0, 3 };
     tl_dev_timer(&x->d, 1200 * US, launch_later, &l3);
     run(x);
     assert_int_equal(rec_of(x, 2)->start_ns, 1 * MS);
@@ -785,7 +774,7 @@ static void test_train_follower(void **st)
     tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
     tl_op k1 = mk(24, 128, 32, 100000, 3 * MS), k2 = mk(4, 64, 32, 0, 500 * US);
     launch(x, stream(x, c, 0), &k1, 0, 1);
-    later l2 = { x, stream(x, c, 0), &k2, 2 };
+    later l2 = { x, stream(x, c, 0), &k2, 0, 2 };
     tl_dev_timer(&x->d, 500 * US, launch_later, &l2);
     run(x);
     assert_int_equal(rec_of(x, 2)->start_ns, 2 * MS);
@@ -835,7 +824,7 @@ static void test_train_rate_change(void **st)
     tl_ctx_id a = ctx(x, TL_CTX_MPS, 0, 0, 0), b = ctx(x, TL_CTX_MPS, 0, 0, 0);
     tl_op ka = mk(6, 128, 32, 100000, 3 * MS), kb = mk(1, 1024, 32, 0, 1 * MS);
     launch(x, stream(x, a, 0), &ka, 0, 1);
-    later lb = { x, stream(x, b, 0), &kb, 2 };
+    later lb = { x, stream(x, b, 0), &kb, 0, 2 };
     tl_dev_timer(&x->d, 500 * US, launch_later, &lb);
     run(x);
     assert_int_equal(rec_of(x, 2)->end_ns, 1562500);
@@ -900,7 +889,7 @@ static void mps_order_case(int low_prio, int strict, int order, tl_ns *normal_st
     tl_ctx_id lo = ctx(x, TL_CTX_MPS, 0, low_prio, 0), no = ctx(x, TL_CTX_MPS, 0, 0, 0);
     tl_op L = mk(96, 256, 32, 0, 3 * MS), N = mk(32, 256, 32, 0, 1 * MS);
     launch(x, stream(x, lo, 0), &L, 0, 1);
-    later ln = { x, stream(x, no, 0), &N, 2 };
+    later ln = { x, stream(x, no, 0), &N, 0, 2 };
     tl_dev_timer(&x->d, MS / 2, launch_later, &ln);
     run(x);
     *normal_start = rec_of(x, 2)->start_ns;
@@ -945,7 +934,7 @@ static void stream_order_case(int order, int n_prio, tl_ns *n_start, tl_ns *l_en
     tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
     tl_op L = mk(96, 256, 32, 0, 3 * MS), N = mk(32, 256, 32, 0, 1 * MS);
     launch(x, stream(x, c, 0), &L, 0, 1);
-    later ln = { x, stream(x, c, n_prio), &N, 2 };
+    later ln = { x, stream(x, c, n_prio), &N, 0, 2 };
     tl_dev_timer(&x->d, MS / 2, launch_later, &ln);
     run(x);
     *n_start = rec_of(x, 2)->start_ns;
@@ -1282,7 +1271,7 @@ static void test_ptb_retreat_while_queued(void **st)
     tl_dev_timer(&x->d, 2 * MS, ptb_retreat, &p); /* before the round's end event */
     ptb_launch(&p);
     tl_op after = mk(4, 64, 32, 0, 100 * US);
-    later la = { x, s2, &after, 3 };
+    later la = { x, s2, &after, 0, 3 };
     tl_dev_timer(&x->d, 5 * MS, launch_later, &la);
     run(x);
     /* busy: 1 block on each of 3 SMs (breadth-first), busy2 waits (FIFO) ->
@@ -1488,7 +1477,7 @@ static void test_contention_kinds_age(void **st)
     tl_op k1 = mk(4, 256, 32, 100 * 1024, 2 * MS), k2 = mk(1, 256, 32, 0, 1500 * US);
     k1.work = k2.work = TL_WORK_COMPUTE;
     launch(x, lo, &k1, 0, 1);
-    later l2 = { x, hi, &k2, 2 };
+    later l2 = { x, hi, &k2, 0, 2 };
     tl_dev_timer(&x->d, 1 * US, launch_later, &l2);
     run(x);
     tl_ns e2 = rec_of(x, 2)->end_ns, e1 = rec_of(x, 1)->end_ns;
@@ -1520,7 +1509,7 @@ static void test_contention_partial_starve(void **st)
         k1.work = TL_WORK_MEMORY;
         k2.work = TL_WORK_COMPUTE;
         launch(x, lo, &k1, 0, 1);
-        later l2 = { x, hi, &k2, 2 };
+        later l2 = { x, hi, &k2, 0, 2 };
         tl_dev_timer(&x->d, 1 * US, launch_later, &l2);
         run(x);
         tl_ns e1 = rec_of(x, 1)->end_ns, e2 = rec_of(x, 2)->end_ns;
@@ -1555,7 +1544,7 @@ static void test_contention_churn(void **st)
         k2.work = TL_WORK_COMPUTE;
         k1.work = TL_WORK_MEMORY;
         launch(x, a, &k2, 0, 2);
-        later l1 = { x, b, &k1, 1 };
+        later l1 = { x, b, &k1, 0, 1 };
         tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
         run(x);
         end[i] = rec_of(x, 2)->end_ns;
@@ -1608,7 +1597,7 @@ static void mem_share_case(double ms, double cs, int k2_threads, tl_ns tau, tl_n
     k2.work = TL_WORK_COMPUTE;
     k1.work = TL_WORK_MEMORY;
     launch(x, a, &k2, 0, 2);
-    later l1 = { x, b, &k1, 1 };
+    later l1 = { x, b, &k1, 0, 1 };
     tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
     run(x);
     *k1_end = rec_of(x, 1)->end_ns;
@@ -1684,7 +1673,7 @@ static void cc_share_case(double cc, double cs, tl_ns *k1_end, tl_ns *k2_end)
     k2.work = TL_WORK_COMPUTE;
     k1.work = TL_WORK_COMPUTE;
     launch(x, a, &k2, 0, 2);
-    later l1 = { x, b, &k1, 1 };
+    later l1 = { x, b, &k1, 0, 1 };
     tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
     run(x);
     *k1_end = rec_of(x, 1)->end_ns;
