@@ -191,6 +191,22 @@ static void ready_ev(void *ctx, void *arg, uint64_t u)
     stream_advance(s, l->st);
 }
 
+/* gap_beside_*: the extra gap of a kernel of st whose predecessor just ended,
+ * from the other work its GPU's front end is serving: another context's
+ * kernels in the unit (MPS clients), else another stream's of its own. */
+static tl_ns gap_beside(const sim *s, const sstream *st)
+{
+    const sctx *c = st->c;
+    const unit *u = c->u;
+    if (s->p.gap_beside_ctx_ns > 0)
+        for (int i = 0; i < u->n_ctxs; i++) {
+            const sctx *o = u->ctxs[i];
+            if (o != c && (o->sms_now > 0 || o->ee_mask))
+                return s->p.gap_beside_ctx_ns;
+        }
+    return c->sms_now > 0 || c->ee_mask ? s->p.gap_beside_stream_ns : 0;
+}
+
 void stream_advance(sim *s, sstream *st)
 {
     launch *l = st->head;
@@ -198,6 +214,9 @@ void stream_advance(sim *s, sstream *st)
         return;
     tl_ns now = sim_now(s);
     tl_ns free_at = st->last_end + (l->op && l->op->graph ? s->p.graph_gap_ns : s->p.stream_gap_ns);
+    if (l->kind == ITEM_KERNEL && st->last_end == now &&
+        (s->p.gap_beside_stream_ns > 0 || s->p.gap_beside_ctx_ns > 0))
+        free_at += gap_beside(s, st);
     if (l->ready_at > now || free_at > now) {
         /* A kernel already issued that waits only for the gap behind the
          * one before it is on the GPU: it is its unit's work, or the time

@@ -679,19 +679,6 @@ static void test_stream_fifo(void **st)
  * the gap after that one ends (b at 100 us + 2 us); one launched after the
  * gap has passed starts at once (c, launched at 300 us, long after b's end
  * at 152 us); ops on another stream are not held (d starts at 0 beside a). */
-typedef struct later_launch {
-    h *x;
-    tl_stream_id s;
-    const tl_op *op;
-} later_launch;
-
-static void launch_at_timer(void *arg, tl_ns now)
-{
-    (void)now;
-    later_launch *l = arg;
-    launch(l->x, l->s, l->op, 0, 3);
-}
-
 static void test_stream_gap(void **st)
 {
     (void)st;
@@ -705,8 +692,8 @@ static void test_stream_gap(void **st)
     launch(x, s, &a, 0, 1);
     launch(x, s, &b, 0, 2);
     launch(x, s2, &d, 0, 4);
-    later_launch l = { x, s, &cc };
-    assert_int_equal(tl_dev_timer(&x->d, 300 * US, launch_at_timer, &l), 0);
+    later l = { x, s, &cc, 0, 3 };
+    assert_int_equal(tl_dev_timer(&x->d, 300 * US, launch_later, &l), 0);
     run(x);
     assert_int_equal(rec_of(x, 1)->end_ns, 100 * US);
     assert_int_equal(rec_of(x, 2)->start_ns, 102 * US);
@@ -723,6 +710,52 @@ static void test_stream_gap(void **st)
     assert_int_equal(p.stream_gap_ns, 1150);
     assert_int_equal(tl_sim_params_apply(&p, "stream_gap_ns=-1", &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "stream_gap_ns"));
+}
+
+/* gap_beside_*: b, back to back behind a (100 us) on stream s, starts
+ * stream_gap_ns (2 us) later alone; 1 us more while another stream of its
+ * context holds a kernel (d, 1 ms, resident throughout); 3 us more while
+ * another MPS client of its unit does (and only that: its own context's
+ * other stream is idle then). */
+static tl_ns gap_beside_case(int other_ctx, bool other_work)
+{
+    h *x = open_h(4, 0);
+    x->p.stream_gap_ns = 2 * US;
+    x->p.gap_beside_stream_ns = 1 * US;
+    x->p.gap_beside_ctx_ns = 3 * US;
+    start_h(x);
+    tl_ctx_kind kind = other_ctx ? TL_CTX_MPS : TL_CTX_TIMESLICED;
+    tl_ctx_id c = ctx(x, kind, 0, 0, 0);
+    tl_ctx_id c2 = other_ctx ? ctx(x, kind, 0, 0, 0) : c;
+    tl_stream_id s = stream(x, c, 0), s2 = stream(x, c2, 0);
+    tl_op a = mk(1, 64, 32, 0, 100 * US), b = mk(1, 64, 32, 0, 50 * US), d = mk(1, 64, 32, 0, 1 * MS);
+    launch(x, s, &a, 0, 1);
+    launch(x, s, &b, 0, 2);
+    if (other_work)
+        launch(x, s2, &d, 1, 3);
+    run(x);
+    tl_ns start = rec_of(x, 2)->start_ns;
+    close_h(x);
+    return start;
+}
+
+static void test_gap_beside(void **st)
+{
+    (void)st;
+    assert_int_equal(gap_beside_case(0, false), 102 * US);
+    assert_int_equal(gap_beside_case(0, true), 103 * US);
+    assert_int_equal(gap_beside_case(1, false), 102 * US);
+    assert_int_equal(gap_beside_case(1, true), 105 * US);
+    /* off by default; out of range refused */
+    tl_err err;
+    tl_gpu_props g;
+    tl_sim_params p;
+    assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.gap_beside_stream_ns, 0);
+    assert_int_equal(p.gap_beside_ctx_ns, 0);
+    assert_int_equal(tl_sim_params_apply(&p, "gap_beside_ctx_ns=2000000", &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "gap_beside_ctx_ns"));
 }
 
 /* Same level, two streams: only the EE head dispatches; the next kernel gets
@@ -2203,6 +2236,7 @@ int main(void)
         cmocka_unit_test(test_dram_share),
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
+        cmocka_unit_test(test_gap_beside),
         cmocka_unit_test(test_timeslice_stream_gap),
         cmocka_unit_test(test_timeslice_periodic),
         cmocka_unit_test(test_timeslice_idle_handover),

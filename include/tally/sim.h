@@ -88,6 +88,12 @@ typedef struct tl_sim_params {
                                   waiting (the back-to-back dispatch gap) */
     tl_ns graph_gap_ns;        /* the same for an op launched inside a CUDA graph
                                   (tl_op.graph) */
+    tl_ns gap_beside_stream_ns; /* added to a kernel's gap while another stream of its
+                                  context has a kernel queued or resident (the GPU's
+                                  front end serves both: sim/README.md, "Gaps beside
+                                  other work"); 0: none */
+    tl_ns gap_beside_ctx_ns;   /* the same while another context of its unit does
+                                  (MPS clients); 0: none */
     tl_ns graph_launch_ns;     /* host time launching a CUDA graph (a graph job's
                                   iteration, tl_trace_as_graph) before its first op
                                   is issued ... */
