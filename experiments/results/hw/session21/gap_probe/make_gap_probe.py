@@ -12,6 +12,7 @@ launches? Three traces (tally-trace flat form), each job launched as CUDA graphs
 so that the two jobs of a pair never wait for room (at most 140 blocks of at most 256
 threads on 132 SMs). The spec gap_probe.json runs chain beside each, as training jobs (closed
 loops), under mps and priority streams (one priority), 1 s after 0.3 s, seed 1.
+gap_probe_eager.json is the same with every kernel launched on its own (no graphs).
     python3 make_gap_probe.py DIR"""
 import json, os, sys
 
@@ -50,8 +51,9 @@ trace("chain.json", "chain_probe", 8, 128, 5, 100)
 trace("long.json", "long_probe", 16, 256, 1000, 4)
 trace("short.json", "short_probe", 16, 128, 5, 100)
 trace("wide.json", "wide_probe", 132, 256, 1000, 4)
-job = lambda name: {"name": name, "trace": name + ".json", "role": "training", "graph": True}
-json.dump({"name": "gap-probe", "gpu": "H100", "duration_s": 1, "warmup_s": 0.3, "seed": 1, "repetitions": 1,
-           "policies": ["mps", "priority-streams"],
-           "job_sets": [[job("chain"), job(o)] for o in ("long", "short", "wide")]},
-          open(os.path.join(out, "gap_probe.json"), "w"), indent=1)
+for spec, graph in (("gap_probe", True), ("gap_probe_eager", False)):
+    job = lambda name: {"name": name, "trace": name + ".json", "role": "training", "graph": graph}
+    json.dump({"name": spec.replace('_', '-'), "gpu": "H100", "duration_s": 1, "warmup_s": 0.3, "seed": 1,
+               "repetitions": 1, "policies": ["mps", "priority-streams"],
+               "job_sets": [[job("chain"), job(o)] for o in ("long", "short", "wide")]},
+              open(os.path.join(out, spec + ".json"), "w"), indent=1)
