@@ -272,8 +272,13 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * kernels leave 1.15 us launched one by one, so ~0.1 us in a graph is
      * likely, 0.83 us the safe reading). Elsewhere not measured: the stream's. */
     p->graph_gap_ns = h100 ? 830 : p->stream_gap_ns;
-    p->gap_beside_stream_ns = 0;
-    p->gap_beside_ctx_ns = 0;
+    /* A graph kernel waiting back to back starts later while other work is on
+     * the GPU: on the H100 +0.22-0.35 us (median gap) beside another MPS
+     * client's kernels whatever their launch rate, +0.06-0.09 us beside another
+     * stream of its own context (experiments/results/hw/session21/, the gap
+     * probe; the headline's per-kernel records agree). Elsewhere not measured. */
+    p->gap_beside_stream_ns = h100 ? 60 : 0;
+    p->gap_beside_ctx_ns = h100 ? 300 : 0;
     /* The host's cudaGraphLaunch call, which the runner waits out before a
      * graph's ops are issued: on the H100, 4.8-6.4 us for MobileNetV3's graphs
      * of 204 ops, 8.5-12 us for 162 and 234 (ViT, ResNet-50 b8; tally-run's

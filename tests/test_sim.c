@@ -746,11 +746,16 @@ static void test_gap_beside(void **st)
     assert_int_equal(gap_beside_case(0, true), 103 * US);
     assert_int_equal(gap_beside_case(1, false), 102 * US);
     assert_int_equal(gap_beside_case(1, true), 105 * US);
-    /* off by default; out of range refused */
+    /* the H100's defaults (revision 19: the gap probe), none where not
+     * measured; out of range refused */
     tl_err err;
     tl_gpu_props g;
     tl_sim_params p;
     assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.gap_beside_stream_ns, 60);
+    assert_int_equal(p.gap_beside_ctx_ns, 300);
+    assert_int_equal(tl_gpu_lookup("A100", &g, &err), 0);
     tl_sim_params_default(&p, &g);
     assert_int_equal(p.gap_beside_stream_ns, 0);
     assert_int_equal(p.gap_beside_ctx_ns, 0);

@@ -88,12 +88,12 @@ typedef struct tl_sim_params {
                                   waiting (the back-to-back dispatch gap) */
     tl_ns graph_gap_ns;        /* the same for an op launched inside a CUDA graph
                                   (tl_op.graph) */
-    tl_ns gap_beside_stream_ns; /* added to a kernel's gap while another stream of its
-                                  context has a kernel queued or resident (the GPU's
-                                  front end serves both: sim/README.md, "Gaps beside
-                                  other work"); 0: none */
+    tl_ns gap_beside_stream_ns; /* added to the gap of a kernel that waited behind
+                                  another on its stream while another stream of its
+                                  context has a kernel queued or resident (sim/README.md,
+                                  "Gaps beside other work"; H100 60, else 0: none) */
     tl_ns gap_beside_ctx_ns;   /* the same while another context of its unit does
-                                  (MPS clients); 0: none */
+                                  (MPS clients; H100 300, else 0) */
     tl_ns graph_launch_ns;     /* host time launching a CUDA graph (a graph job's
                                   iteration, tl_trace_as_graph) before its first op
                                   is issued ... */
@@ -226,8 +226,11 @@ typedef struct tl_sim_stats {
  * contention churn on the H100 (a compute group beside another launch's memory
  * kernel of blocks under 4 us runs 1.6x slower on those SMs); 18: stream_order
  * 1 on the H100 (streams of one priority level take turns for room as MPS
- * clients do, instead of waiting behind the level's head kernel). */
-#define TL_SIM_MODEL_REVISION 18
+ * clients do, instead of waiting behind the level's head kernel); 19:
+ * gap_beside_ctx_ns 300 and gap_beside_stream_ns 60 on the H100 (a kernel's
+ * back-to-back gap grows while another MPS client, or another stream of its
+ * context, has work on the GPU: session 21's gap probe). */
+#define TL_SIM_MODEL_REVISION 19
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
