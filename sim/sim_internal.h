@@ -449,8 +449,16 @@ static inline void emit_activity(sim *s, group *g, tl_sim_activity_kind kind, bo
     if (s->act_fn)
         emit_activity_now(s, g, kind, paused);
 }
-void launch_kernel_prepare(sim *s, launch *l);
 void trains_break_unit(sim *s, unit *u);
+
+/* sim_group.c: a launch's timing, prepared when it enters the hardware, and the
+ * groups its placed blocks run as (what sim_dispatch.c's placement starts) */
+void launch_kernel_prepare(sim *s, launch *l);
+uint64_t kernel_bps(const sim *s, uint64_t grid, int occ); /* blocks an SM when spread */
+group *group_new(sim *s, launch *l, unit *u);
+void group_start(sim *s, group *g);
+bool alone_in_unit(const unit *u, const launch *l);
+bool trains_break_launch(sim *s, launch *l);
 
 /* sim_stream.c */
 void stream_advance(sim *s, sstream *st);
