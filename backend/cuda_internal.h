@@ -183,6 +183,9 @@ typedef struct tl_cuda {
 } tl_cuda;
 
 int tl_cuda_errf(tl_err *err, int cuda_err, const char *what);
+/* cuda_device.c: grow the pinned and device copy buffers to bytes (synchronizes the
+ * device when it must reallocate). */
+int tl_cuda_ensure_buffers(tl_cuda *c, size_t bytes, tl_err *err);
 int tl_drv_load(tl_drv *d);
 int tl_cuda_green_create(tl_cuda *c, int sm_count, CUgreenCtx *out, int *got_sms, tl_err *err);
 int tl_cuda_green_stream(tl_cuda *c, CUgreenCtx g, int prio, cudaStream_t *out, tl_err *err);
