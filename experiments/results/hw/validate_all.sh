@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every H100 validation of both headline specs, at the current defaults, into OUTDIR
 # (one validation_NAME.md and .csv per hardware database): the node-calibrated graph
-# runs (seeds 1-6 and the seed-5 repeat, every policy, 8 s; session 18's seeds 1, 2, 6-8 and session 19's seeds 9-10 and session 21's seed 11 with
+# runs (seeds 1-6 and the seed-5 repeat, every policy, 8 s; session 18's seeds 1, 2, 6-8 and session 19's seeds 9-10 and session 21's seeds 11-12 with
 # the run's time 0 after the setup), the tally -k run, the
 # launch-calibrated ones (s11, s12, s12r3), the one-carveout runs of session 14
 # (simulated with carveout 0 from their meta hw_synth_carveout), the 30 s tally/tgs
@@ -35,6 +35,7 @@ v validation_graph_node_s8 $g $hw/session18/graph_node_s8.db "$@"
 v validation_graph_node_s9 $g $hw/session19/graph_node_s9.db "$@"
 v validation_graph_node_s10 $g $hw/session19/graph_node_s10.db "$@"
 v validation_graph_node_s11 $g $hw/session21/call3/graph_node_s11.db "$@"
+v validation_graph_node_s12 $g $hw/session21/call4/graph_node_s12.db "$@"
 v validation_tallyk_s5 $g $s17/tallyk_s5.db "$@"
 v validation_graph_s11 $g $hw/session11/graph_s11.db "$@"
 v validation_graph_s12 $g $hw/session12/graph_s12.db "$@"
