@@ -124,18 +124,13 @@ double contention_partly_starved(const tl_contention_params *p, double f, double
     return 1.0 / ((1 - f) / free_sd + f * p->starved_rate);
 }
 
-/* Churn (KINDS; the H100's default since model revision 17): a compute group sharing
- * a share f of its SMs with blocks of another launch's memory-bound kernel whose
- * blocks are shorter than churn_block_ns runs churn_slowdown times slower there, as
- * the H100 ran an inference-GEMM-shaped kernel's blocks 2x slower beside 6272-block
- * streaming kernels of ~3 us blocks and at their own speed beside ~15 us blocks
- * (experiments/results/hw/contention_shapes/). Rate (1 - f) + f / churn_slowdown.
- * The values (4 us, 1.6) were fitted on the graph headline's H100 validation. */
-double contention_churn_slowdown(const tl_contention_params *p, double f)
+/* A group slowed m times on a share f of its SMs (at most 1) and free_sd on the
+ * rest: rate (1 - f) / free_sd + f / (free_sd x m). */
+static double share_slowed(double f, double m, double free_sd)
 {
     if (f > 1)
         f = 1;
-    return 1.0 / ((1 - f) + f / p->churn_slowdown);
+    return free_sd / ((1 - f) + f / m);
 }
 
 /* mem_share (KINDS, experimental): a memory group sharing a share f of its SMs
@@ -150,8 +145,6 @@ double contention_churn_slowdown(const tl_contention_params *p, double f)
 double contention_mem_share_slowdown(const tl_contention_params *p, bool churns, double f,
                                      double pressure, double block_ns, double free_sd)
 {
-    if (f > 1)
-        f = 1;
     if (pressure != pressure) /* NaN: crowding_warps 0 */
         pressure = 2;
     double m = churns && p->mem_share_short > 0 ? p->mem_share_short : p->mem_share;
@@ -162,14 +155,21 @@ double contention_mem_share_slowdown(const tl_contention_params *p, bool churns,
         if (m > 1 / p->starved_rate)
             m = 1 / p->starved_rate;
     }
-    return free_sd / ((1 - f) + f / m);
+    return share_slowed(f, m, free_sd);
 }
 
 /* A compute group sharing a share fc of its SMs with churning memory blocks and fl
  * with other memory blocks (compute_share > 0): rate (1 - fc - fl) + fc /
  * churn_slowdown + fl / c, the shares cut to 1 in all; c = compute_share, or with
  * compute_share_tau_ns, 1 + (compute_share - 1) x tau / (tau + its own block time):
- * long compute blocks lose less. */
+ * long compute blocks lose less.
+ * Churn (KINDS; the H100's default since model revision 17): blocks of another
+ * launch's memory-bound kernel whose blocks are shorter than churn_block_ns slow a
+ * compute group churn_slowdown times on the SMs they share, as the H100 ran an
+ * inference-GEMM-shaped kernel's blocks 2x slower beside 6272-block streaming
+ * kernels of ~3 us blocks and at their own speed beside ~15 us blocks
+ * (experiments/results/hw/contention_shapes/). The values (4 us, 1.6) were fitted on
+ * the graph headline's H100 validation. */
 double contention_compute_beside_memory(const tl_contention_params *p, double fc, double fl,
                                         double block_ns)
 {
@@ -199,14 +199,12 @@ double contention_compute_beside_memory(const tl_contention_params *p, double fc
 double contention_cc_share_slowdown(const tl_contention_params *p, double f, double block_ns,
                                     double free_sd)
 {
-    if (f > 1)
-        f = 1;
     double m = p->cc_share * pow(block_ns / 50000.0, p->cc_share_exp);
     if (!(m >= 1))
         m = 1;
     if (m > 1 / p->starved_rate)
         m = 1 / p->starved_rate;
-    return free_sd / ((1 - f) + f / m);
+    return share_slowed(f, m, free_sd);
 }
 
 tl_graph_launch tl_sim_params_graph_launch(const tl_sim_params *p)

@@ -516,7 +516,6 @@ double contention_compute_beside_memory(const tl_contention_params *p, double fc
                                         double block_ns);
 double contention_cc_share_slowdown(const tl_contention_params *p, double f, double block_ns,
                                     double free_sd);
-double contention_churn_slowdown(const tl_contention_params *p, double f);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */
 static inline bool contention_starves(int wa, uint64_t age_a, int wb, uint64_t age_b)
