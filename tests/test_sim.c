@@ -1618,22 +1618,27 @@ static void test_contention_churn(void **st)
  *   1.6 K2 runs 1.6x slower meanwhile: 40 us x 0.375 = 15 us later (115 us);
  * - K2 of 64-thread blocks (2 warps an SM of the 4.74 that fill it): K1's slowdown is
  *   1 + (2 - 1) x 2 / 4.74, so it ends at 1 + 20 x 1.42194 = 29.44 us. */
-static void mem_share_case(double ms, double cs, int k2_threads, tl_ns tau, tl_ns *k1_end,
-                           tl_ns *k2_end)
+/* A sharing case on four SMs: share_h opens x (KINDS, crowding_warps 4.74) for the
+ * caller to set options on; share_case_run starts it, runs K2, compute, 4 blocks of
+ * k2_threads, 100 us from 0, and K1, of kind k1_work, 4 blocks of 256 threads, 20 us,
+ * launched at 1 us on another stream beside it, gives their ends and closes x. */
+static h *share_h(void)
 {
     h *x = open_h(4, -1);
     x->p.contention.model = TL_CONTENTION_KINDS; /* the H100's (a 4-SM GPU gets THREADS) */
     x->p.crowding_warps = 4.74;
-    x->p.contention.mem_share = ms;
-    x->p.contention.compute_share = cs;
-    x->p.contention.mem_share_tau_ns = tau;
-    x->p.contention.compute_share_tau_ns = tau;
+    return x;
+}
+
+static void share_case_run(h *x, int k2_threads, tl_work_kind k1_work, tl_ns *k1_end,
+                           tl_ns *k2_end)
+{
     start_h(x);
     tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
     tl_stream_id a = stream(x, c, 0), b = stream(x, c, 0);
     tl_op k2 = mk(4, k2_threads, 32, 0, 100 * US), k1 = mk(4, 256, 32, 0, 20 * US);
     k2.work = TL_WORK_COMPUTE;
-    k1.work = TL_WORK_MEMORY;
+    k1.work = k1_work;
     launch(x, a, &k2, 0, 2);
     later l1 = { x, b, &k1, 0, 1 };
     tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
@@ -1641,6 +1646,17 @@ static void mem_share_case(double ms, double cs, int k2_threads, tl_ns tau, tl_n
     *k1_end = rec_of(x, 1)->end_ns;
     *k2_end = rec_of(x, 2)->end_ns;
     close_h(x);
+}
+
+static void mem_share_case(double ms, double cs, int k2_threads, tl_ns tau, tl_ns *k1_end,
+                           tl_ns *k2_end)
+{
+    h *x = share_h();
+    x->p.contention.mem_share = ms;
+    x->p.contention.compute_share = cs;
+    x->p.contention.mem_share_tau_ns = tau;
+    x->p.contention.compute_share_tau_ns = tau;
+    share_case_run(x, k2_threads, TL_WORK_MEMORY, k1_end, k2_end);
 }
 
 static void test_contention_mem_share(void **st)
@@ -1699,24 +1715,10 @@ static void test_contention_mem_share(void **st)
  *   compute_share 1.6 K2, the older, runs 1.6x slower meanwhile. */
 static void cc_share_case(double cc, double cs, tl_ns *k1_end, tl_ns *k2_end)
 {
-    h *x = open_h(4, -1);
-    x->p.contention.model = TL_CONTENTION_KINDS;
-    x->p.crowding_warps = 4.74;
+    h *x = share_h();
     x->p.contention.cc_share = cc;
     x->p.contention.compute_share = cs;
-    start_h(x);
-    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-    tl_stream_id a = stream(x, c, 0), b = stream(x, c, 0);
-    tl_op k2 = mk(4, 256, 32, 0, 100 * US), k1 = mk(4, 256, 32, 0, 20 * US);
-    k2.work = TL_WORK_COMPUTE;
-    k1.work = TL_WORK_COMPUTE;
-    launch(x, a, &k2, 0, 2);
-    later l1 = { x, b, &k1, 0, 1 };
-    tl_dev_timer(&x->d, 1 * US, launch_later, &l1);
-    run(x);
-    *k1_end = rec_of(x, 1)->end_ns;
-    *k2_end = rec_of(x, 2)->end_ns;
-    close_h(x);
+    share_case_run(x, 256, TL_WORK_COMPUTE, k1_end, k2_end);
 }
 
 static void test_contention_cc_share(void **st)
