@@ -26,6 +26,8 @@ typedef struct req_slot {
     uint32_t id;
     tl_ns arrival, start, host_end, gpu_end;
     uint32_t outstanding;  /* its tasks not yet complete */
+    uint32_t graph_live;   /* graph ops issued in it whose room is not yet back
+                              (given back when it has nothing outstanding) */
     busy_iv *ivs;          /* GPU intervals of its completed tasks; busy time is their
                               union, merged when the slot finishes (tasks of several
                               streams complete out of start order) */
@@ -87,11 +89,18 @@ typedef struct job_rt {
     uint32_t next_req_id;
     uint64_t seq;
     uint64_t outstanding; /* tasks issued, not complete */
+    /* A graph job's launch-queue room comes back a whole graph at a time: the
+     * host learns of a graph's kernels only when the graph ends (CUDA reports
+     * a graph launch as one; tally-run's graphs do the same), so the room its
+     * ops took is held until its iteration has nothing left outstanding. */
+    uint64_t graph_live_ops;   /* the sum of the slots' graph_live */
+    uint32_t graph_live_slots; /* slots with graph_live > 0 */
     /* blocking condition */
     int block_stream;     /* -2 none, -1 all streams, else stream index */
     uint64_t block_count[TL_MAX_JOB_STREAMS];
     tl_ns block_since;
     const tl_op *block_op;
+    bool block_graph;     /* blocked on the launch queue before a graph launch */
     stream_state streams[TL_MAX_JOB_STREAMS];
     event_state *events;
     int n_events;
@@ -262,12 +271,25 @@ static void slot_maybe_finish(job_rt *j, uint32_t s)
 
 /* ---------- task completion (called by policies) ---------- */
 
+/* Would a launch call block now (the launch queue full)? Ops launched one by
+ * one take one entry each, given back as each completes. A graph job's
+ * iteration is one launch (it blocks only before one, so its GPU work comes in
+ * the same pieces every iteration), and its room comes back by whole graphs;
+ * one graph may always queue behind another, as a graph of more ops than the
+ * queue holds is one launch too. */
+static bool launch_queue_full(const job_rt *j, bool graph)
+{
+    if (!graph)
+        return j->outstanding >= TL_LAUNCH_QUEUE_DEPTH;
+    return j->graph_live_ops >= TL_LAUNCH_QUEUE_DEPTH && j->graph_live_slots >= 2;
+}
+
 static bool host_condition_met(const job_rt *j)
 {
     if (j->block_stream == -2)
         return true;
     if (j->block_stream == -3)
-        return j->outstanding < TL_LAUNCH_QUEUE_DEPTH;
+        return !launch_queue_full(j, j->block_graph);
     const tl_trace *t = j->spec->trace;
     for (int s = 0; s < t->n_streams; s++) {
         if (j->block_stream >= 0 && s != j->block_stream)
@@ -348,7 +370,13 @@ void tl_task_complete(tl_runtime *rt, tl_task *t, tl_ns start_ns, tl_ns end_ns)
 static void stream_work_done(job_rt *j, uint32_t slot)
 {
     tl_runtime *rt = j->rt;
-    j->slots[slot].outstanding--;
+    req_slot *r = &j->slots[slot];
+    r->outstanding--;
+    if (!r->outstanding && r->graph_live) { /* its graphs have ended */
+        j->graph_live_ops -= r->graph_live;
+        j->graph_live_slots--;
+        r->graph_live = 0;
+    }
     check_gates(j);
     slot_maybe_finish(j, slot);
     if (j->host == HOST_BLOCKED && j->block_stream != -2 && host_condition_met(j)) {
@@ -465,9 +493,15 @@ static void issue_on_stream(job_rt *j, const tl_op *op, tl_ns now)
 {
     stream_state *ss = &j->streams[op->stream];
     if (is_gpu_work(op)) {
+        req_slot *r = &j->slots[j->cur_slot];
         ss->issued++;
         j->outstanding++;
-        j->slots[j->cur_slot].outstanding++;
+        r->outstanding++;
+        if (op->graph) {
+            j->graph_live_slots += !r->graph_live;
+            r->graph_live++;
+            j->graph_live_ops++;
+        }
     } else if (op->kind == TL_OP_UNTRACED) { /* stream work, but no device task */
         ss->issued++;
         j->slots[j->cur_slot].outstanding++;
@@ -540,9 +574,10 @@ static void host_continue(job_rt *j)
          * graph job launches its iteration at once (one graph launch), so it
          * blocks only before an iteration, never in the middle of one: its
          * GPU work then comes in the same pieces every iteration. */
-        if (j->outstanding >= TL_LAUNCH_QUEUE_DEPTH && (!op->graph || j->op_index == 0)) {
+        if ((!op->graph || j->op_index == 0) && launch_queue_full(j, op->graph)) {
             j->host = HOST_BLOCKED;
             j->block_stream = -3;
+            j->block_graph = op->graph;
             return;
         }
         bool waits = false;

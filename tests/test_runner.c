@@ -160,10 +160,11 @@ static void test_host_runs_ahead_gpu_bound(void **state)
  * issued at once. Launched one by one, the host blocks mid-iteration: iteration
  * 1 gets 424 launches at 0 and one per completion after, so it is issued by 176
  * us, iteration 2 (starting then) by 776 us. As a CUDA graph (op.graph) an
- * iteration is one launch: the host blocks only before one. Iteration 1 is
- * issued whole at 0 (600 pending < 1024); iteration 2 starts at 0 but waits
- * until 1200 - 177 = 1023 are pending, at 177 us, and is then issued whole, so
- * iteration 3 starts at 177 us. */
+ * iteration is one launch: the host blocks only before one, and the room comes
+ * back when a whole graph has ended (the host learns of its kernels at its
+ * end). Iteration 1 is issued whole at 0 (600 pending < 1024); iteration 2
+ * starts at 0 but waits while 1200 are pending in two graphs, until iteration 0
+ * ends at 600 us, and is then issued whole, so iteration 3 starts at 600 us. */
 static void test_graph_blocks_between_iterations(void **state)
 {
     static tl_op ops[600];
@@ -181,9 +182,34 @@ static void test_graph_blocks_between_iterations(void **state)
         assert_true(res.n_recs >= 4);
         assert_int_equal(res.recs[1].start_ns, 0);
         assert_int_equal(res.recs[2].start_ns, graph ? 0 : 176 * US);
-        assert_int_equal(res.recs[3].start_ns, graph ? 177 * US : 776 * US);
+        assert_int_equal(res.recs[3].start_ns, graph ? 600 * US : 776 * US);
         tl_run_result_close(&res);
     }
+}
+
+/* A graph of more ops than the launch queue holds (1500 1-us kernels) is still
+ * one launch, and one graph may queue behind another: iterations 0 and 1 are
+ * issued at 0, iteration 2 (starting at 0) waits while two graphs hold 3000
+ * ops, until iteration 0 ends at 1500 us, so iteration 3 starts then. */
+static void test_graph_larger_than_queue(void **state)
+{
+    static tl_op ops[1500];
+    for (int i = 0; i < 1500; i++) {
+        ops[i] = kernel(0, 0, 0, 1 * US);
+        ops[i].graph = 1;
+    }
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 1500, 0);
+    tl_job_spec job = { .name = "train", .trace = &t, .role = TL_ROLE_TRAINING };
+    tl_run_result res;
+    run(&job, 1, 0, 5000 * US, &res);
+    assert_true(res.n_recs >= 3);
+    assert_int_equal(res.recs[1].start_ns, 0);
+    assert_int_equal(res.recs[2].start_ns, 0);
+    assert_int_equal(res.recs[2].end_ns, 4500 * US);
+    tl_run_result_close(&res);
+    (void)state;
 }
 
 /* Requests at 0 and 50 us, 100 us of GPU each, served one at a time: the
@@ -399,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_training_closed_loop),
         cmocka_unit_test(test_host_runs_ahead_gpu_bound),
         cmocka_unit_test(test_graph_blocks_between_iterations),
+        cmocka_unit_test(test_graph_larger_than_queue),
         cmocka_unit_test(test_inference_queueing),
         cmocka_unit_test(test_slow_phases),
         cmocka_unit_test(test_slow_phases_metric),
