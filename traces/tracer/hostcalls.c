@@ -3,7 +3,7 @@
  *
  * The handler runs on the program's launching thread around every launch,
  * so it does as little as it can: at entry, one CUPTI timestamp into the
- * call's correlationData (inject.c); at exit, another, and one 24-byte entry
+ * call's correlationData (callbacks.c); at exit, another, and one 24-byte entry
  * appended to the thread's own buffer with a plain store and a release
  * store of the count. No lock, no name or stream lookup (the GPU record has
  * the stream and the name), no system call. The lock (tt_hc_log.mu) is

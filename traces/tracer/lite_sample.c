@@ -6,7 +6,7 @@
  * ~2.3 us instead of ~1.2 us between back-to-back kernels: +4-5% on
  * ResNet-50 training steps (experiments/results/tracer/README.md). With
  * --latency-sample N the library collects them in one iteration of every N
- * only (inject.c turns them on and off at iteration boundaries), and this
+ * only (activity_kinds.c turns them on and off at iteration boundaries), and this
  * file gives the launches of the other iterations the host times of the
  * nearest sampled iteration that made the same calls, measured from the
  * same place:
