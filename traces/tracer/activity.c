@@ -1,6 +1,6 @@
 /* tally-trace: the records CUPTI's activity API delivers, in buffers of
  * ours (tt_buffer_requested, tt_buffer_completed), turned into the store's
- * compact records under g.mu: kernels (names demangled once, the iteration
+ * compact records under tt_state.mu: kernels (names demangled once, the iteration
  * kernel found here), copies, memsets, API calls, synchronizations, CUDA
  * events, streams and NVTX ranges. Records outside the window are dropped as
  * they arrive, and so are the API calls that only ask something
@@ -103,30 +103,30 @@ void tt_find_queries(void)
 
 static uint32_t kernel_name(const char *mangled)
 {
-    uint32_t m = tt_intern(&g.store, mangled);
+    uint32_t m = tt_intern(&tt_state.store, mangled);
     if (m == 0)
         return 0;
-    if (m >= g.n_demangled) {
-        uint32_t n = g.n_demangled ? g.n_demangled : 256;
+    if (m >= tt_state.n_demangled) {
+        uint32_t n = tt_state.n_demangled ? tt_state.n_demangled : 256;
         while (n <= m)
             n *= 2;
-        uint32_t *p = realloc(g.demangled, n * sizeof *p);
+        uint32_t *p = realloc(tt_state.demangled, n * sizeof *p);
         if (!p)
             return m;
-        memset(p + g.n_demangled, 0, (n - g.n_demangled) * sizeof *p);
-        g.demangled = p;
-        g.n_demangled = n;
+        memset(p + tt_state.n_demangled, 0, (n - tt_state.n_demangled) * sizeof *p);
+        tt_state.demangled = p;
+        tt_state.n_demangled = n;
     }
-    if (!g.demangled[m]) {
+    if (!tt_state.demangled[m]) {
         int status = -1;
         char *d = mangled[0] == '_' && mangled[1] == 'Z' ? __cxa_demangle(mangled, NULL, NULL, &status)
                                                          : NULL;
-        g.demangled[m] = status == 0 && d ? tt_intern(&g.store, d) : m;
+        tt_state.demangled[m] = status == 0 && d ? tt_intern(&tt_state.store, d) : m;
         free(d);
-        if (!g.demangled[m])
-            g.demangled[m] = m;
+        if (!tt_state.demangled[m])
+            tt_state.demangled[m] = m;
     }
-    return g.demangled[m];
+    return tt_state.demangled[m];
 }
 
 /* Is this (demangled) kernel name the one that starts each iteration? The
@@ -147,9 +147,9 @@ static bool iteration_kernel(uint32_t name)
         kmatch = p, n_kmatch = n;
     }
     if (!kmatch[name]) {
-        bool m = strstr(g.store.strings[name], g.opts.iter_kernel) != NULL;
-        for (uint32_t i = 0; !m && i < g.n_demangled && i < g.store.n_strings; i++)
-            m = g.demangled[i] == name && strstr(g.store.strings[i], g.opts.iter_kernel);
+        bool m = strstr(tt_state.store.strings[name], tt_state.opts.iter_kernel) != NULL;
+        for (uint32_t i = 0; !m && i < tt_state.n_demangled && i < tt_state.store.n_strings; i++)
+            m = tt_state.demangled[i] == name && strstr(tt_state.store.strings[i], tt_state.opts.iter_kernel);
         kmatch[name] = m ? 2 : 1;
     }
     return kmatch[name] == 2;
@@ -159,40 +159,40 @@ uint32_t tt_api_name(int driver, uint32_t cbid)
 {
     if (cbid >= 1024)
         return 0;
-    if (!g.api_names[driver][cbid]) {
+    if (!tt_state.api_names[driver][cbid]) {
         const char *name = NULL;
         cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid,
                              &name);
         char base[256];
         tt_api_base_name(name, base, sizeof base);
-        g.api_names[driver][cbid] = tt_intern(&g.store, base);
+        tt_state.api_names[driver][cbid] = tt_intern(&tt_state.store, base);
     }
-    return g.api_names[driver][cbid];
+    return tt_state.api_names[driver][cbid];
 }
 
 /* Records outside the window are dropped as they arrive once the window is
  * known, so memory stays proportional to what will be written. */
 bool tt_keep_corr(uint32_t corr)
 {
-    if (g.started && g.start_corr && corr < g.start_corr)
+    if (tt_state.started && tt_state.start_corr && corr < tt_state.start_corr)
         return false;
-    return corr < g.stop_corr;
+    return corr < tt_state.stop_corr;
 }
 
 tt_rec *tt_add_record(uint8_t type)
 {
-    if (g.store.n >= g.opts.max_records) {
-        if (!g.truncated) {
-            g.truncated = true;
-            snprintf(g.trunc_reason, sizeof g.trunc_reason,
-                     "record limit (%zu, TALLY_TRACE_MAX_RECORDS) reached", g.opts.max_records);
+    if (tt_state.store.n >= tt_state.opts.max_records) {
+        if (!tt_state.truncated) {
+            tt_state.truncated = true;
+            snprintf(tt_state.trunc_reason, sizeof tt_state.trunc_reason,
+                     "record limit (%zu, TALLY_TRACE_MAX_RECORDS) reached", tt_state.opts.max_records);
         }
         return NULL;
     }
-    tt_rec *r = tt_store_add(&g.store);
-    if (!r && !g.truncated) {
-        g.truncated = true;
-        snprintf(g.trunc_reason, sizeof g.trunc_reason, "out of memory for records");
+    tt_rec *r = tt_store_add(&tt_state.store);
+    if (!r && !tt_state.truncated) {
+        tt_state.truncated = true;
+        snprintf(tt_state.trunc_reason, sizeof tt_state.trunc_reason, "out of memory for records");
     }
     if (r)
         r->type = type;
@@ -211,21 +211,21 @@ static void marker_record(const CUpti_ActivityMarker2 *m)
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
         for (size_t i = n_open; i-- > 0;) {
             if (open_ranges[i].id == m->id) {
-                tt_store_at(&g.store, open_ranges[i].rec)->end = m->timestamp;
+                tt_store_at(&tt_state.store, open_ranges[i].rec)->end = m->timestamp;
                 open_ranges[i] = open_ranges[--n_open];
                 break;
             }
         }
         return;
     }
-    if (m->timestamp < g.start_ts || m->timestamp >= g.stop_ts)
+    if (m->timestamp < tt_state.start_ts || m->timestamp >= tt_state.stop_ts)
         return;
     tt_rec *r = tt_add_record(TT_R_MARKER);
     if (!r)
         return;
     r->start = m->timestamp;
-    r->name = tt_intern(&g.store, m->name);
-    r->domain = tt_intern(&g.store, m->domain);
+    r->name = tt_intern(&tt_state.store, m->name);
+    r->domain = tt_intern(&tt_state.store, m->domain);
     r->id = m->id;
     if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
         r->tid = m->objectId.pt.threadId;
@@ -243,7 +243,7 @@ static void marker_record(const CUpti_ActivityMarker2 *m)
         cap_open = cap;
     }
     open_ranges[n_open].id = m->id;
-    open_ranges[n_open++].rec = g.store.n - 1;
+    open_ranges[n_open++].rec = tt_state.store.n - 1;
 }
 
 static void parse_record(const CUpti_Activity *a)
@@ -256,7 +256,7 @@ static void parse_record(const CUpti_Activity *a)
         if (!tt_keep_corr(k->correlationId))
             return;
         if (k->start == 0 || k->end == 0) {
-            g.incomplete++;
+            tt_state.incomplete++;
             return;
         }
         if (!(r = tt_add_record(TT_R_KERNEL)))
@@ -272,7 +272,7 @@ static void parse_record(const CUpti_Activity *a)
         r->graph = k->graphId;
         r->queued = k->queued, r->submitted = k->submitted; /* 0 unless latency timestamps */
         r->name = kernel_name(k->name);
-        if (*g.opts.iter_kernel && iteration_kernel(r->name))
+        if (*tt_state.opts.iter_kernel && iteration_kernel(r->name))
             tt_boundary_locked(0, k->correlationId);
         return;
     }
@@ -281,7 +281,7 @@ static void parse_record(const CUpti_Activity *a)
         if (!tt_keep_corr(c->correlationId))
             return;
         if (c->start == 0 || c->end == 0) {
-            g.incomplete++;
+            tt_state.incomplete++;
             return;
         }
         if (!(r = tt_add_record(TT_R_MEMCPY)))
@@ -300,7 +300,7 @@ static void parse_record(const CUpti_Activity *a)
         if (!tt_keep_corr(s->correlationId))
             return;
         if (s->start == 0 || s->end == 0) {
-            g.incomplete++;
+            tt_state.incomplete++;
             return;
         }
         if (!(r = tt_add_record(TT_R_MEMSET)))
@@ -318,7 +318,7 @@ static void parse_record(const CUpti_Activity *a)
         int driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
         if (!tt_keep_corr(p->correlationId) ||
             (p->cbid < 1024 && query_cbid[driver][p->cbid] &&
-             !(g.opts.activities & TT_ACT_QUERIES)))
+             !(tt_state.opts.activities & TT_ACT_QUERIES)))
             return;
         if (!(r = tt_add_record(TT_R_API)))
             return;
@@ -335,7 +335,7 @@ static void parse_record(const CUpti_Activity *a)
             return;
         /* Without API records, only the calls the loader knows are of use
          * (not the event/stream queries CUPTI reports here too). */
-        if (g.opts.host_timeline != TT_HOST_FULL &&
+        if (tt_state.opts.host_timeline != TT_HOST_FULL &&
             !((int)s->type >= TT_SYNCT_EVENT && (int)s->type <= TT_SYNCT_CONTEXT))
             return;
         if (!(r = tt_add_record(TT_R_SYNC)))
@@ -376,7 +376,7 @@ static void parse_record(const CUpti_Activity *a)
 void CUPTIAPI tt_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     /* CUPTI wants 8-byte alignment; malloc gives 16. */
-    *size = g.opts.buffer_size;
+    *size = tt_state.opts.buffer_size;
     *buffer = malloc(*size);
     if (!*buffer)
         *size = 0;
@@ -394,15 +394,15 @@ void CUPTIAPI tt_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffe
         const char *d = getenv("TALLY_TRACE_DISCARD_RECORDS");
         discard = d && strcmp(d, "1") == 0;
     }
-    if (!atomic_load(&g.inert) && !discard) {
-        pthread_mutex_lock(&g.mu);
+    if (!atomic_load(&tt_state.inert) && !discard) {
+        pthread_mutex_lock(&tt_state.mu);
         CUpti_Activity *rec = NULL;
         while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
             parse_record(rec);
         size_t dropped = 0;
         if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
-            g.dropped += dropped;
-        pthread_mutex_unlock(&g.mu);
+            tt_state.dropped += dropped;
+        pthread_mutex_unlock(&tt_state.mu);
     }
     free(buffer);
 }

@@ -28,10 +28,10 @@ static const struct act_kind {
 #define TT_ACT_GPU_RECORDS (TT_ACT_KERNEL | TT_ACT_MEMCPY | TT_ACT_MEMSET)
 
 /* Iteration it is sampled (--latency-sample, --record-every N): the window's
- * first, then every N-th; none before the window. Called with g.mu held. */
+ * first, then every N-th; none before the window. Called with tt_state.mu held. */
 static bool sampled_iteration(uint64_t it, int64_t every)
 {
-    return g.started && ((int64_t)it - g.first_iter) % every == 0;
+    return tt_state.started && ((int64_t)it - tt_state.first_iter) % every == 0;
 }
 
 /* --latency-sample N: CUPTI's latency timestamps (what gives launches their
@@ -41,13 +41,13 @@ static bool sampled_iteration(uint64_t it, int64_t every)
  * documentation asks for the setting to be made before CUDA starts; turning
  * it on and off at run time works on the H100 with CUDA 13 (the GPU test
  * test_gpu_latency_sample checks that both kinds of iteration are there).
- * Called with g.mu held. */
+ * Called with tt_state.mu held. */
 void tt_sample_latency_locked(uint64_t it)
 {
-    if (g.opts.latency_sample <= 1 || !g.latency_ts || g.latency_toggle_failed)
+    if (tt_state.opts.latency_sample <= 1 || !tt_state.latency_ts || tt_state.latency_toggle_failed)
         return;
-    bool on = sampled_iteration(it, g.opts.latency_sample);
-    if (on == g.latency_on)
+    bool on = sampled_iteration(it, tt_state.opts.latency_sample);
+    if (on == tt_state.latency_on)
         return;
     CUptiResult r = cuptiActivityEnableLatencyTimestamps(on);
     if (r != CUPTI_SUCCESS) {
@@ -55,11 +55,11 @@ void tt_sample_latency_locked(uint64_t it)
         cuptiGetResultString(r, &err);
         tt_say("cannot turn kernel queued timestamps %s (%s): --latency-sample ignored from here",
                on ? "on" : "off", err);
-        g.latency_toggle_failed = true;
+        tt_state.latency_toggle_failed = true;
         return;
     }
-    g.latency_on = on;
-    g.latency_toggles++;
+    tt_state.latency_on = on;
+    tt_state.latency_toggles++;
 }
 
 /* --record-every N: record the window's first iteration and every N-th
@@ -69,14 +69,14 @@ void tt_sample_latency_locked(uint64_t it)
  * callbacks keep no calls. The iterations left out are marked
  * TT_ITER_SKIPPED; the writer gives them no iteration range, so the trace
  * holds whole recorded iterations only. Returns whether the iteration that
- * starts here is left out. Called with g.mu held. */
+ * starts here is left out. Called with tt_state.mu held. */
 bool tt_sample_records_locked(uint64_t it)
 {
-    if (g.opts.record_every <= 1 || g.record_toggle_failed)
+    if (tt_state.opts.record_every <= 1 || tt_state.record_toggle_failed)
         return false;
-    bool on = sampled_iteration(it, g.opts.record_every);
-    if (on != atomic_load(&g.recording)) {
-        unsigned gpu = g.opts.activities & TT_ACT_GPU_RECORDS;
+    bool on = sampled_iteration(it, tt_state.opts.record_every);
+    if (on != atomic_load(&tt_state.recording)) {
+        unsigned gpu = tt_state.opts.activities & TT_ACT_GPU_RECORDS;
         for (size_t i = 0; i < N_ACT_KINDS; i++) {
             if (!(gpu & act_kinds[i].bit))
                 continue;
@@ -87,27 +87,27 @@ bool tt_sample_records_locked(uint64_t it)
                 cuptiGetResultString(r, &err);
                 tt_say("cannot turn CUPTI activity kind %d %s (%s): --record-every "
                        "ignored from here", (int)kind, on ? "on" : "off", err);
-                g.record_toggle_failed = true;
+                tt_state.record_toggle_failed = true;
                 for (size_t k = 0; k < N_ACT_KINDS; k++)
                     if (gpu & act_kinds[k].bit) /* everything on again */
                         cuptiActivityEnable(act_kinds[k].kind);
-                atomic_store(&g.recording, true);
+                atomic_store(&tt_state.recording, true);
                 return false;
             }
         }
-        atomic_store(&g.recording, on);
+        atomic_store(&tt_state.recording, on);
     }
-    return g.started && !on;
+    return tt_state.started && !on;
 }
 
 int tt_enable_activities(unsigned acts)
 {
     /* LITE: kernels' host launch times come from CUPTI's latency timestamps
      * (queued, submitted), collected only when asked for before enabling. */
-    if (g.opts.host_timeline == TT_HOST_LITE && g.opts.launch_times == TT_LAUNCH_QUEUED) {
+    if (tt_state.opts.host_timeline == TT_HOST_LITE && tt_state.opts.launch_times == TT_LAUNCH_QUEUED) {
         CUptiResult r = cuptiActivityEnableLatencyTimestamps(1);
-        g.latency_ts = g.latency_on = r == CUPTI_SUCCESS;
-        if (!g.latency_ts) {
+        tt_state.latency_ts = tt_state.latency_on = r == CUPTI_SUCCESS;
+        if (!tt_state.latency_ts) {
             const char *err = "";
             cuptiGetResultString(r, &err);
             tt_say("cannot collect kernel queued timestamps (%s): launch times will be estimated "

@@ -25,7 +25,7 @@
 /* Iterations are counted in synchronize calls (--iteration-sync). */
 static bool sync_method(void)
 {
-    return g.opts.iter_sync > 0 && !*g.opts.iter_marker && !*g.opts.iter_kernel;
+    return tt_state.opts.iter_sync > 0 && !*tt_state.opts.iter_marker && !*tt_state.opts.iter_kernel;
 }
 
 /* LITE with --sync-records callback: synchronize, stream-wait and
@@ -33,16 +33,16 @@ static bool sync_method(void)
  * instead of CUPTI's SYNCHRONIZATION and CUDA_EVENT activity kinds. */
 bool tt_lite_callbacks(void)
 {
-    return g.opts.host_timeline == TT_HOST_LITE && g.opts.sync_records == TT_SYNCREC_CALLBACK &&
-           (g.opts.activities & (TT_ACT_SYNC | TT_ACT_EVENT));
+    return tt_state.opts.host_timeline == TT_HOST_LITE && tt_state.opts.sync_records == TT_SYNCREC_CALLBACK &&
+           (tt_state.opts.activities & (TT_ACT_SYNC | TT_ACT_EVENT));
 }
 
 /* LITE with --sync-records completion: no API callbacks; stream and device
  * synchronizes from the synchronize domain when they complete. */
 bool tt_lite_completions(void)
 {
-    return g.opts.host_timeline == TT_HOST_LITE && g.opts.sync_records == TT_SYNCREC_COMPLETION &&
-           (g.opts.activities & TT_ACT_SYNC);
+    return tt_state.opts.host_timeline == TT_HOST_LITE && tt_state.opts.sync_records == TT_SYNCREC_COMPLETION &&
+           (tt_state.opts.activities & TT_ACT_SYNC);
 }
 
 static const CUpti_CallbackId lite_call_ids[] = {
@@ -60,7 +60,7 @@ static const CUpti_CallbackId lite_call_ids[] = {
 
 /* CUDA events by handle -> ids of ours (callbacks see handles, not CUPTI's
  * event ids). A handle reused after cudaEventDestroy keeps its id: harmless,
- * a wait matches the latest earlier record of its id. Called with g.mu held. */
+ * a wait matches the latest earlier record of its id. Called with tt_state.mu held. */
 static struct {
     uintptr_t *keys;
     uint32_t *vals;
@@ -108,7 +108,7 @@ static uint32_t event_id_locked(const void *ev)
  * and WithFlags variants begin alike, so one of each shape is read. */
 static void record_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
 {
-    if (!atomic_load(&g.recording)) /* --record-every: an iteration left out */
+    if (!atomic_load(&tt_state.recording)) /* --record-every: an iteration left out */
         return;
     if (cd->callbackSite == CUPTI_API_ENTER) {
         if (cd->correlationData)
@@ -166,7 +166,7 @@ static void record_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
         stream_id = TT_NO_ID;
     if (cd->context)
         cuptiGetContextId(cd->context, &ctx_id);
-    pthread_mutex_lock(&g.mu);
+    pthread_mutex_lock(&tt_state.mu);
     tt_rec *r = tt_keep_corr(cd->correlationId) ? tt_add_record(record ? TT_R_EVENT : TT_R_SYNC)
                                                 : NULL;
     if (r) {
@@ -176,7 +176,7 @@ static void record_call(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
         r->id = event ? event_id_locked(event) : TT_NO_ID;
         r->flags = record ? TT_RF_HOST_TIME : 0;
     }
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&tt_state.mu);
 }
 
 /* COMPLETION: a stream or device synchronize has completed (called on the
@@ -197,20 +197,20 @@ static void completed_sync(CUpti_CallbackId cbid, const void *data)
         stream_id = TT_NO_ID;
     if (sd && sd->context)
         cuptiGetContextId(sd->context, &ctx_id);
-    pthread_mutex_lock(&g.mu);
-    tt_rec *r = g.stopping ? NULL : tt_add_record(TT_R_SYNC);
+    pthread_mutex_lock(&tt_state.mu);
+    tt_rec *r = tt_state.stopping ? NULL : tt_add_record(TT_R_SYNC);
     if (r) {
         r->sub = (uint8_t)(device ? TT_SYNCT_CONTEXT : TT_SYNCT_STREAM);
         r->end = t;
         r->context = ctx_id, r->stream = stream_id, r->id = TT_NO_ID;
         r->flags = TT_RF_END_ONLY;
     }
-    if (sync_method() && g.opts.iter_sync_kind != (device ? TT_SYNC_STREAM : TT_SYNC_DEVICE)) {
-        static uint64_t n_syncs; /* under g.mu */
-        if (++n_syncs % (uint64_t)g.opts.iter_sync == 0)
+    if (sync_method() && tt_state.opts.iter_sync_kind != (device ? TT_SYNC_STREAM : TT_SYNC_DEVICE)) {
+        static uint64_t n_syncs; /* under tt_state.mu */
+        if (++n_syncs % (uint64_t)tt_state.opts.iter_sync == 0)
             tt_boundary_locked(t, 0);
     }
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&tt_state.mu);
 }
 
 static const CUpti_CallbackId runtime_syncs[] = {
@@ -263,7 +263,7 @@ static const CUpti_CallbackId timed_driver_ids[] = {
 
 static bool launch_callbacks(void)
 {
-    return g.opts.host_timeline == TT_HOST_LITE && g.opts.launch_times == TT_LAUNCH_CALLBACK;
+    return tt_state.opts.host_timeline == TT_HOST_LITE && tt_state.opts.launch_times == TT_LAUNCH_CALLBACK;
 }
 
 static __thread tt_hc_thread hc_self;
@@ -282,12 +282,12 @@ static void time_call(int driver, CUpti_CallbackId cbid, const CUpti_CallbackDat
         return; /* inside another timed call: it gets that one's times */
     uint64_t end = tt_now_cupti();
     uint64_t start = cd->correlationData && *cd->correlationData ? *cd->correlationData : end;
-    tt_hc_add(&g.hc, &hc_self, driver, cbid, cd->correlationId, start, end);
+    tt_hc_add(&tt_state.hc, &hc_self, driver, cbid, cd->correlationId, start, end);
 }
 
 static bool marker_matches(const char *msg)
 {
-    return msg && strncmp(msg, g.opts.iter_marker, strlen(g.opts.iter_marker)) == 0;
+    return msg && strncmp(msg, tt_state.opts.iter_marker, strlen(tt_state.opts.iter_marker)) == 0;
 }
 
 static const char *nvtx_message(CUpti_CallbackId cbid, const void *params)
@@ -320,7 +320,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
                                  const void *data)
 {
     (void)ud;
-    if (atomic_load(&g.inert))
+    if (atomic_load(&tt_state.inert))
         return;
     /* the timed calls first: they are the frequent ones (every launch) */
     if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
@@ -333,15 +333,15 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
             uint32_t dev = 0;
             cuptiGetDeviceId(rd->context, &dev);
-            pthread_mutex_lock(&g.mu);
+            pthread_mutex_lock(&tt_state.mu);
             tt_note_device(rd->context, dev);
-            pthread_mutex_unlock(&g.mu);
+            pthread_mutex_unlock(&tt_state.mu);
         } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-            pthread_mutex_lock(&g.mu);
-            for (int i = 0; i < g.n_contexts; i++)
-                if (g.contexts[i] == rd->context)
-                    g.contexts[i] = g.contexts[--g.n_contexts];
-            pthread_mutex_unlock(&g.mu);
+            pthread_mutex_lock(&tt_state.mu);
+            for (int i = 0; i < tt_state.n_contexts; i++)
+                if (tt_state.contexts[i] == rd->context)
+                    tt_state.contexts[i] = tt_state.contexts[--tt_state.n_contexts];
+            pthread_mutex_unlock(&tt_state.mu);
         }
         return;
     }
@@ -372,12 +372,12 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
                          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000;
         /* a synchronize: the next iteration starts when it returns */
         if (!sync_method() || !(is_device || is_stream) ||
-            g.opts.iter_sync_kind == (is_device ? TT_SYNC_STREAM : TT_SYNC_DEVICE))
+            tt_state.opts.iter_sync_kind == (is_device ? TT_SYNC_STREAM : TT_SYNC_DEVICE))
             return;
-        if (cd->callbackSite == CUPTI_API_EXIT && g.opts.iter_sync > 0) {
+        if (cd->callbackSite == CUPTI_API_EXIT && tt_state.opts.iter_sync > 0) {
             static _Atomic uint64_t n_syncs;
             uint64_t n = atomic_fetch_add(&n_syncs, 1) + 1;
-            if (n % (uint64_t)g.opts.iter_sync == 0)
+            if (n % (uint64_t)tt_state.opts.iter_sync == 0)
                 tt_boundary(tt_now_cupti(), cd->correlationId + 1);
         }
         return;
@@ -386,21 +386,21 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
 
 int tt_setup_callbacks(void)
 {
-    CUptiResult r = cuptiSubscribe(&g.subscriber, on_callback, NULL);
+    CUptiResult r = cuptiSubscribe(&tt_state.subscriber, on_callback, NULL);
     if (r != CUPTI_SUCCESS) {
         const char *err = "";
         cuptiGetResultString(r, &err);
         tt_say("cuptiSubscribe failed (%s): is another CUPTI client (a profiler) active?", err);
         return -1;
     }
-    cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+    cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                         CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-    cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+    cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                         CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
     /* --launch-times callback: the launch, copy and memset calls (in any
      * --sync-records mode: asked for by name). */
     if (launch_callbacks()) {
-        if (tt_hc_init(&g.hc, g.opts.max_records) < 0) {
+        if (tt_hc_init(&tt_state.hc, tt_state.opts.max_records) < 0) {
             tt_say("cannot set up the launch-time log; launch times will be estimated from "
                    "their neighbours");
         } else {
@@ -413,13 +413,13 @@ int tt_setup_callbacks(void)
             bool runtime_too = !dom || strcmp(dom, "driver") != 0;
             for (size_t i = 0; runtime_too && i < sizeof timed_runtime_ids / sizeof timed_runtime_ids[0]; i++) {
                 timed_cbid[0][timed_runtime_ids[i]] = true;
-                if (cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                if (cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                                         timed_runtime_ids[i]) != CUPTI_SUCCESS)
                     timed_cbid[0][timed_runtime_ids[i]] = false; /* unknown to this CUDA */
             }
             for (size_t i = 0; i < sizeof timed_driver_ids / sizeof timed_driver_ids[0]; i++) {
                 timed_cbid[1][timed_driver_ids[i]] = true;
-                if (cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                if (cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
                                         timed_driver_ids[i]) != CUPTI_SUCCESS)
                     timed_cbid[1][timed_driver_ids[i]] = false;
             }
@@ -430,15 +430,15 @@ int tt_setup_callbacks(void)
      * out): synchronizes, iteration syncs included, are seen when they
      * complete (synchronize domain); cudaDeviceReset is not seen. */
     if (tt_lite_completions()) {
-        cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE,
+        cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE,
                             CUPTI_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED);
-        cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE,
+        cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE,
                             CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED);
-        if (*g.opts.iter_marker)
-            cuptiEnableDomain(1, g.subscriber, CUPTI_CB_DOMAIN_NVTX);
+        if (*tt_state.opts.iter_marker)
+            cuptiEnableDomain(1, tt_state.subscriber, CUPTI_CB_DOMAIN_NVTX);
         return 0;
     }
-    cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+    cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                         CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
     /* Only what the chosen iteration method needs: each callback costs time
      * on the program's own thread. (Iteration kernels are found in the kernel
@@ -448,14 +448,14 @@ int tt_setup_callbacks(void)
      * against the kernel under a mutex, and the BERT run traced with it
      * (log_signals_gpu_only.txt) was not slower. The launch-time callback
      * does no name lookup.) */
-    if (*g.opts.iter_marker) {
-        cuptiEnableDomain(1, g.subscriber, CUPTI_CB_DOMAIN_NVTX);
-    } else if (g.opts.iter_sync > 0 && !*g.opts.iter_kernel) {
+    if (*tt_state.opts.iter_marker) {
+        cuptiEnableDomain(1, tt_state.subscriber, CUPTI_CB_DOMAIN_NVTX);
+    } else if (tt_state.opts.iter_sync > 0 && !*tt_state.opts.iter_kernel) {
         for (size_t i = 0; i < sizeof runtime_syncs / sizeof runtime_syncs[0]; i++)
-            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_syncs[i]);
+            cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_syncs[i]);
     }
     if (tt_lite_callbacks())
         for (size_t i = 0; i < sizeof lite_call_ids / sizeof lite_call_ids[0]; i++)
-            cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, lite_call_ids[i]);
+            cuptiEnableCallback(1, tt_state.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, lite_call_ids[i]);
     return 0;
 }

@@ -51,20 +51,20 @@ static int attr(CUdevice dev, CUdevice_attribute a)
     return v;
 }
 
-/* Called with g.mu held, on context creation (the context is current then). */
+/* Called with tt_state.mu held, on context creation (the context is current then). */
 void tt_note_device(CUcontext ctx, uint32_t ordinal)
 {
-    if (g.n_contexts < TT_MAX_CONTEXTS)
-        g.contexts[g.n_contexts++] = ctx;
-    for (int i = 0; i < g.n_devices; i++)
-        if (g.devices[i].ordinal == (int)ordinal)
+    if (tt_state.n_contexts < TT_MAX_CONTEXTS)
+        tt_state.contexts[tt_state.n_contexts++] = ctx;
+    for (int i = 0; i < tt_state.n_devices; i++)
+        if (tt_state.devices[i].ordinal == (int)ordinal)
             return;
-    if (g.n_devices == TT_MAX_DEVICES || !p_cuDeviceGet)
+    if (tt_state.n_devices == TT_MAX_DEVICES || !p_cuDeviceGet)
         return;
     CUdevice dev;
     if (p_cuDeviceGet(&dev, (int)ordinal) != CUDA_SUCCESS)
         return;
-    tt_device *d = &g.devices[g.n_devices++];
+    tt_device *d = &tt_state.devices[tt_state.n_devices++];
     memset(d, 0, sizeof *d);
     d->ordinal = (int)ordinal;
     if (p_cuDeviceGetName)
@@ -113,10 +113,10 @@ void tt_note_device(CUcontext ctx, uint32_t ordinal)
 void tt_sync_contexts(void)
 {
     CUcontext ctx[TT_MAX_CONTEXTS];
-    pthread_mutex_lock(&g.mu);
-    int n = g.n_contexts;
-    memcpy(ctx, g.contexts, (size_t)n * sizeof ctx[0]);
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_lock(&tt_state.mu);
+    int n = tt_state.n_contexts;
+    memcpy(ctx, tt_state.contexts, (size_t)n * sizeof ctx[0]);
+    pthread_mutex_unlock(&tt_state.mu);
     for (int i = 0; i < n; i++) {
         if (!p_cuCtxPushCurrent || p_cuCtxPushCurrent(ctx[i]) != CUDA_SUCCESS)
             continue;

@@ -9,7 +9,7 @@
  * the stream and the name), no system call. The lock (tt_hc_log.mu) is
  * taken by a launching thread only when its buffer of TT_HC_CHUNK entries is
  * full (once per 1024 calls), and by the writer when it collects every
- * buffer; it is not the recorder's g.mu, which CUPTI's buffer thread holds
+ * buffer; it is not the recorder's tt_state.mu, which CUPTI's buffer thread holds
  * for milliseconds while it parses a buffer.
  *
  * Nesting: a timed call made inside another is not timed itself. With

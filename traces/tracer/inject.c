@@ -74,12 +74,12 @@ static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT,
                                       SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 #define N_HANDLED (sizeof handled_signals / sizeof handled_signals[0])
 
-tt_inject_state g = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_ts = UINT64_MAX,
+tt_inject_state tt_state = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_ts = UINT64_MAX,
                      .stop_corr = UINT32_MAX, .recording = true};
 
 void tt_say(const char *fmt, ...)
 {
-    if (g.opts.quiet)
+    if (tt_state.opts.quiet)
         return;
     char line[1024];
     va_list ap;
@@ -100,22 +100,22 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     /* (a crash on the writer thread itself must not wait for the writer) */
-    if (!atomic_load(&g.inert) && g.writer_running && !pthread_equal(pthread_self(), g.writer) &&
-        atomic_exchange(&g.signal_busy, 1) == 0) {
+    if (!atomic_load(&tt_state.inert) && tt_state.writer_running && !pthread_equal(pthread_self(), tt_state.writer) &&
+        atomic_exchange(&tt_state.signal_busy, 1) == 0) {
         char req = (char)(TT_REQ_SIGNAL | sig);
-        if (write(g.req_pipe[1], &req, 1) == 1) {
-            struct pollfd pfd = {.fd = g.done_pipe[0], .events = POLLIN};
+        if (write(tt_state.req_pipe[1], &req, 1) == 1) {
+            struct pollfd pfd = {.fd = tt_state.done_pipe[0], .events = POLLIN};
             while (poll(&pfd, 1, TT_SIGNAL_WAIT_MS) < 0 && errno == EINTR)
                 ;
         }
     }
     /* Chain: the program's own handler, or the default action. */
-    struct sigaction *old = &g.old_act[sig];
-    if (g.have_old[sig] && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+    struct sigaction *old = &tt_state.old_act[sig];
+    if (tt_state.have_old[sig] && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
         old->sa_sigaction(sig, si, uc);
-    } else if (g.have_old[sig] && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    } else if (tt_state.have_old[sig] && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
         old->sa_handler(sig);
-    } else if (!g.have_old[sig] || old->sa_handler == SIG_DFL) {
+    } else if (!tt_state.have_old[sig] || old->sa_handler == SIG_DFL) {
         signal(sig, SIG_DFL);
         raise(sig); /* blocked while we run: delivered, with the default action, on return */
     }
@@ -131,9 +131,9 @@ static void install_signals(void)
         sa.sa_sigaction = on_signal;
         sa.sa_flags = SA_SIGINFO | SA_RESTART;
         sigemptyset(&sa.sa_mask);
-        if (sigaction(sig, NULL, &g.old_act[sig]) == 0) {
-            g.have_old[sig] = true;
-            if (g.old_act[sig].sa_handler == SIG_IGN)
+        if (sigaction(sig, NULL, &tt_state.old_act[sig]) == 0) {
+            tt_state.have_old[sig] = true;
+            if (tt_state.old_act[sig].sa_handler == SIG_IGN)
                 continue; /* the program asked to ignore it (nohup): leave it so */
         }
         sigaction(sig, &sa, NULL);
@@ -146,7 +146,7 @@ static void install_signals(void)
  * file. */
 static void after_fork_child(void)
 {
-    atomic_store(&g.inert, true);
+    atomic_store(&tt_state.inert, true);
 }
 
 /* ---- entry point ---- */
@@ -157,18 +157,18 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     if (atomic_exchange(&once, true))
         return 1;
     char msg[512];
-    if (tt_options_from_env(&g.opts, msg, sizeof msg) < 0) {
+    if (tt_options_from_env(&tt_state.opts, msg, sizeof msg) < 0) {
         tt_say("%s; not tracing", msg);
-        atomic_store(&g.inert, true);
+        atomic_store(&tt_state.inert, true);
         return 1;
     }
-    g.pid = (int)getpid();
+    tt_state.pid = (int)getpid();
     /* A fixed name (no %p) belongs to the process tally-trace started; its
      * children get the pid inserted, so that nobody overwrites anybody. */
     char pattern[4200];
-    snprintf(pattern, sizeof pattern, "%s", g.opts.output);
+    snprintf(pattern, sizeof pattern, "%s", tt_state.opts.output);
     const char *root = getenv("TALLY_TRACE_ROOT_PID");
-    if (!strstr(pattern, "%p") && root && atoi(root) != g.pid) {
+    if (!strstr(pattern, "%p") && root && atoi(root) != tt_state.pid) {
         char *dot = strstr(pattern, ".json");
         char tail[4200];
         snprintf(tail, sizeof tail, "%s", dot ? dot : "");
@@ -177,55 +177,55 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
                  ".%%p%s", tail);
     }
     char rel[4200];
-    if (tt_expand_output(pattern, g.pid, g.opts.gzip, rel, sizeof rel) < 0) {
+    if (tt_expand_output(pattern, tt_state.pid, tt_state.opts.gzip, rel, sizeof rel) < 0) {
         tt_say("output path too long; not tracing");
-        atomic_store(&g.inert, true);
+        atomic_store(&tt_state.inert, true);
         return 1;
     }
     /* Absolute now: the program may chdir before it exits. */
     char cwd[PATH_MAX];
     if (rel[0] != '/' && getcwd(cwd, sizeof cwd))
-        snprintf(g.path, sizeof g.path, "%s/%s", cwd, rel);
+        snprintf(tt_state.path, sizeof tt_state.path, "%s/%s", cwd, rel);
     else
-        snprintf(g.path, sizeof g.path, "%s", rel);
+        snprintf(tt_state.path, sizeof tt_state.path, "%s", rel);
     tt_load_driver_symbols();
-    tt_store_init(&g.store);
+    tt_store_init(&tt_state.store);
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t cupti_now = tt_now_cupti();
-    g.cupti_to_unix = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)cupti_now;
-    if (g.opts.start_seconds >= 0) {
-        int64_t t = g.opts.t0_unix_ns + (int64_t)(g.opts.start_seconds * 1e9) - g.cupti_to_unix;
-        g.start_ts = t > 0 ? (uint64_t)t : 1;
-        if (g.start_ts <= cupti_now)
-            g.started = true;
-    } else if (g.opts.start_iters < 0 || (g.opts.start_iters == 0 && g.opts.iter_sync > 0 &&
-                                          !*g.opts.iter_marker && !*g.opts.iter_kernel)) {
-        g.started = true; /* record from the beginning */
+    tt_state.cupti_to_unix = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)cupti_now;
+    if (tt_state.opts.start_seconds >= 0) {
+        int64_t t = tt_state.opts.t0_unix_ns + (int64_t)(tt_state.opts.start_seconds * 1e9) - tt_state.cupti_to_unix;
+        tt_state.start_ts = t > 0 ? (uint64_t)t : 1;
+        if (tt_state.start_ts <= cupti_now)
+            tt_state.started = true;
+    } else if (tt_state.opts.start_iters < 0 || (tt_state.opts.start_iters == 0 && tt_state.opts.iter_sync > 0 &&
+                                          !*tt_state.opts.iter_marker && !*tt_state.opts.iter_kernel)) {
+        tt_state.started = true; /* record from the beginning */
     }
-    if (g.opts.stop_seconds >= 0 && (g.started || g.opts.start_seconds >= 0)) {
-        uint64_t from = g.opts.start_seconds >= 0 ? g.start_ts : cupti_now;
-        g.stop_deadline = from + (uint64_t)(g.opts.stop_seconds * 1e9);
+    if (tt_state.opts.stop_seconds >= 0 && (tt_state.started || tt_state.opts.start_seconds >= 0)) {
+        uint64_t from = tt_state.opts.start_seconds >= 0 ? tt_state.start_ts : cupti_now;
+        tt_state.stop_deadline = from + (uint64_t)(tt_state.opts.stop_seconds * 1e9);
     }
-    bool counting = *g.opts.iter_marker || *g.opts.iter_kernel || g.opts.iter_sync > 0;
-    if ((g.opts.start_iters >= 0 || g.opts.stop_iters > 0) && !counting)
+    bool counting = *tt_state.opts.iter_marker || *tt_state.opts.iter_kernel || tt_state.opts.iter_sync > 0;
+    if ((tt_state.opts.start_iters >= 0 || tt_state.opts.stop_iters > 0) && !counting)
         tt_say("--start/stop-after-iterations need an iteration method (--iteration-marker, "
                "--iteration-kernel or --iteration-sync); they are ignored");
 
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     tt_find_queries();
     if (cuptiActivityRegisterCallbacks(tt_buffer_requested, tt_buffer_completed) != CUPTI_SUCCESS ||
-        tt_setup_callbacks() < 0 || tt_enable_activities(g.opts.activities) < 0) {
+        tt_setup_callbacks() < 0 || tt_enable_activities(tt_state.opts.activities) < 0) {
         tt_say("CUPTI setup failed; not tracing");
-        atomic_store(&g.inert, true);
+        atomic_store(&tt_state.inert, true);
         return 1;
     }
 
-    if (pipe2(g.req_pipe, O_CLOEXEC) == 0 && pipe2(g.done_pipe, O_CLOEXEC) == 0 &&
-        pthread_create(&g.writer, NULL, tt_writer_main, NULL) == 0) {
-        g.writer_running = true;
-        pthread_detach(g.writer);
+    if (pipe2(tt_state.req_pipe, O_CLOEXEC) == 0 && pipe2(tt_state.done_pipe, O_CLOEXEC) == 0 &&
+        pthread_create(&tt_state.writer, NULL, tt_writer_main, NULL) == 0) {
+        tt_state.writer_running = true;
+        pthread_detach(tt_state.writer);
     } else {
         tt_say("cannot start the writer thread: stop conditions and signals will not write");
     }

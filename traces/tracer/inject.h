@@ -35,8 +35,8 @@
 enum { TT_REQ_STOP = 'S', TT_REQ_RESET = 'R', TT_REQ_TIMER = 'T',
        TT_REQ_SIGNAL = 0x80 /* | signo */ };
 
-/* The library's state; its one instance is g, in inject.c (the short name
- * it had as that file's static: nearly every function here reads it). */
+/* The library's state; its one instance is tt_state, in inject.c (nearly
+ * every function of the library reads it). */
 typedef struct tt_inject_state {
     tt_options opts;
     pthread_mutex_t mu;        /* store, window, devices, contexts */
@@ -84,7 +84,7 @@ typedef struct tt_inject_state {
     bool have_old[65];
 } tt_inject_state;
 
-extern tt_inject_state g;
+extern tt_inject_state tt_state;
 
 /* inject.c */
 void tt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,37 +15,37 @@ static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
 /* A boundary: the iteration with this index starts at ts; its first API call
  * has correlation id corr. Either may be unknown (0): an NVTX range has no
  * correlation id, a kernel record no host time; they are resolved from the
- * API records when writing. Called with g.mu held. */
+ * API records when writing. Called with tt_state.mu held. */
 void tt_boundary_locked(uint64_t ts, uint32_t corr)
 {
-    if (g.stopping)
+    if (tt_state.stopping)
         return;
-    uint64_t it = g.opts.iter_sync > 0 && !*g.opts.iter_marker && !*g.opts.iter_kernel
-                      ? g.iters_seen + 1 /* sync: iteration 0 starts with the program */
-                      : g.iters_seen;
-    g.iters_seen++;
-    if (!g.started && g.opts.start_iters >= 0 && (int64_t)it >= g.opts.start_iters) {
-        g.started = true;
-        g.start_ts = ts;
-        g.start_corr = corr;
-        g.first_iter = (int64_t)it;
-        if (g.opts.stop_seconds >= 0) {
-            g.stop_deadline = (ts ? ts : tt_now_cupti()) + (uint64_t)(g.opts.stop_seconds * 1e9);
+    uint64_t it = tt_state.opts.iter_sync > 0 && !*tt_state.opts.iter_marker && !*tt_state.opts.iter_kernel
+                      ? tt_state.iters_seen + 1 /* sync: iteration 0 starts with the program */
+                      : tt_state.iters_seen;
+    tt_state.iters_seen++;
+    if (!tt_state.started && tt_state.opts.start_iters >= 0 && (int64_t)it >= tt_state.opts.start_iters) {
+        tt_state.started = true;
+        tt_state.start_ts = ts;
+        tt_state.start_corr = corr;
+        tt_state.first_iter = (int64_t)it;
+        if (tt_state.opts.stop_seconds >= 0) {
+            tt_state.stop_deadline = (ts ? ts : tt_now_cupti()) + (uint64_t)(tt_state.opts.stop_seconds * 1e9);
             tt_wake_writer(TT_REQ_TIMER); /* the writer re-reads its timer */
         }
-    } else if (!g.started && g.opts.start_seconds >= 0 && ts >= g.start_ts) {
-        g.started = true; /* start by time: iterations count from the first whole one */
-        g.first_iter = (int64_t)it;
+    } else if (!tt_state.started && tt_state.opts.start_seconds >= 0 && ts >= tt_state.start_ts) {
+        tt_state.started = true; /* start by time: iterations count from the first whole one */
+        tt_state.first_iter = (int64_t)it;
     }
     tt_sample_latency_locked(it);
     bool skipped = tt_sample_records_locked(it);
-    if (!g.started)
+    if (!tt_state.started)
         return;
-    if (g.opts.stop_iters > 0 && (int64_t)it >= g.first_iter + g.opts.stop_iters) {
-        g.stopping = true; /* this boundary starts the first iteration not wanted */
-        g.stop_ts = ts ? ts : UINT64_MAX;
-        g.stop_corr = corr ? corr : UINT32_MAX;
-        g.end_reason = "stop-after-iterations";
+    if (tt_state.opts.stop_iters > 0 && (int64_t)it >= tt_state.first_iter + tt_state.opts.stop_iters) {
+        tt_state.stopping = true; /* this boundary starts the first iteration not wanted */
+        tt_state.stop_ts = ts ? ts : UINT64_MAX;
+        tt_state.stop_corr = corr ? corr : UINT32_MAX;
+        tt_state.end_reason = "stop-after-iterations";
         tt_wake_writer(TT_REQ_STOP);
         return;
     }
@@ -58,7 +58,7 @@ void tt_boundary_locked(uint64_t ts, uint32_t corr)
 
 void tt_boundary(uint64_t ts, uint32_t corr)
 {
-    pthread_mutex_lock(&g.mu);
+    pthread_mutex_lock(&tt_state.mu);
     tt_boundary_locked(ts, corr);
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&tt_state.mu);
 }
