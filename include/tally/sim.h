@@ -229,8 +229,10 @@ typedef struct tl_sim_stats {
  * clients do, instead of waiting behind the level's head kernel); 19:
  * gap_beside_ctx_ns 300 and gap_beside_stream_ns 60 on the H100 (a kernel's
  * back-to-back gap grows while another MPS client, or another stream of its
- * context, has work on the GPU: session 21's gap probe). */
-#define TL_SIM_MODEL_REVISION 19
+ * context, has work on the GPU: session 21's gap probe); 20: the runner (both
+ * devices) gives a graph job's launch-queue room back by whole graphs, as the
+ * host learns of a graph's kernels at its end (core/runner.c). */
+#define TL_SIM_MODEL_REVISION 20
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
