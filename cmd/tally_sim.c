@@ -156,9 +156,18 @@ static int cmd_info(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "h", run_opts, NULL)) != -1) {
         switch (c) {
-        case OPT_SKIP:
-            o.skip_iterations = atoi(optarg);
+        case OPT_SKIP: {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0 || v > 1000000) {
+                fprintf(stderr, "tally-sim info: --skip: '%s' is not a count of iterations (0 to 1000000)\n",
+                        optarg);
+                return EX_USAGE;
+            }
+            o.skip_iterations = (int)v;
             break;
+        }
         case OPT_ITER_KERNEL:
             o.iteration_start_kernel = optarg;
             break;
@@ -365,6 +374,16 @@ static int parse_double(const char *opt, const char *s, double *out)
     return 0;
 }
 
+/* Seconds and loads: > 0 (or >= 0 where zero_ok). Negative values must not
+ * pass for "not given", which the overrides mark with -1. */
+static bool out_of_range(const char *opt, const char *s, double v, bool zero_ok)
+{
+    if (zero_ok ? v >= 0 : v > 0)
+        return false;
+    fprintf(stderr, "tally-sim: --%s: '%s' must be %s 0\n", opt, s, zero_ok ? ">=" : ">");
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "info"))
@@ -428,15 +447,18 @@ int main(int argc, char **argv)
                 ov.policies[ov.n_policies++] = optarg;
             else if (c == 'J')
                 ov.jobs[ov.n_jobs++] = optarg;
-            else if (parse_double("load", optarg, &ov.loads[ov.n_loads++]) < 0)
+            else if (parse_double("load", optarg, &ov.loads[ov.n_loads++]) < 0 ||
+                     out_of_range("load", optarg, ov.loads[ov.n_loads - 1], false))
                 return EX_USAGE;
             break;
         case 't':
-            if (parse_double("duration", optarg, &ov.duration_s) < 0)
+            if (parse_double("duration", optarg, &ov.duration_s) < 0 ||
+                out_of_range("duration", optarg, ov.duration_s, false))
                 return EX_USAGE;
             break;
         case 'w':
-            if (parse_double("warmup", optarg, &ov.warmup_s) < 0)
+            if (parse_double("warmup", optarg, &ov.warmup_s) < 0 ||
+                out_of_range("warmup", optarg, ov.warmup_s, true))
                 return EX_USAGE;
             break;
         case 'S':

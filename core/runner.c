@@ -726,6 +726,12 @@ static tl_ns next_arrival(job_rt *j, tl_ns after, bool *none)
     double gap = tl_rng_exponential(&j->rng, 1.0 / j->rate_per_ns);
     if (gap < 1)
         gap = 1;
+    /* A tiny rate's gap can pass what a tl_ns holds: such an arrival is past
+     * any run's end (and the cast would wrap it into the past). */
+    if (!(gap < (double)(INT64_MAX / 2 - after))) {
+        *none = true;
+        return 0;
+    }
     return after + (tl_ns)gap;
 }
 

@@ -254,8 +254,19 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
     if (a && (r = parse_arrival(a, j, origin, where, base_dir, err)) < 0)
         return r;
     if (j->role == TL_ROLE_TRAINING && j->arrival != TL_ARRIVAL_CLOSED)
-        return tl_errf(err, TL_EINVAL, "%s: %s: a training job runs closed loop; drop 'arrival'", origin, where);
+        return tl_errf(err, TL_EFORMAT, "%s: %s: a training job runs closed loop; drop 'arrival'", origin, where);
     return 0;
+}
+
+/* Is this name job i's to take: does an earlier job, or a later one named
+ * in the spec, have it? (Later default names give way to job i.) */
+static bool name_taken(const tl_job_set *set, const json_t *arr, int i, const char *name)
+{
+    for (int k = 0; k < set->n_jobs; k++)
+        if (k != i && (k < i || json_object_get(json_array_get(arr, (size_t)k), "name")) &&
+            !strcmp(set->jobs[k].name, name))
+            return true;
+    return false;
 }
 
 static int parse_jobs(const json_t *arr, tl_job_set *set, const char *origin, const char *base_dir,
@@ -272,7 +283,38 @@ static int parse_jobs(const json_t *arr, tl_job_set *set, const char *origin, co
         if (r < 0)
             return r;
     }
+    /* Results are grouped by job name, so the jobs of a run need distinct
+     * ones: given names must differ; a default name (the trace's) that an
+     * earlier job, or a named one, has gets the first free suffix. */
+    for (int i = 0; i < set->n_jobs; i++)
+        for (int k = 0; k < i; k++)
+            if (json_object_get(json_array_get(arr, (size_t)i), "name") &&
+                json_object_get(json_array_get(arr, (size_t)k), "name") &&
+                !strcmp(set->jobs[k].name, set->jobs[i].name))
+                return tl_errf(err, TL_EFORMAT, "%s: jobs %d and %d are both named '%s'", origin, k, i,
+                               set->jobs[i].name);
+    for (int i = 0; i < set->n_jobs; i++) {
+        if (json_object_get(json_array_get(arr, (size_t)i), "name") || !name_taken(set, arr, i, set->jobs[i].name))
+            continue;
+        size_t n = strlen(set->jobs[i].name) + 16;
+        char *u = tl_xmalloc(n);
+        for (int suffix = 2;; suffix++) {
+            snprintf(u, n, "%s-%d", set->jobs[i].name, suffix);
+            if (!name_taken(set, arr, i, u))
+                break;
+        }
+        free(set->jobs[i].name);
+        set->jobs[i].name = u;
+    }
     return 0;
+}
+
+/* No params and {} are the same parameters (the policy's defaults). */
+static bool same_params(const json_t *a, const json_t *b)
+{
+    if (!a || !json_object_size(a))
+        return !b || !json_object_size(b);
+    return b && json_equal((json_t *)a, (json_t *)b);
 }
 
 static int parse_policies(tl_experiment *e, const json_t *arr, const char *origin, tl_err *err)
@@ -312,6 +354,10 @@ static int parse_policies(tl_experiment *e, const json_t *arr, const char *origi
         if (!e->policies[i].ops)
             return tl_errf(err, TL_EUNKNOWN, "%s: unknown policy '%s' (tally-sim --list-policies)", origin, name);
         e->policies[i].params = params ? json_deep_copy(params) : NULL;
+        for (int k = 0; k < i; k++) /* the same runs twice: their results would clash */
+            if (e->policies[k].ops == e->policies[i].ops &&
+                same_params(e->policies[k].params, e->policies[i].params))
+                return tl_errf(err, TL_EFORMAT, "%s: policies %d and %d are the same (%s)", origin, k, i, name);
     }
     return 0;
 }
@@ -509,6 +555,10 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
             if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1)
                 return tl_errf(err, TL_ERANGE, "%s: loads[%d] must be a number in (0, 1]", origin, i);
             e->loads[i] = json_number_value(v);
+            for (int m = 0; m < i; m++)
+                if (e->loads[m] == e->loads[i])
+                    return tl_errf(err, TL_EFORMAT, "%s: loads %d and %d are the same (%g)", origin, m, i,
+                                   e->loads[i]);
         }
     }
     return 0;

@@ -391,6 +391,14 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
         .device_metric_names = (const char *const *)figs.names, .device_metric_values = figs.values,
     };
     r = tl_results_write_run(&c->db, &rec, NULL, err);
+    if (r < 0 && !c->o->force) {
+        /* Another sweep on this database (a second process, or a shard being
+         * resumed) may have written the same run since we looked: the same
+         * configuration and seed, so the same result. Keep theirs. */
+        tl_err e2;
+        if (tl_results_has_run(&c->db, it->key, NULL, &e2) == 1)
+            r = 0;
+    }
     figures_free(&figs);
     free(params);
     free(config);
@@ -714,7 +722,8 @@ void tl_spec_overrides_init(tl_spec_overrides *o)
     o->seed = -1;
 }
 
-/* "trace=PATH,role=inference,load=0.5" -> a job object. */
+/* "trace=PATH,role=inference,load=0.5" -> a job object. Its mistakes are the
+ * command line's: TL_EUNKNOWN (usage). */
 static int job_from_text(const char *text, json_t **out, tl_err *err)
 {
     json_t *job = json_object(), *arrival = NULL;
@@ -723,31 +732,33 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
     for (char *kv = strtok_r(copy, ",", &save); kv && r == 0; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq) {
-            r = tl_errf(err, TL_EINVAL, "--job '%s': '%s' is not KEY=VALUE", text, kv);
+            r = tl_errf(err, TL_EUNKNOWN, "--job '%s': '%s' is not KEY=VALUE", text, kv);
             break;
         }
         *eq = 0;
         const char *k = kv, *v = eq + 1;
         char *end;
         double num = strtod(v, &end);
-        bool numeric = end != v && !*end;
+        bool numeric = end != v && !*end && isfinite(num);
         if (!strcmp(k, "trace") || !strcmp(k, "role") || !strcmp(k, "name") ||
             !strcmp(k, "iteration_kernel")) {
             json_object_set_new(job, k, json_string(v));
         } else if (!strcmp(k, "priority") || !strcmp(k, "slo_ms") || !strcmp(k, "sm_percent") ||
                    !strcmp(k, "model_mb") || !strcmp(k, "skip")) {
             if (!numeric)
-                r = tl_errf(err, TL_ETYPE, "--job '%s': %s must be a number", text, k);
+                r = tl_errf(err, TL_EUNKNOWN, "--job '%s': %s must be a number", text, k);
             else
                 json_object_set_new(job, !strcmp(k, "skip") ? "skip_iterations" : k, json_real(num));
         } else if (!strcmp(k, "graph")) {
             if (strcmp(v, "0") && strcmp(v, "1"))
-                r = tl_errf(err, TL_ETYPE, "--job '%s': graph must be 0 or 1", text);
+                r = tl_errf(err, TL_EUNKNOWN, "--job '%s': graph must be 0 or 1", text);
             else
                 json_object_set_new(job, "graph", json_boolean(!strcmp(v, "1")));
+        } else if (arrival && (!strcmp(k, "load") || !strcmp(k, "rate") || !strcmp(k, "arrivals"))) {
+            r = tl_errf(err, TL_EUNKNOWN, "--job '%s': give one of load, rate and arrivals", text);
         } else if (!strcmp(k, "load") || !strcmp(k, "rate")) {
-            if (!numeric)
-                r = tl_errf(err, TL_ETYPE, "--job '%s': %s must be a number", text, k);
+            if (!numeric || num <= 0)
+                r = tl_errf(err, TL_EUNKNOWN, "--job '%s': %s must be a number > 0", text, k);
             else
                 arrival = json_pack("{s:s, s:f}", "kind", "poisson", k, num);
         } else if (!strcmp(k, "arrivals")) {

@@ -129,6 +129,21 @@ static void test_bad_input(void **state)
     expect_fail(EX_CANTCREAT, "/nonexistent-dir/r.db", NULL,
                 "--policy mps --duration 0.1 --db /nonexistent-dir/r.db" JOBS);
     expect_fail(EX_USAGE, "--duration", NULL, "--policy mps --duration ten" JOBS);
+    /* -1 is how the overrides mark "not given": it must not pass for that */
+    expect_fail(EX_USAGE, "--duration: '-1' must be > 0", NULL, "--policy mps --duration -1" JOBS);
+    expect_fail(EX_USAGE, "--warmup: '-1' must be >= 0", NULL, "--policy mps --warmup -1" JOBS);
+    expect_fail(EX_USAGE, "--load: '0' must be > 0", NULL, "--policy mps --load 0" JOBS);
+    expect_fail(EX_USAGE, "load must be a number > 0", NULL,
+                "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=nan", tmp);
+    expect_fail(EX_USAGE, "give one of load, rate and arrivals", NULL,
+                "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=0.5,rate=10", tmp);
+    expect_fail(EX_USAGE, "is not KEY=VALUE", NULL,
+                "--policy mps --db %s/a.db --job trace=" INFER ",inference", tmp);
+    expect_fail(EX_DATAERR, "closed loop", NULL,
+                "--policy mps --db %s/a.db --job trace=" INFER ",role=training,load=0.5", tmp);
+    expect_fail(EX_DATAERR, "policies 0 and 1 are the same", NULL,
+                "--policy mps --policy mps --db %s/a.db" JOBS, tmp);
+    expect_fail(EX_USAGE, "--skip: 'abc'", NULL, "info --skip abc " INFER);
     expect_fail(EX_USAGE, "unknown parameter 'no.such'", NULL,
                 "--policy mps --db %s/a.db --sim-param no.such=1" JOBS, tmp);
     expect_fail(EX_DATAERR, "threads or kinds", NULL,

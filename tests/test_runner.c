@@ -354,6 +354,23 @@ static void test_deterministic_poisson(void **state)
     tl_run_result_close(&b);
 }
 
+/* A rate so small that its gaps pass what a tl_ns holds: no arrival falls in
+ * the run (the gap's cast wrapped them into the past, over and over). */
+static void test_tiny_rate_no_arrivals(void **state)
+{
+    tl_op ops[] = { kernel(0, 0, 0, 100 * US), sync_op(TL_SYNC_STREAM, 0, -1, 0, 0) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 2, 0);
+    tl_job_spec job = { .name = "p", .trace = &t, .role = TL_ROLE_INFERENCE,
+                        .arrival = TL_ARRIVAL_POISSON_RATE, .rate = 1e-20 };
+    tl_run_result a;
+    run(&job, 1, 0, 100 * 1000 * US, &a);
+    assert_int_equal(a.n_recs, 0);
+    tl_run_result_close(&a);
+    (void)state;
+}
+
 /* The runner calls the device's begin hook once, after the policy's setup
  * (every stream created) and before the first timer: a device whose setup
  * takes real time (tally-run's contexts in worker processes) starts the run's
@@ -433,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_event_sync),
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_deterministic_poisson),
+        cmocka_unit_test(test_tiny_rate_no_arrivals),
         cmocka_unit_test(test_begin_after_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,13 +78,41 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
                  "\"arrival\":{\"kind\":\"poisson\"}}]}", TL_EMISSING, "exactly one of 'rate' or 'load'");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"training\","
-                 "\"arrival\":{\"kind\":\"poisson\",\"rate\":3}}]}", TL_EINVAL, "closed loop");
+                 "\"arrival\":{\"kind\":\"poisson\",\"rate\":3}}]}", TL_EFORMAT, "closed loop");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
                  "\"slo_ms\":0}]}", TL_ERANGE, "slo_ms");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0]}", job);
     expect_error(buf, TL_ERANGE, "loads[1]");
     snprintf(buf, sizeof buf, "{\"jobs\":[%s]}", job);
     expect_error(buf, TL_EMISSING, "policies");
+    /* the same run twice would clash in the results: refused up front */
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\",{\"name\":\"mps\",\"params\":{}}],\"jobs\":[%s]}", job);
+    expect_error(buf, TL_EFORMAT, "policies 0 and 1 are the same");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0.5]}", job);
+    expect_error(buf, TL_EFORMAT, "loads 0 and 1 are the same");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"training\",\"name\":\"a\"},"
+                 "{\"trace\":\"y\",\"role\":\"training\",\"name\":\"a\"}]}", TL_EFORMAT,
+                 "jobs 0 and 1 are both named 'a'");
+}
+
+/* Results are grouped by job name: two jobs of one trace without names get
+ * distinct ones, and policies of one name with other params are two. */
+static void test_default_names_distinct(void **state)
+{
+    tl_experiment e;
+    tl_err err = { 0 };
+    int r = parse("{\"policies\":[\"tgs\",{\"name\":\"tgs\",\"params\":{\"window_ms\":5}}],\"jobs\":["
+                  "{\"trace\":\"" TRACE "\",\"role\":\"inference\"},"
+                  "{\"trace\":\"" TRACE "\",\"role\":\"training\"},"
+                  "{\"trace\":\"" TRACE "\",\"role\":\"training\",\"name\":\"resnet50_infer_b8-2\"}]}",
+                  &e, &err);
+    assert_int_equal(r, 0);
+    assert_string_equal(e.sets[0].jobs[0].name, "resnet50_infer_b8");
+    assert_string_equal(e.sets[0].jobs[1].name, "resnet50_infer_b8-3");
+    assert_string_equal(e.sets[0].jobs[2].name, "resnet50_infer_b8-2");
+    assert_int_equal(e.n_policies, 2);
+    tl_experiment_close(&e);
+    (void)state;
 }
 
 /* policies x sets x loads x reps shared runs, plus one alone run per distinct
@@ -237,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimal_defaults),
         cmocka_unit_test(test_errors_name_the_field),
+        cmocka_unit_test(test_default_names_distinct),
         cmocka_unit_test(test_expand_grid),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_sim_params),
