@@ -119,7 +119,7 @@ static void usage(FILE *f)
 "70 internal error or watchdog, 73 cannot write the database.\n");
 }
 
-enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV, OPT_VERSION,
+enum { OPT_FORCE = 1000, OPT_DEVICE, OPT_CALIB_DB, OPT_CALIB_TOL, OPT_WATCHDOG, OPT_CSV,
        OPT_FIT, OPT_KEEP_CONTEXT, OPT_PLAIN_NODE_CALIB, OPT_SLEEP_US, OPT_THRESHOLD_US, OPT_TIMER_SLACK };
 
 static const struct option opts[] = {
@@ -133,7 +133,7 @@ static const struct option opts[] = {
     {"device", required_argument, NULL, OPT_DEVICE}, {"calib-db", required_argument, NULL, OPT_CALIB_DB},
     {"calib-tol", required_argument, NULL, OPT_CALIB_TOL}, {"watchdog", required_argument, NULL, OPT_WATCHDOG},
     {"csv", required_argument, NULL, OPT_CSV},   {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION}, {"fit", required_argument, NULL, OPT_FIT},
+    {"version", no_argument, NULL, 'V'}, {"fit", required_argument, NULL, OPT_FIT},
     {"keep-context", no_argument, NULL, OPT_KEEP_CONTEXT},
     {"plain-node-calibration", no_argument, NULL, OPT_PLAIN_NODE_CALIB},
     {"sleep-us", required_argument, NULL, OPT_SLEEP_US},
@@ -170,10 +170,10 @@ static int parse(cli *c, int argc, char **argv)
     int ch;
     double v;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kqvh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kqvhV", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': usage(stdout); exit(0);
-        case OPT_VERSION: printf("tally-run %s\n", TL_VERSION); exit(0);
+        case 'V': printf("tally-run %s\n", TL_VERSION); exit(0);
         case 's': c->ov.spec_path = optarg; break;
         case 'd': c->so.db_path = optarg; break;
         case 'g': c->ov.gpu = optarg; break;
@@ -601,15 +601,19 @@ static int cmd_run(cli *c, int argc, char **argv)
         fprintf(stderr, "tally-run: unexpected argument '%s' (try --help)\n", argv[optind]);
         return EX_USAGE;
     }
-    tl_cuda_info info;
-    int r = need_gpu(c, &info);
-    if (r) return r;
+    /* The spec first: its mistakes are worth knowing on a machine without a GPU. */
     tl_experiment e;
     tl_err err = {0};
     tl_experiment_init(&e);
-    if ((r = tl_experiment_from_overrides(&e, &c->ov, &err)) < 0) {
+    int r = tl_experiment_from_overrides(&e, &c->ov, &err);
+    if (r < 0) {
         tl_experiment_close(&e);
         return fail(&err, r);
+    }
+    tl_cuda_info info;
+    if ((r = need_gpu(c, &info))) {
+        tl_experiment_close(&e);
+        return r;
     }
     if (needs_mps(&e)) {
         char ctl[512];

@@ -118,7 +118,7 @@ static void usage(FILE *f)
 "database, 70 internal error.\n");
 }
 
-enum { OPT_FORCE = 1000, OPT_STATS, OPT_LIST_POLICIES, OPT_LIST_GPUS, OPT_VERSION, OPT_SKIP,
+enum { OPT_FORCE = 1000, OPT_STATS, OPT_LIST_POLICIES, OPT_LIST_GPUS, OPT_SKIP,
        OPT_ITER_KERNEL, OPT_SCALE_GRID, OPT_GRAPH, OPT_SIM_PARAM };
 
 static const struct option run_opts[] = {
@@ -141,7 +141,7 @@ static const struct option run_opts[] = {
     { "list-policies", no_argument, NULL, OPT_LIST_POLICIES },
     { "list-gpus", no_argument, NULL, OPT_LIST_GPUS },
     { "help", no_argument, NULL, 'h' },
-    { "version", no_argument, NULL, OPT_VERSION },
+    { "version", no_argument, NULL, 'V' },
     { "skip", required_argument, NULL, OPT_SKIP },
     { "iteration-kernel", required_argument, NULL, OPT_ITER_KERNEL },
     { "scale-grid", required_argument, NULL, OPT_SCALE_GRID },
@@ -405,12 +405,12 @@ int main(int argc, char **argv)
     so.workers = ncpu > 0 ? (int)ncpu : 1;
     int c;
     double v;
-    while ((c = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kj:qh", run_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kj:qhV", run_opts, NULL)) != -1) {
         switch (c) {
         case 'h':
             usage(stdout);
             return 0;
-        case OPT_VERSION:
+        case 'V':
             printf("tally-sim %s\n", TL_VERSION);
             return 0;
         case OPT_LIST_POLICIES:
