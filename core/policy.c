@@ -194,6 +194,14 @@ static void launch_put(tl_policy *p, plain_launch *pl)
 
 /* ---- lifecycle ---- */
 
+int tl_policy_check_params(const tl_policy_ops *ops, const json_t *params, tl_err *err)
+{
+    void *state = tl_xcalloc(1, ops->state_size ? ops->state_size : 1);
+    int r = params_parse(ops, state, params, err);
+    free(state);
+    return r;
+}
+
 int tl_policy_init(tl_policy *p, const tl_policy_ops *ops, const json_t *params,
                    tl_device *dev, tl_runtime *rt, tl_job *jobs, int n_jobs, tl_err *err)
 {

@@ -1,5 +1,6 @@
 /* Experiment specs: parsing, validation and grid expansion (see spec.h). */
 #include "tally/spec.h"
+#include "tally/policy.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -353,6 +354,10 @@ static int parse_policies(tl_experiment *e, const json_t *arr, const char *origi
         e->policies[i].ops = tl_policy_find(name);
         if (!e->policies[i].ops)
             return tl_errf(err, TL_EUNKNOWN, "%s: unknown policy '%s' (tally-sim --list-policies)", origin, name);
+        tl_err pe = { 0 };
+        int r = tl_policy_check_params(e->policies[i].ops, params, &pe);
+        if (r < 0)
+            return tl_errf(err, r, "%s: policy %d: %s", origin, i, pe.msg);
         e->policies[i].params = params ? json_deep_copy(params) : NULL;
         for (int k = 0; k < i; k++) /* the same runs twice: their results would clash */
             if (e->policies[k].ops == e->policies[i].ops &&

@@ -114,6 +114,10 @@ struct tl_policy {
 const tl_policy_ops *tl_policy_find(const char *name);
 const tl_policy_ops *const *tl_policy_all(void); /* NULL-terminated, stable order */
 
+/* Check a policy's parameters (names, types, ranges) as tl_policy_init would,
+ * without a device: for specs, so that a bad value fails before any run. */
+int tl_policy_check_params(const tl_policy_ops *ops, const json_t *params, tl_err *err);
+
 /* Lifecycle (framework side). params may be NULL (all defaults). */
 int tl_policy_init(tl_policy *p, const tl_policy_ops *ops, const json_t *params,
                    tl_device *dev, tl_runtime *rt, tl_job *jobs, int n_jobs, tl_err *err);
