@@ -330,9 +330,12 @@ int tl_policy_run_plain_then(tl_policy *p, tl_task *t, tl_stream_id s, tl_task_d
     }
     if (r < 0) {
         launch_put(p, pl);
-        tl_policy_fail(p, r, "policy %s: job %s: the device refused op %u of iteration %u (%s)",
-                       p->ops->name, t->job->name ? t->job->name : "?", t->index, t->iter,
-                       tl_strerror(r));
+        const tl_trace *tr = t->job->trace;
+        const char *name = tr && t->op->kind == TL_OP_KERNEL ? tl_trace_op_name(tr, t->op) : NULL;
+        tl_policy_fail(p, r, "policy %s: job %s (%s): the device refused op %u of iteration %u, %s%s%s (%s)",
+                       p->ops->name, t->job->name ? t->job->name : "?", tr && tr->path ? tr->path : "?",
+                       t->index, t->iter, t->op->kind == TL_OP_KERNEL ? "kernel" : "a copy or memset",
+                       name && *name ? " " : "", name ? name : "", tl_strerror(r));
         tl_policy_complete_now(p, t);
     }
     return r;
