@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 const char *tl_strerror(int code)
 {
@@ -67,10 +68,15 @@ int tl_exit_code(int code)
     }
 }
 
+/* Out of memory: say so and exit with EX_OSERR. Not abort(): a user's
+ * machine running short is no crash to dump core for. _exit, not exit: the
+ * handlers of a half-built state (or of a sweep's parent, in a worker) must
+ * not run; the results database is safe, its transaction never commits. */
 static void *oom(size_t n)
 {
     fprintf(stderr, "tally: out of memory (allocating %zu bytes)\n", n);
-    abort();
+    fflush(stderr);
+    _exit(EX_OSERR);
 }
 
 void *tl_xmalloc(size_t n)
