@@ -466,7 +466,7 @@ int main(int argc, char **argv)
         case 'j':
             if (parse_double(c == 'S' ? "seed" : c == 'r' ? "repetitions" : "jobs", optarg, &v) < 0)
                 return EX_USAGE;
-            if (v != floor(v) || v < (c == 'S' ? 0 : 1) || v > (c == 'S' ? 9e15 : 100000)) {
+            if (v != floor(v) || v < (c == 'S' ? 0 : 1) || v > (c == 'S' ? 9e15 : c == 'r' ? 1000 : 100000)) {
                 fprintf(stderr, "tally-sim: --%s: '%s' is out of range\n",
                         c == 'S' ? "seed" : c == 'r' ? "repetitions" : "jobs", optarg);
                 return EX_USAGE;

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <sysexits.h>
@@ -785,6 +786,9 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     char *dir = NULL;
     if (o->spec_path) {
         json_error_t je;
+        struct stat sb;
+        if (stat(o->spec_path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return tl_errf(err, TL_EIO, "%s: is a folder, not a spec file", o->spec_path);
         root = json_load_file(o->spec_path, JSON_REJECT_DUPLICATES, &je);
         if (!root) {
             if (access(o->spec_path, R_OK) != 0)
