@@ -211,19 +211,24 @@ static int parse(cli *c, int argc, char **argv)
             }
             c->warmup_s = c->ov.warmup_s;
             break;
-        case 'S': case 'r': case OPT_DEVICE:
-            if (num("seed/repetitions/device", optarg, &v) < 0) return EX_USAGE;
-            if (v != floor(v) || v < 0 || v > 9e15) {
-                fprintf(stderr, "tally-run: '%s' is out of range\n", optarg);
+        case 'S': case 'r': case OPT_DEVICE: {
+            const char *name = ch == 'S' ? "seed" : ch == 'r' ? "repetitions" : "device";
+            double max = ch == 'S' ? 9e15 : ch == 'r' ? 1000 : 1023;
+            if (num(name, optarg, &v) < 0) return EX_USAGE;
+            if (v != floor(v) || v < (ch == 'r' ? 1 : 0) || v > max) {
+                fprintf(stderr, "tally-run: --%s: '%s' must be an integer in [%d, %.0f]\n", name, optarg,
+                        ch == 'r' ? 1 : 0, max);
                 return EX_USAGE;
             }
             if (ch == 'S') c->ov.seed = (long long)v;
             else if (ch == 'r') c->ov.repetitions = (int)v;
             else c->co.device = (int)v;
             break;
+        }
         case OPT_CALIB_TOL:
-            if (num("calib-tol", optarg, &v) < 0 || !(v > 0 && v < 1)) {
-                fprintf(stderr, "tally-run: --calib-tol must be in (0, 1)\n");
+            if (num("calib-tol", optarg, &v) < 0) return EX_USAGE;
+            if (!(v > 0 && v < 1)) {
+                fprintf(stderr, "tally-run: --calib-tol: '%s' must be in (0, 1)\n", optarg);
                 return EX_USAGE;
             }
             c->co.calib_tol = v;
@@ -237,8 +242,9 @@ static int parse(cli *c, int argc, char **argv)
             else c->timer_slack_ns = v;
             break;
         case OPT_WATCHDOG:
-            if (num("watchdog", optarg, &v) < 0 || !(v > 0)) {
-                fprintf(stderr, "tally-run: --watchdog must be > 0 seconds\n");
+            if (num("watchdog", optarg, &v) < 0) return EX_USAGE;
+            if (!(v > 0) || v > 1e6) {
+                fprintf(stderr, "tally-run: --watchdog: '%s' must be in (0, 1e6] seconds\n", optarg);
                 return EX_USAGE;
             }
             c->co.watchdog_ns = (tl_ns)(v * 1e9);
