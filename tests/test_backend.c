@@ -794,13 +794,22 @@ static void test_tally_run_refuses_without_gpu(void **state)
     int st = run_tally("info", out, sizeof out);
     assert_int_equal(st, 69); /* EX_UNAVAILABLE */
     assert_non_null(strstr(out, "no usable GPU"));
-    st = run_tally("run -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz -p priority-streams -t 1", out,
-                   sizeof out);
+    st = run_tally("run -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz,role=inference,load=0.5 "
+                   "-p priority-streams -t 1", out, sizeof out);
     assert_int_equal(st, 69);
     assert_non_null(strstr(out, "no usable GPU"));
     /* --keep-context is an option of run (not a usage error) */
-    st = run_tally("run --keep-context -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz -t 1", out, sizeof out);
+    st = run_tally("run --keep-context -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz,role=training "
+                   "-p mps -t 1", out, sizeof out);
     assert_int_equal(st, 69);
+    /* the spec is read first: its mistakes are reported without a GPU */
+    st = run_tally("run -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz,role=training -p nope -t 1", out,
+                   sizeof out);
+    assert_int_equal(st, 64);
+    assert_non_null(strstr(out, "unknown policy 'nope'"));
+    st = run_tally("run -J trace=traces/bundled/h100/vit_b16_infer_b1.json.gz -p mps -t 1", out, sizeof out);
+    assert_int_equal(st, 65);
+    assert_non_null(strstr(out, "missing 'role'"));
 }
 
 static void test_tally_run_usage(void **state)
