@@ -1,11 +1,14 @@
 /* The results database: schema, open, and the one-transaction run writer. */
 #include "tally/results.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tally/metrics.h"
 #include "tally/spec.h"
@@ -44,49 +47,294 @@ static int db_err(tl_results *r, tl_err *err, const char *what)
     return tl_errf(err, TL_EDB, "%s: %s: %s", r->path, what, r->db ? sqlite3_errmsg(r->db) : "?");
 }
 
+/* ---------- is it ours? ---------- */
+
+/* The tables of the schema above with every column, for the checks made before
+ * anything is written. A table may be absent from an existing database of
+ * this version (created on open); one that is there must have these columns. */
+enum { T_META, T_RUNS, T_JOBS, T_REQUESTS, T_ITERATIONS, T_METRICS, T_KERNELS, T_COUNT };
+static const struct {
+    const char *name, *columns;
+} tables[T_COUNT] = {
+    [T_META] = { "meta", "key, value" },
+    [T_RUNS] = { "runs", "run_id, run_key, experiment, kind, policy, policy_params, gpu, driver, "
+                         "clocks, seed, repetition, load, duration_ns, warmup_ns, config, status, "
+                         "wall_s, events, created" },
+    [T_JOBS] = { "jobs", "run_id, job_id, name, trace, role, priority, arrival, rate, slo_ns, "
+                         "alone_run_id" },
+    [T_REQUESTS] = { "requests", "run_id, job_id, req_id, arrival_ns, start_ns, end_ns, "
+                                 "latency_ns, service_ns" },
+    [T_ITERATIONS] = { "iterations", "run_id, job_id, iter_idx, start_ns, end_ns" },
+    [T_METRICS] = { "metrics", "run_id, job_id, name, value" },
+    [T_KERNELS] = { "kernels", "run_id, job_id, seq, name, stream, start_ns, end_ns, blocks, "
+                               "avg_sms, ptb, retreated" },
+};
+
+/* An error reading db: TL_EFORMAT when the file is no SQLite database, else
+ * io_code (the caller's: TL_EDB for the database it writes, TL_EIO for one
+ * it reads). */
+static int read_err(sqlite3 *db, const char *path, int io_code, tl_err *err)
+{
+    int ec = sqlite3_errcode(db);
+    if (ec == SQLITE_NOTADB)
+        return tl_errf(err, TL_EFORMAT, "%s: not an SQLite database (so not a Tally results "
+                       "database)", path);
+    return tl_errf(err, io_code, "%s: cannot read the results database: %s", path,
+                   sqlite3_errmsg(db));
+}
+
+/* Does db (schema "main" or an attached one) hold the Tally results schema of
+ * this version? Reads only. *n_objects: how many tables, indexes, views or
+ * triggers it has (0: an empty or new file, which is ours to initialise: no
+ * error then). *present: bit T_x set for each of our tables found. */
+static int check_schema(sqlite3 *db, const char *schema, const char *path, int io_code,
+                        int *n_objects, unsigned *present, tl_err *err)
+{
+    char sql[512];
+    sqlite3_stmt *st;
+    *present = 0;
+    *n_objects = 0;
+    snprintf(sql, sizeof sql, "SELECT type, name FROM \"%s\".sqlite_master ORDER BY rowid", schema);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return read_err(db, path, io_code, err);
+    char others[160] = "";
+    int n_others = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *type = (const char *)sqlite3_column_text(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        (*n_objects)++;
+        if (!type || strcmp(type, "table") || !name)
+            continue;
+        bool ours = false;
+        for (int t = 0; t < T_COUNT; t++)
+            if (!strcmp(name, tables[t].name)) {
+                *present |= 1u << t;
+                ours = true;
+            }
+        if (!ours && n_others++ < 3) {
+            size_t l = strlen(others);
+            snprintf(others + l, sizeof others - l, "%s%s", l ? ", " : "", name);
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return read_err(db, path, io_code, err);
+    if (*n_objects == 0)
+        return 0;
+    char tabs[200] = "";
+    if (n_others)
+        snprintf(tabs, sizeof tabs, " (it has table%s %s%s)", n_others > 1 ? "s" : "", others,
+                 n_others > 3 ? ", ..." : "");
+    if (!(*present & (1u << T_META)))
+        return tl_errf(err, TL_EFORMAT, "%s: not a Tally results database: no meta table with "
+                       "its schema_version%s; refused, the file is left as it was", path, tabs);
+    snprintf(sql, sizeof sql, "SELECT value FROM \"%s\".meta WHERE key='schema_version'", schema);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return tl_errf(err, TL_EFORMAT, "%s: not a Tally results database: its meta table is "
+                       "not ours (%s)%s", path, sqlite3_errmsg(db), tabs);
+    char version[32] = "";
+    bool found = (rc = sqlite3_step(st)) == SQLITE_ROW;
+    if (found) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        snprintf(version, sizeof version, "%s", v ? v : "NULL");
+    }
+    sqlite3_finalize(st);
+    if (!found && rc != SQLITE_DONE)
+        return read_err(db, path, io_code, err);
+    if (!found)
+        return tl_errf(err, TL_EFORMAT, "%s: not a Tally results database: no schema_version in "
+                       "its meta table%s; refused, the file is left as it was", path, tabs);
+    char want[16];
+    snprintf(want, sizeof want, "%d", TL_RESULTS_SCHEMA_VERSION);
+    if (strcmp(version, want))
+        return tl_errf(err, TL_EFORMAT, "%s: a results database of schema version %s, expected %d "
+                       "(made by another version of Tally?); refused, the file is left as it was",
+                       path, version, TL_RESULTS_SCHEMA_VERSION);
+    for (int t = 0; t < T_COUNT; t++) {
+        if (!(*present & (1u << t)))
+            continue;
+        snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\".%s LIMIT 0", tables[t].columns, schema,
+                 tables[t].name);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            return tl_errf(err, TL_EFORMAT, "%s: table '%s' is not the Tally results schema "
+                           "version %d: %s", path, tables[t].name, TL_RESULTS_SCHEMA_VERSION,
+                           sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+    }
+    return 0;
+}
+
+/* An empty name is a private temporary database to SQLite, ":memory:" one in
+ * memory: both vanish at close, with every result written there. */
+static int check_name(const char *path, const char *what, tl_err *err)
+{
+    if (!path || !*path)
+        return tl_errf(err, TL_EUNKNOWN, "the %s is an empty file name (SQLite would keep it in a "
+                       "temporary file deleted at exit): give a path", what);
+    if (!strcmp(path, ":memory:"))
+        return tl_errf(err, TL_EUNKNOWN, "%s: the %s would be in memory only, lost at exit: give "
+                       "a path", path, what);
+    return 0;
+}
+
+/* The main database is opened with SQLITE_OPEN_URI (so that shards can be
+ * attached read-only); a relative path that happens to start with "file:" must
+ * stay a file name. malloc'ed. */
+static char *plain_name(const char *path)
+{
+    if (strncmp(path, "file:", 5))
+        return tl_xstrdup(path);
+    size_t n = strlen(path) + 3;
+    char *p = tl_xmalloc(n);
+    snprintf(p, n, "./%s", path);
+    return p;
+}
+
+bool tl_results_same_file(const char *a, const char *b)
+{
+    if (!a || !b)
+        return false;
+    struct stat sa, sb;
+    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb)
+        return false; /* one exists, the other does not */
+    /* Neither exists yet: the same name once the folders are resolved. */
+    char *ca = tl_results_canonical_path(a), *cb = tl_results_canonical_path(b);
+    bool same = ca && cb && !strcmp(ca, cb);
+    free(ca);
+    free(cb);
+    return same;
+}
+
+char *tl_results_canonical_path(const char *path)
+{
+    char *full = realpath(path, NULL);
+    if (full)
+        return full;
+    /* Not there (yet): the resolved folder and the last name. */
+    char *copy = tl_xstrdup(path);
+    size_t n = strlen(copy);
+    while (n > 1 && copy[n - 1] == '/')
+        copy[--n] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    char *dir = NULL;
+    if (!slash)
+        dir = realpath(".", NULL);
+    else if (slash == copy)
+        dir = tl_xstrdup("/");
+    else {
+        *slash = '\0';
+        dir = realpath(copy, NULL);
+    }
+    char *out = NULL;
+    if (dir && *base) {
+        size_t m = strlen(dir) + strlen(base) + 2;
+        out = tl_xmalloc(m);
+        snprintf(out, m, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", base);
+    }
+    free(dir);
+    free(copy);
+    return out;
+}
+
 int tl_results_open(tl_results *r, const char *path, tl_err *err)
 {
     memset(r, 0, sizeof *r);
+    int rc = check_name(path, "results database", err);
+    if (rc < 0)
+        return rc;
     r->path = tl_xstrdup(path);
-    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        int rc = tl_errf(err, TL_EDB, "%s: cannot open the results database for writing: %s", path,
-                         r->db ? sqlite3_errmsg(r->db) : "out of memory");
+    char *name = plain_name(path);
+    int orc = sqlite3_open_v2(name, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                              SQLITE_OPEN_URI, NULL);
+    free(name);
+    if (orc != SQLITE_OK) {
+        rc = tl_errf(err, TL_EDB, "%s: cannot open the results database for writing: %s", path,
+                     r->db ? sqlite3_errmsg(r->db) : "out of memory");
         tl_results_close(r);
         return rc;
     }
-    /* Several sweep workers write one database: wait for each other. WAL lets
-     * readers (plots) run during a sweep. */
+    /* Several sweep workers write one database: wait for each other. */
     sqlite3_busy_timeout(r->db, 120000);
+    /* Nothing is written before the file is known to be ours or empty: a
+     * foreign or older database is refused as it was. */
+    int n_objects;
+    unsigned present;
+    rc = check_schema(r->db, "main", path, TL_EDB, &n_objects, &present, err);
     char *msg = NULL;
-    if (sqlite3_exec(r->db, "PRAGMA journal_mode=WAL;", NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(r->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = tl_errf(err, TL_EDB, "%s: cannot create the results schema (not writable, or not a "
-                         "Tally database?): %s", path, msg ? msg : "?");
-        sqlite3_free(msg);
+    /* The schema in one write transaction, checked again under its lock: a
+     * process opening the same new file meanwhile sees all of it or none. */
+    if (rc == 0 && sqlite3_exec(r->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+        rc = tl_errf(err, TL_EDB, "%s: cannot write the results database: %s", path,
+                     msg ? msg : sqlite3_errmsg(r->db));
+    else if (rc == 0) {
+        rc = check_schema(r->db, "main", path, TL_EDB, &n_objects, &present, err);
+        if (rc == 0 && sqlite3_exec(r->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK)
+            rc = tl_errf(err, TL_EDB, "%s: cannot create the results schema: %s", path,
+                         msg ? msg : "?");
+        if (rc == 0 && sqlite3_exec(r->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+            rc = tl_errf(err, TL_EDB, "%s: cannot write the results database: %s", path,
+                         msg ? msg : sqlite3_errmsg(r->db));
+        if (rc < 0)
+            sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_free(msg);
+    msg = NULL;
+    /* WAL lets readers (plots) run during a sweep. */
+    if (rc == 0 && sqlite3_exec(r->db, "PRAGMA journal_mode=WAL;", NULL, NULL, &msg) != SQLITE_OK)
+        rc = tl_errf(err, TL_EDB, "%s: cannot switch the results database to WAL: %s", path,
+                     msg ? msg : "?");
+    sqlite3_free(msg);
+    if (rc < 0)
         tl_results_close(r);
+    return rc;
+}
+
+/* A results database to read (a shard): opened read-only, nothing written.
+ * *present: our tables found (bits T_x). */
+static int check_file(const char *path, unsigned *present, tl_err *err)
+{
+    int rc = check_name(path, "results database", err);
+    if (rc < 0)
+        return rc;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return tl_errf(err, TL_EIO, "%s: cannot read the results database: %s", path,
+                       strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return tl_errf(err, TL_EFORMAT, "%s: not a results database (not a regular file)", path);
+    if (access(path, R_OK) != 0)
+        return tl_errf(err, TL_EIO, "%s: cannot read the results database: %s", path,
+                       strerror(errno));
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = tl_errf(err, TL_EIO, "%s: cannot open the results database: %s", path,
+                     db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
         return rc;
     }
-    sqlite3_stmt *st;
-    int ok = 0;
-    if (sqlite3_prepare_v2(r->db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st,
-                           NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            ok = sqlite3_column_int(st, 0) == TL_RESULTS_SCHEMA_VERSION;
-        sqlite3_finalize(st);
-    }
-    /* A table of ours with other columns means a foreign database. */
-    if (ok && sqlite3_prepare_v2(r->db, "SELECT run_key, policy, status FROM runs LIMIT 0", -1, &st,
-                                 NULL) == SQLITE_OK)
-        sqlite3_finalize(st);
-    else
-        ok = 0;
-    if (!ok) {
-        int rc = tl_errf(err, TL_EDB, "%s: not a Tally results database of schema version %d", path,
-                         TL_RESULTS_SCHEMA_VERSION);
-        tl_results_close(r);
-        return rc;
-    }
-    return 0;
+    sqlite3_busy_timeout(db, 10000);
+    int n_objects;
+    rc = check_schema(db, "main", path, TL_EIO, &n_objects, present, err);
+    if (rc == 0 && !n_objects)
+        rc = tl_errf(err, TL_EFORMAT, "%s: not a Tally results database (an empty database)",
+                     path);
+    static const int needed[] = { T_RUNS, T_JOBS, T_REQUESTS, T_METRICS };
+    for (size_t i = 0; rc == 0 && i < sizeof needed / sizeof needed[0]; i++)
+        if (!(*present & (1u << needed[i])))
+            rc = tl_errf(err, TL_EFORMAT, "%s: a Tally results database without its table '%s'",
+                         path, tables[needed[i]].name);
+    sqlite3_close(db);
+    return rc;
+}
+
+int tl_results_check(const char *path, tl_err *err)
+{
+    unsigned present;
+    return check_file(path, &present, err);
 }
 
 void tl_results_close(tl_results *r)
@@ -416,24 +664,62 @@ int tl_results_job_metrics(tl_results *r, long long run_id, int job_id, tl_job_m
     return 0;
 }
 
+/* "file:" URI of an existing file, opened read-only (malloc'ed; NULL if the
+ * path cannot be resolved). Every byte but [A-Za-z0-9/._~-] is %-escaped. */
+static char *readonly_uri(const char *path)
+{
+    char *full = realpath(path, NULL);
+    if (!full)
+        return NULL;
+    size_t n = strlen(full);
+    char *u = tl_xmalloc(n * 3 + 32), *o = u;
+    o += sprintf(o, "file:");
+    for (const unsigned char *p = (const unsigned char *)full; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("/._~-", *p))
+            *o++ = (char)*p;
+        else
+            o += sprintf(o, "%%%02X", *p);
+    }
+    strcpy(o, "?mode=ro");
+    free(full);
+    return u;
+}
+
 /* Merge the finished runs of another results database (a sweep shard) into r.
  * Runs whose key r already has are skipped; run ids are renumbered and every
- * reference (child rows, alone_run_id) follows. One transaction. */
+ * reference (child rows, alone_run_id) follows. One transaction. The shard is
+ * checked first and attached read-only: it is never written. */
 int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err)
 {
-    tl_results probe;
-    int rc = tl_results_open(&probe, shard, err); /* validates the shard's schema */
+    unsigned present;
+    int rc = check_file(shard, &present, err);
     if (rc < 0)
         return rc;
-    tl_results_close(&probe);
+    if (tl_results_same_file(shard, r->path))
+        return tl_errf(err, TL_EUNKNOWN, "%s: a shard is the output database %s", shard, r->path);
+    char *uri = readonly_uri(shard);
+    if (!uri)
+        return tl_errf(err, TL_EIO, "%s: cannot resolve the shard's path: %s", shard,
+                       strerror(errno));
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK) {
+        free(uri);
         return db_err(r, err, "attach shard");
-    sqlite3_bind_text(st, 1, shard, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
     int s = sqlite3_step(st);
     sqlite3_finalize(st);
+    free(uri);
     if (s != SQLITE_DONE)
-        return db_err(r, err, "attach shard");
+        return tl_errf(err, TL_EIO, "%s: cannot attach the shard %s: %s", r->path, shard,
+                       sqlite3_errmsg(r->db));
+    /* Checked again as attached (the file could have changed meanwhile). */
+    int n_objects;
+    unsigned seen;
+    rc = check_schema(r->db, "src", shard, TL_EIO, &n_objects, &seen, err);
+    if (rc == 0 && seen != present)
+        rc = tl_errf(err, TL_EIO, "%s: the shard changed while it was being merged", shard);
     static const char sql[] =
         "CREATE TEMP TABLE newruns AS SELECT run_id AS old_id, run_key FROM src.runs "
         "  WHERE status='done' AND run_key NOT IN (SELECT run_key FROM main.runs);"
@@ -451,17 +737,25 @@ int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err)
         "  FROM src.jobs j JOIN idmap i ON j.run_id = i.old_id;"
         "INSERT INTO main.requests SELECT i.new_id, q.job_id, q.req_id, q.arrival_ns, q.start_ns,"
         "  q.end_ns, q.latency_ns, q.service_ns FROM src.requests q JOIN idmap i ON q.run_id = i.old_id;"
-        "INSERT INTO main.iterations SELECT i.new_id, t.job_id, t.iter_idx, t.start_ns, t.end_ns"
-        "  FROM src.iterations t JOIN idmap i ON t.run_id = i.old_id;"
         "INSERT INTO main.metrics SELECT i.new_id, x.job_id, x.name, x.value"
-        "  FROM src.metrics x JOIN idmap i ON x.run_id = i.old_id;"
+        "  FROM src.metrics x JOIN idmap i ON x.run_id = i.old_id;";
+    /* Tables a shard may lack (none of its runs had any). */
+    static const char iterations_sql[] =
+        "INSERT INTO main.iterations SELECT i.new_id, t.job_id, t.iter_idx, t.start_ns, t.end_ns"
+        "  FROM src.iterations t JOIN idmap i ON t.run_id = i.old_id;";
+    static const char kernels_sql[] =
         "INSERT INTO main.kernels SELECT i.new_id, k.job_id, k.seq, k.name, k.stream, k.start_ns,"
         "  k.end_ns, k.blocks, k.avg_sms, k.ptb, k.retreated FROM src.kernels k"
         "  JOIN idmap i ON k.run_id = i.old_id;";
-    rc = tl_results_begin(r, err);
+    if (rc == 0)
+        rc = tl_results_begin(r, err);
     if (rc == 0) {
         char *msg = NULL;
-        if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK ||
+            ((present & (1u << T_ITERATIONS)) &&
+             sqlite3_exec(r->db, iterations_sql, NULL, NULL, &msg) != SQLITE_OK) ||
+            ((present & (1u << T_KERNELS)) &&
+             sqlite3_exec(r->db, kernels_sql, NULL, NULL, &msg) != SQLITE_OK)) {
             rc = tl_errf(err, TL_EDB, "%s: merging %s: %s", r->path, shard, msg ? msg : "?");
             sqlite3_free(msg);
             tl_results_rollback(r);

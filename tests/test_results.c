@@ -1,6 +1,7 @@
 /* The results database: schema, refusal of unwritable or foreign files, one
  * transaction per run, resume lookup, replace. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -109,22 +110,202 @@ static void test_unwritable_path(void **state)
     assert_non_null(strstr(err.msg, "/nonexistent-dir/results.db"));
 }
 
+/* The whole file, to check that a refused database is left byte for byte. */
+static char *slurp(const char *p, size_t *n)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)len + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return buf;
+}
+
+static bool exists(const char *p)
+{
+    return access(p, F_OK) == 0;
+}
+
+/* tl_results_open on path fails with code, naming path and saying what, and
+ * the file is as it was (no table added, no WAL switched on). */
+static void refused_untouched(const char *what, int code)
+{
+    size_t n0, n1;
+    char *before = slurp(path, &n0);
+    assert_non_null(before);
+    tl_results r;
+    tl_err err = { 0 };
+    assert_int_equal(tl_results_open(&r, path, &err), code);
+    assert_null(r.db);
+    assert_non_null(strstr(err.msg, path));
+    if (!strstr(err.msg, what))
+        fail_msg("'%s' not in: %s", what, err.msg);
+    char *after = slurp(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    char p[96];
+    snprintf(p, sizeof p, "%s-wal", path);
+    assert_false(exists(p));
+    free(before);
+    free(after);
+}
+
 static void test_foreign_database(void **state)
 {
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, "CREATE TABLE runs(a, b)", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    tl_results r;
-    tl_err err = { 0 };
-    assert_int_equal(tl_results_open(&r, path, &err), TL_EDB);
-    assert_non_null(strstr(err.msg, path));
+    refused_untouched("not a Tally results database", TL_EFORMAT);
+    /* another program's database (an Nsight Systems export): named tables, untouched */
+    unlink(path);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE TARGET_INFO_GPU(id INTEGER, name TEXT);"
+                                      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start, end);"
+                                      "INSERT INTO TARGET_INFO_GPU VALUES(0, 'H100');",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    refused_untouched("TARGET_INFO_GPU", TL_EFORMAT);
+    assert_int_equal(tl_results_check(path, NULL), TL_EFORMAT);
+    /* an older schema version: refused before anything is written */
+    unlink(path);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                                      "INSERT INTO meta VALUES('schema_version', '0');"
+                                      "CREATE TABLE runs(run_id INTEGER PRIMARY KEY, run_key TEXT,"
+                                      " policy TEXT, status TEXT);",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    refused_untouched("schema version 0, expected 1", TL_EFORMAT);
+    /* our version, but a table of ours with other columns */
+    unlink(path);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                                      "INSERT INTO meta VALUES('schema_version', '1');"
+                                      "CREATE TABLE runs(run_id INTEGER PRIMARY KEY, x);",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    refused_untouched("table 'runs'", TL_EFORMAT);
     /* a text file is no database either */
     FILE *f = fopen(path, "w");
-    fputs("hello, not sqlite\n", f);
+    fputs("hello, not sqlite, and long enough to fill a database header......................"
+          "..............................\n", f);
     fclose(f);
-    assert_int_equal(tl_results_open(&r, path, &err), TL_EDB);
-    assert_non_null(strstr(err.msg, path));
+    refused_untouched("not an SQLite database", TL_EFORMAT);
+}
+
+static void test_empty_name_and_file(void **state)
+{
+    tl_results r;
+    tl_err err = { 0 };
+    /* "" is a temporary database to SQLite: everything written would be lost */
+    assert_int_equal(tl_results_open(&r, "", &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "empty"));
+    assert_int_equal(tl_exit_code(TL_EUNKNOWN), 64);
+    assert_int_equal(tl_results_open(&r, ":memory:", &err), TL_EUNKNOWN);
+    assert_int_equal(tl_results_check("", &err), TL_EUNKNOWN);
+    /* an empty file is a new database */
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    assert_int_equal(tl_results_open(&r, path, &err), 0);
+    write_one(&r, "k1", false, 1, 0);
+    tl_results_close(&r);
+    assert_int_equal(tl_results_check(path, &err), 0);
+    /* an existing database of ours is opened again as it is */
+    assert_int_equal(tl_results_open(&r, path, &err), 0);
+    assert_int_equal(count(&r, "SELECT count(*) FROM runs"), 1);
+    tl_results_close(&r);
+}
+
+static void remove_db(const char *p)
+{
+    static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+    char q[128];
+    for (int i = 0; i < 4; i++) {
+        snprintf(q, sizeof q, "%s%s", p, sfx[i]);
+        unlink(q);
+    }
+}
+
+static void test_merge(void **state)
+{
+    char shard1[96], shard2[96], missing[96], foreign[96];
+    snprintf(shard1, sizeof shard1, "%s.s1", path);
+    snprintf(shard2, sizeof shard2, "%s.s2", path);
+    snprintf(missing, sizeof missing, "%s.none", path);
+    snprintf(foreign, sizeof foreign, "%s.nsys", path);
+    const char *all[] = { shard1, shard2, missing, foreign };
+    for (int i = 0; i < 4; i++)
+        remove_db(all[i]);
+    tl_results r;
+    tl_err err = { 0 };
+    assert_int_equal(tl_results_open(&r, shard1, &err), 0);
+    write_one(&r, "a", false, 2, 0);
+    write_one(&r, "b", false, 3, 0);
+    tl_results_close(&r);
+    assert_int_equal(tl_results_open(&r, shard2, &err), 0);
+    write_one(&r, "b", false, 3, 0);
+    write_one(&r, "c", false, 1, 0);
+    tl_results_close(&r);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(foreign, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE TARGET_INFO_GPU(id);", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    size_t n1, n2, nf;
+    char *b1 = slurp(shard1, &n1), *b2 = slurp(shard2, &n2), *bf = slurp(foreign, &nf);
+
+    assert_int_equal(tl_results_check(shard1, &err), 0);
+    assert_int_equal(tl_results_check(missing, &err), TL_EIO);
+    assert_non_null(strstr(err.msg, missing));
+    assert_false(exists(missing));
+
+    assert_int_equal(tl_results_open(&r, path, &err), 0);
+    int n = -1;
+    assert_int_equal(tl_results_merge(&r, shard1, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(tl_results_merge(&r, shard2, &n, &err), 0);
+    assert_int_equal(n, 1); /* b is there already */
+    assert_int_equal(count(&r, "SELECT count(*) FROM runs"), 3);
+    assert_int_equal(count(&r, "SELECT count(*) FROM requests"), 6);
+    /* a missing shard is not created; a foreign one is not written to */
+    assert_int_equal(tl_results_merge(&r, missing, &n, &err), TL_EIO);
+    assert_non_null(strstr(err.msg, missing));
+    assert_false(exists(missing));
+    assert_int_equal(tl_results_merge(&r, foreign, &n, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, foreign));
+    /* the output itself, under another name: a usage error, at once */
+    char self[128];
+    snprintf(self, sizeof self, "/tmp/../%s", path);
+    assert_int_equal(tl_results_merge(&r, self, &n, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "output"));
+    assert_int_equal(count(&r, "SELECT count(*) FROM runs"), 3);
+    tl_results_close(&r);
+    /* the shards are byte for byte what they were */
+    size_t m;
+    char *a1 = slurp(shard1, &m);
+    assert_int_equal(m, n1);
+    assert_memory_equal(a1, b1, n1);
+    char *a2 = slurp(shard2, &m);
+    assert_int_equal(m, n2);
+    assert_memory_equal(a2, b2, n2);
+    char *af = slurp(foreign, &m);
+    assert_int_equal(m, nf);
+    assert_memory_equal(af, bf, nf);
+    free(a1); free(a2); free(af); free(b1); free(b2); free(bf);
+
+    assert_true(tl_results_same_file(shard1, self + 0) == false);
+    assert_true(tl_results_same_file(path, self));
+    assert_true(tl_results_same_file(missing, missing));
+    assert_false(tl_results_same_file(missing, shard1));
+    for (int i = 0; i < 4; i++)
+        remove_db(all[i]);
 }
 
 int main(void)
@@ -133,6 +314,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_and_find, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_name_and_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

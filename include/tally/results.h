@@ -60,10 +60,25 @@ typedef struct tl_results {
     char *path;
 } tl_results;
 
-/* Open (creating the schema if needed). Fails with a message naming the path if
- * it cannot be written or holds a foreign schema. Sets a busy timeout so that
- * several worker processes can write one database. */
+/* Open (creating the schema if needed). Nothing is written to an existing file
+ * before it is known to be a Tally results database of this schema version (or
+ * empty): another SQLite database, an older or newer schema, or a file that is
+ * no database at all is refused with TL_EFORMAT naming the path and what is
+ * wrong, and left byte for byte as it was. An empty path (or ":memory:", both
+ * lost at close) is TL_EUNKNOWN, a usage error; a file that cannot be written
+ * TL_EDB. Sets a busy timeout so that several worker processes can write one
+ * database. */
 int tl_results_open(tl_results *r, const char *path, tl_err *err);
+/* Is path a Tally results database of this schema version, with its runs,
+ * jobs, requests and metrics tables? Opened read-only: nothing is written.
+ * 0; TL_EIO when it cannot be read (missing); TL_EFORMAT when it is not one. */
+int tl_results_check(const char *path, tl_err *err);
+/* Do a and b name the same file? Device and inode when both exist; when
+ * neither does, the same path once its folders are resolved (realpath). */
+bool tl_results_same_file(const char *a, const char *b);
+/* path with its folders resolved (realpath), also for a file that does not
+ * exist yet (its folder must); NULL if that fails. malloc'ed. */
+char *tl_results_canonical_path(const char *path);
 void tl_results_close(tl_results *r);
 /* Is a finished run with this key already in the database? (sweep resume) */
 int tl_results_has_run(tl_results *r, const char *run_key, long long *run_id, tl_err *err);
@@ -106,7 +121,9 @@ typedef struct tl_run_record {
 
 int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run_id, tl_err *err);
 /* Merge the finished runs of another database (a sweep shard) into r; runs
- * whose key r has are skipped, run ids renumbered. One transaction. */
+ * whose key r has are skipped, run ids renumbered. One transaction. The shard
+ * is checked as tl_results_check does and read only (attached read-only):
+ * missing TL_EIO, not a results database TL_EFORMAT, r's own file TL_EUNKNOWN. */
 int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err);
 /* Read a job's metrics back (for relative metrics from alone runs). */
 int tl_results_job_metrics(tl_results *r, long long run_id, int job_id,
