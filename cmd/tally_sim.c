@@ -327,25 +327,87 @@ static int cmd_fidelity(int argc, char **argv)
     return status;
 }
 
+static void merge_usage(FILE *f)
+{
+    fprintf(f,
+"Usage: tally-sim merge [--] OUT.db SHARD.db...\n"
+"\n"
+"Merge the finished runs of sweep shards (results databases of tally-sim or\n"
+"tally-run) into OUT.db, created if missing. Runs whose key OUT.db has already\n"
+"are skipped; run ids are renumbered. Every shard is checked before anything is\n"
+"written and is only read, never changed. A shard that is OUT.db or is given\n"
+"twice is a usage error.\n"
+"\n"
+"Options:\n"
+"  -h, --help   this help\n"
+"\n"
+"Exit status: 0 ok, 64 usage, 65 a shard or OUT.db is not a Tally results database\n"
+"(of this schema version), 66 a shard is missing, 73 cannot write OUT.db.\n");
+}
+
+static const struct option merge_opts[] = {
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
 static int cmd_merge(int argc, char **argv)
 {
-    if (argc < 3 || !strcmp(argv[1], "--help")) {
-        fprintf(argc < 3 ? stderr : stdout, "usage: tally-sim merge OUT.db SHARD.db...\n");
-        return argc < 3 ? EX_USAGE : 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", merge_opts, NULL)) != -1) {
+        if (c == 'h') {
+            merge_usage(stdout);
+            return 0;
+        }
+        fprintf(stderr, "tally-sim merge: unknown option (try --help)\n");
+        return EX_USAGE;
+    }
+    if (argc - optind < 2) {
+        fprintf(stderr, "tally-sim merge: give OUT.db and at least one SHARD.db (try --help)\n");
+        return EX_USAGE;
+    }
+    const char *out = argv[optind];
+    char **shards = argv + optind + 1;
+    int n_shards = argc - optind - 1;
+    tl_err err = { 0 };
+    /* Everything is checked before the output is opened: a bad shard leaves
+     * every file as it was. */
+    if (!*out) {
+        fprintf(stderr, "tally-sim merge: OUT.db is an empty file name\n");
+        return EX_USAGE;
+    }
+    for (int i = 0; i < n_shards; i++) {
+        int rc = tl_results_check(shards[i], &err);
+        if (rc < 0) {
+            fprintf(stderr, "tally-sim merge: %s\n", err.msg);
+            return tl_exit_code(rc);
+        }
+        if (tl_results_same_file(shards[i], out)) {
+            fprintf(stderr, "tally-sim merge: %s: a shard is the output database %s\n", shards[i],
+                    out);
+            return EX_USAGE;
+        }
+        for (int k = 0; k < i; k++)
+            if (tl_results_same_file(shards[i], shards[k])) {
+                fprintf(stderr, "tally-sim merge: %s: a shard listed twice%s%s%s\n", shards[i],
+                        strcmp(shards[i], shards[k]) ? " (as " : "",
+                        strcmp(shards[i], shards[k]) ? shards[k] : "",
+                        strcmp(shards[i], shards[k]) ? ")" : "");
+                return EX_USAGE;
+            }
     }
     tl_results r;
-    tl_err err = { 0 };
-    int rc = tl_results_open(&r, argv[1], &err);
-    for (int i = 2; rc == 0 && i < argc; i++) {
+    int rc = tl_results_open(&r, out, &err);
+    for (int i = 0; rc == 0 && i < n_shards; i++) {
         int n = 0;
-        rc = tl_results_merge(&r, argv[i], &n, &err);
+        rc = tl_results_merge(&r, shards[i], &n, &err);
         if (rc == 0)
-            fprintf(stderr, "tally-sim: merged %d runs from %s\n", n, argv[i]);
+            fprintf(stderr, "tally-sim: merged %d runs from %s\n", n, shards[i]);
     }
     if (r.db)
         tl_results_close(&r);
     if (rc < 0) {
-        fprintf(stderr, "tally-sim: %s\n", err.msg);
+        fprintf(stderr, "tally-sim merge: %s\n", err.msg);
         return tl_exit_code(rc);
     }
     return 0;

@@ -286,6 +286,89 @@ static void test_kill9_resume(void **state)
                                "AND m.name='requests')"), 0);
 }
 
+/* tally-sim merge: options parsed, shards checked before anything is written
+ * and only read; the results database refused before it is written when it
+ * is not ours, and never a temporary one. */
+#define SMALL "--job trace=tests/data/kineto_small.json,role=training"
+
+static bool same_bytes(const char *a, const char *b)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return system(cmd) == 0;
+}
+
+static bool exists(const char *fmt, const char *dir)
+{
+    char p[512];
+    snprintf(p, sizeof p, fmt, dir);
+    return access(p, F_OK) == 0;
+}
+
+static void test_merge_and_db_checks(void **state)
+{
+    char out[8192];
+    for (int i = 1; i <= 2; i++)
+        assert_int_equal(run_sim(out, sizeof out, "run -q -j1 --policy %s --duration 0.05 --warmup 0 "
+                                 "--db %s/s%d.db " SMALL, i == 1 ? "tally" : "mps", tmp, i), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp %s/s1.db %s/s1.copy && cp %s/s2.db %s/s2.copy && "
+             "sqlite3 %s/nsys.db 'CREATE TABLE TARGET_INFO_GPU(id); CREATE TABLE "
+             "CUPTI_ACTIVITY_KIND_KERNEL(start, end)' && cp %s/nsys.db %s/nsys.copy",
+             tmp, tmp, tmp, tmp, tmp, tmp, tmp);
+    if (system(cmd) != 0) { /* no sqlite3 shell: make the foreign database here */
+        char p[256];
+        snprintf(p, sizeof p, "%s/nsys.db", tmp);
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "CREATE TABLE TARGET_INFO_GPU(id)", NULL, NULL, NULL), 0);
+        sqlite3_close(db);
+        snprintf(cmd, sizeof cmd, "cp %s/s1.db %s/s1.copy && cp %s/s2.db %s/s2.copy && "
+                 "cp %s/nsys.db %s/nsys.copy", tmp, tmp, tmp, tmp, tmp, tmp);
+        assert_int_equal(system(cmd), 0);
+    }
+    /* usage */
+    assert_int_equal(run_sim(out, sizeof out, "merge --help 2>/dev/null"), 0);
+    assert_non_null(strstr(out, "tally-sim merge"));
+    expect_fail(EX_USAGE, "unknown option", NULL, "merge --bogus %s/bogus_x.db", tmp);
+    assert_false(exists("%s/bogus_x.db", tmp));
+    assert_false(exists("--bogus", tmp));
+    expect_fail(EX_USAGE, "SHARD", NULL, "merge %s/o.db", tmp);
+    /* a missing shard: named, not created, the output not created either */
+    expect_fail(EX_NOINPUT, "typo.db", NULL, "merge %s/o.db %s/typo.db", tmp, tmp);
+    assert_false(exists("%s/typo.db", tmp));
+    assert_false(exists("%s/o.db", tmp));
+    /* another program's database: refused, untouched */
+    expect_fail(EX_DATAERR, "not a Tally results database", "nsys.db", "merge %s/o.db %s/s1.db %s/nsys.db",
+                tmp, tmp, tmp);
+    assert_false(exists("%s/o.db", tmp));
+    /* the output as a shard, a shard twice: usage errors, at once */
+    time_t t0 = time(NULL);
+    expect_fail(EX_USAGE, "a shard is the output database", NULL, "merge %s/s1.db %s/./s1.db", tmp, tmp);
+    expect_fail(EX_USAGE, "listed twice", NULL, "merge %s/o.db %s/s1.db %s/s2.db %s/s1.db", tmp, tmp,
+                tmp, tmp);
+    assert_true(time(NULL) - t0 < 20);
+    /* the merge itself; the shards only read */
+    assert_int_equal(run_sim(out, sizeof out, "merge %s/o.db %s/s1.db %s/s2.db", tmp, tmp, tmp), 0);
+    assert_non_null(strstr(out, "merged 2 runs"));
+    assert_non_null(strstr(out, "merged 1 runs"));
+    char a[256], b[256];
+    const char *names[] = { "s1", "s2", "nsys" };
+    for (int i = 0; i < 3; i++) {
+        snprintf(a, sizeof a, "%s/%s.db", tmp, names[i]);
+        snprintf(b, sizeof b, "%s/%s.copy", tmp, names[i]);
+        assert_true(same_bytes(a, b));
+    }
+    /* the results database: not ours, or of another schema version, is refused
+     * and left as it was; an empty name is a usage error */
+    expect_fail(EX_DATAERR, "not a Tally results database", NULL,
+                "run -q -j1 --policy tally --duration 0.05 --warmup 0 --db %s/nsys.db " SMALL, tmp);
+    snprintf(a, sizeof a, "%s/nsys.db", tmp);
+    snprintf(b, sizeof b, "%s/nsys.copy", tmp);
+    assert_true(same_bytes(a, b));
+    expect_fail(EX_USAGE, "empty", NULL, "run -q -j1 --policy tally --duration 0.05 --warmup 0 --db '' " SMALL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_kill9_resume),
+        cmocka_unit_test(test_merge_and_db_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
