@@ -29,8 +29,10 @@ void tl_an_put_num(FILE *f, double v);
 /* Prepare or fill err with the statement and SQLite's message. */
 int tl_an_prepare(tl_analysis *a, const char *sql, sqlite3_stmt **st, tl_err *err);
 
-/* Open dir/name for writing; log the path. */
-FILE *tl_an_create(const tl_plot_opts *o, const char *name, tl_err *err);
+/* Open o->out_dir/name for writing (tl_out_open; a->path is the input it must
+ * not replace); tl_an_finish commits it and logs the path, tl_out_discard
+ * drops it. */
+FILE *tl_an_create(tl_analysis *a, const tl_plot_opts *o, const char *name, tl_err *err);
 int tl_an_finish(FILE *f, const tl_plot_opts *o, const char *name, tl_err *err);
 
 /* Colour i of a 10-colour qualitative palette ("#rrggbb"). */
@@ -38,8 +40,8 @@ const char *tl_an_colour(size_t i);
 
 /* Start of every .gp script: terminal chosen from fmt (default png), output BASE.fmt. */
 void tl_an_gp_preamble(FILE *f, const char *base, int width, int height);
-/* Render BASE.gp unless o->no_render. */
-int tl_an_render(const tl_plot_opts *o, const char *base, tl_err *err);
+/* Render BASE.gp unless o->no_render (no image may be a->path). */
+int tl_an_render(tl_analysis *a, const tl_plot_opts *o, const char *base, tl_err *err);
 
 /* "mean of 3 runs per policy" / "mean of 1-3 runs per policy" / "1 run per policy"
  * for the groups sel[0..n), into buf. */

@@ -211,9 +211,12 @@ int tl_chrome_export(tl_analysis *a, long long run_id, const char *path, tl_err 
         return tl_errf(err, TL_EMISSING, "%s: no kernels table (run tally-sim with --kernels)",
                        a->path);
     }
-    FILE *f = fopen(path, "w");
+    /* A temporary file renamed over path only when complete: a failure keeps
+     * whatever was at path, and path can never be the database read. */
+    const char *inputs[] = {a->path, NULL};
+    FILE *f = tl_out_open(path, inputs, err);
     if (!f) {
-        r = tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+        r = err ? err->code : TL_EIO;
         tl_an_run_info_free(&ri);
         return r;
     }
@@ -243,16 +246,14 @@ int tl_chrome_export(tl_analysis *a, long long run_id, const char *path, tl_err 
             r = export_iterations(a, &w, run_id, pid, ri.job_ids[j], err);
     }
     fputs("\n]}\n", f);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (r == 0 && bad)
-        r = tl_errf(err, TL_EIO, "%s: write failed", path);
     if (r == 0 && nk == 0)
         r = tl_errf(err, TL_EMISSING,
                     "%s: run %lld has no kernel records (run tally-sim with --kernels)", a->path,
                     run_id);
-    if (r < 0)
-        remove(path);
+    if (r == 0)
+        r = tl_out_commit(f, err);
+    else
+        tl_out_discard(f); /* the temporary only */
     tl_an_run_info_free(&ri);
     return r;
 }

@@ -207,13 +207,30 @@ int tl_gnuplot_render(const char *dir, const char *script, const char *base, uns
         snprintf(setfmt, sizeof setfmt, "fmt='%s'", fmts[i].ext);
         snprintf(image, sizeof image, "%s.%s", base, fmts[i].ext);
         char *image_path = tl_an_path(dir, image);
-        unlink(image_path); /* so that a stale image cannot pass the check below */
+        /* An earlier image is moved aside, so that a stale one cannot pass the
+         * check below, and put back if gnuplot fails. */
+        char *backup = NULL;
+        struct stat sb;
+        if (lstat(image_path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            size_t n = strlen(dir ? dir : ".") + strlen(image) + 24;
+            backup = tl_xmalloc(n);
+            snprintf(backup, n, "%s/.%s.old-XXXXXX", dir ? dir : ".", image);
+            int fd = mkstemp(backup);
+            if (fd < 0 || (close(fd), rename(image_path, backup)) != 0) {
+                r = tl_errf(err, TL_EIO, "%s: cannot move the earlier image aside: %s", image_path,
+                            strerror(errno));
+                if (fd >= 0)
+                    unlink(backup);
+                free(backup);
+                free(image_path);
+                break;
+            }
+        }
         const char *args[] = {"-e", setfmt, script, NULL};
         tl_sbuf errbuf = {0};
         int status = run_gnuplot(exe, dir, args, &errbuf);
         char tail[400];
         stderr_tail(errbuf.s, tail, sizeof tail);
-        struct stat sb;
         if (status < 0)
             r = tl_errf(err, TL_EIO, "%s: cannot start gnuplot: %s", exe, strerror(errno));
         else if (WIFSIGNALED(status))
@@ -227,6 +244,13 @@ int tl_gnuplot_render(const char *dir, const char *script, const char *base, uns
                         script, tail);
         else if (log)
             fprintf(log, "wrote %s\n", image_path);
+        if (backup) {
+            if (r == 0)
+                unlink(backup);
+            else if (rename(backup, image_path) != 0) /* gnuplot's partial image is dropped */
+                unlink(backup);
+            free(backup);
+        }
         tl_sbuf_free(&errbuf);
         free(image_path);
     }
@@ -262,10 +286,21 @@ void tl_an_gp_preamble(FILE *f, const char *base, int width, int height)
             width / 100.0, height / 100.0, base);
 }
 
-int tl_an_render(const tl_plot_opts *o, const char *base, tl_err *err)
+int tl_an_render(tl_analysis *a, const tl_plot_opts *o, const char *base, tl_err *err)
 {
     if (o->no_render)
         return 0;
+    static const char *const exts[] = {"png", "svg", "pdf"};
+    const char *inputs[] = {a ? a->path : NULL, NULL};
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+        char image[600];
+        snprintf(image, sizeof image, "%s.%s", base, exts[i]);
+        char *path = tl_an_path(o->out_dir, image);
+        int r = tl_output_check(path, inputs, err);
+        free(path);
+        if (r < 0)
+            return r;
+    }
     unsigned formats = o->formats;
     char *exe = find_gnuplot();
     bool have = exe != NULL;

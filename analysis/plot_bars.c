@@ -138,7 +138,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     snprintf(base, sizeof base, "%s_bars", safe);
     free(safe);
     snprintf(name, sizeof name, "%s.dat", base);
-    FILE *f = tl_an_create(o, name, err);
+    FILE *f = tl_an_create(a, o, name, err);
     if (!f) {
         bars_free(&d);
         return err ? err->code : TL_EIO;
@@ -219,7 +219,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     }
 
     snprintf(name, sizeof name, "%s.gp", base);
-    if (!(f = tl_an_create(o, name, err))) {
+    if (!(f = tl_an_create(a, o, name, err))) {
         bars_free(&d);
         return err ? err->code : TL_EIO;
     }
@@ -264,7 +264,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     bars_free(&d);
     if ((r = tl_an_finish(f, o, name, err)) < 0)
         return r;
-    return tl_an_render(o, base, err);
+    return tl_an_render(a, o, base, err);
 }
 
 int tl_plot_bars(tl_analysis *a, const tl_filter *flt, const tl_plot_opts *o, tl_err *err)

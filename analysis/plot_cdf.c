@@ -87,7 +87,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
                 continue;
             }
             if (!f) {
-                if (!(f = tl_an_create(o, name, err))) {
+                if (!(f = tl_an_create(a, o, name, err))) {
                     free(lat);
                     r = err ? err->code : TL_EIO;
                     break;
@@ -129,7 +129,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
         r = tl_errf(err, TL_EMISSING, "experiment %s: no inference requests to plot", shown);
     if (r < 0) {
         if (f)
-            fclose(f);
+            tl_out_discard(f);
         free(sv);
         free(sel);
         return r;
@@ -162,7 +162,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     }
 
     snprintf(name, sizeof name, "%s.gp", base);
-    if (!(f = tl_an_create(o, name, err))) {
+    if (!(f = tl_an_create(a, o, name, err))) {
         free(sv);
         free(sel);
         return err ? err->code : TL_EIO;
@@ -229,7 +229,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     free(sel);
     if ((r = tl_an_finish(f, o, name, err)) < 0)
         return r;
-    return tl_an_render(o, base, err);
+    return tl_an_render(a, o, base, err);
 }
 
 int tl_plot_cdf(tl_analysis *a, const tl_filter *flt, const tl_plot_opts *o, tl_err *err)

@@ -76,7 +76,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     snprintf(base, sizeof base, "%s_simhw", safe);
     free(safe);
     snprintf(name, sizeof name, "%s.dat", base);
-    FILE *f = tl_an_create(o, name, err);
+    FILE *f = tl_an_create(a, o, name, err);
     if (!f) {
         free(pv);
         return err ? err->code : TL_EIO;
@@ -127,7 +127,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     }
 
     snprintf(name, sizeof name, "%s.gp", base);
-    if (!(f = tl_an_create(o, name, err))) {
+    if (!(f = tl_an_create(a, o, name, err))) {
         free(pv);
         return err ? err->code : TL_EIO;
     }
@@ -174,7 +174,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     free(pv);
     if ((r = tl_an_finish(f, o, name, err)) < 0)
         return r;
-    return tl_an_render(o, base, err);
+    return tl_an_render(a, o, base, err);
 }
 
 int tl_plot_simhw(tl_analysis *a, const tl_filter *flt, const tl_plot_opts *o, tl_err *err)

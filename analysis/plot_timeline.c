@@ -177,7 +177,7 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
     char base[64], name[80];
     snprintf(base, sizeof base, "run%lld_timeline", run_id);
     snprintf(name, sizeof name, "%s.dat", base);
-    FILE *f = tl_an_create(o, name, err);
+    FILE *f = tl_an_create(a, o, name, err);
     if (!f) {
         free(ev);
         tl_an_run_info_free(&ri);
@@ -239,7 +239,7 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
                               "WHERE run_id=?1 AND job_id=?2 AND end_ns>=?3 AND arrival_ns<=?4 "
                               "ORDER BY arrival_ns, req_id",
                            &st, err)) < 0) {
-        fclose(f);
+        tl_out_discard(f);
         tl_an_run_info_free(&ri);
         return r;
     }
@@ -290,7 +290,7 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
         goto out;
 
     snprintf(name, sizeof name, "%s.gp", base);
-    if (!(f = tl_an_create(o, name, err))) {
+    if (!(f = tl_an_create(a, o, name, err))) {
         r = err ? err->code : TL_EIO;
         goto out;
     }
@@ -343,7 +343,7 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
     fprintf(f, "\n");
     if ((r = tl_an_finish(f, o, name, err)) < 0)
         goto out;
-    r = tl_an_render(o, base, err);
+    r = tl_an_render(a, o, base, err);
 out:
     free(req_block);
     free(req_count);

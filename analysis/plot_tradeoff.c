@@ -61,7 +61,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     free(safe);
 
     snprintf(name, sizeof name, "%s.dat", base);
-    FILE *f = tl_an_create(o, name, err);
+    FILE *f = tl_an_create(a, o, name, err);
     if (!f) {
         free(sel);
         return err ? err->code : TL_EIO;
@@ -93,7 +93,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     }
 
     snprintf(name, sizeof name, "%s.gp", base);
-    if (!(f = tl_an_create(o, name, err))) {
+    if (!(f = tl_an_create(a, o, name, err))) {
         free(sel);
         return err ? err->code : TL_EIO;
     }
@@ -172,7 +172,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     free(sel);
     if ((r = tl_an_finish(f, o, name, err)) < 0)
         return r;
-    return tl_an_render(o, base, err);
+    return tl_an_render(a, o, base, err);
 }
 
 int tl_plot_tradeoff(tl_analysis *a, const tl_filter *flt, const tl_plot_opts *o, tl_err *err)

@@ -142,9 +142,10 @@ static void md_cell(FILE *f, const char *s)
 static int write_markdown(const char *path, const char *db, const tl_groups *g, const table *t,
                           tl_err *err)
 {
-    FILE *f = fopen(path, "w");
+    const char *inputs[] = {db, NULL};
+    FILE *f = tl_out_open(path, inputs, err);
     if (!f)
-        return tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+        return err ? err->code : TL_EIO;
     size_t runs = 0;
     for (size_t i = 0; i < g->n; i++)
         runs += g->v[i].n_runs;
@@ -172,11 +173,7 @@ static int write_markdown(const char *path, const char *db, const tl_groups *g, 
         }
         fputc('\n', f);
     }
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad)
-        return tl_errf(err, TL_EIO, "%s: write failed", path);
-    return 0;
+    return tl_out_commit(f, err);
 }
 
 int tl_report(tl_analysis *a, const tl_filter *f, FILE *out, const char *md_path, tl_err *err)

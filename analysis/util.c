@@ -132,27 +132,23 @@ void tl_an_put_num(FILE *f, double v)
         fprintf(f, "%.9g", v);
 }
 
-FILE *tl_an_create(const tl_plot_opts *o, const char *name, tl_err *err)
+FILE *tl_an_create(tl_analysis *a, const tl_plot_opts *o, const char *name, tl_err *err)
 {
     char *path = tl_an_path(o->out_dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+    const char *inputs[] = { a ? a->path : NULL, NULL };
+    FILE *f = tl_out_open(path, inputs, err);
     free(path);
     return f;
 }
 
 int tl_an_finish(FILE *f, const tl_plot_opts *o, const char *name, tl_err *err)
 {
-    char *path = tl_an_path(o->out_dir, name);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    int r = 0;
-    if (bad)
-        r = tl_errf(err, TL_EIO, "%s: write failed: %s", path, strerror(errno));
-    else if (o->log)
+    int r = tl_out_commit(f, err);
+    if (r == 0 && o->log) {
+        char *path = tl_an_path(o->out_dir, name);
         fprintf(o->log, "wrote %s\n", path);
-    free(path);
+        free(path);
+    }
     return r;
 }
 

@@ -377,9 +377,11 @@ static void md_cell(FILE *f, const char *s)
 int tl_validation_write_markdown(const tl_validation *v, const char *path, const char *command,
                                  tl_err *err)
 {
-    FILE *f = fopen(path, "w");
+    /* never one of the databases compared (the output is renamed into place) */
+    const char *inputs[] = {v->hw_path, v->sim_path, NULL};
+    FILE *f = tl_out_open(path, inputs, err);
     if (!f)
-        return tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+        return err ? err->code : TL_EIO;
     fprintf(f, "# Simulator vs hardware\n\n");
     if (command)
         fprintf(f, "Made with `%s`.\n\n", command);
@@ -449,11 +451,7 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
         }
         fprintf(f, "\n(`a > b`: a ranks before b.)\n");
     }
-    bool bad = ferror(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad)
-        return tl_errf(err, TL_EIO, "%s: write failed: %s", path, strerror(errno));
-    return 0;
+    return tl_out_commit(f, err);
 }
 
 /* ---------- CSV ---------- */
@@ -482,9 +480,11 @@ static void csv_num(FILE *f, double v)
 
 int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *err)
 {
-    FILE *f = fopen(path, "w");
+    /* never one of the databases compared (the output is renamed into place) */
+    const char *inputs[] = {v->hw_path, v->sim_path, NULL};
+    FILE *f = tl_out_open(path, inputs, err);
     if (!f)
-        return tl_errf(err, TL_EIO, "%s: cannot write: %s", path, strerror(errno));
+        return err ? err->code : TL_EIO;
     fprintf(f, "experiment,job_set,load,policy,params,job,role,runs,"
                "p50_sim_ms,p50_hw_ms,p50_err,p99_sim_ms,p99_hw_ms,p99_err,"
                "throughput_sim,throughput_hw,throughput_err,"
@@ -547,9 +547,5 @@ int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *er
             }
         }
     }
-    bool bad = ferror(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad)
-        return tl_errf(err, TL_EIO, "%s: write failed: %s", path, strerror(errno));
-    return 0;
+    return tl_out_commit(f, err);
 }

@@ -392,8 +392,9 @@ int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int worke
 
 static const char combined_mark[] = "tally-validate combined";
 
-/* Remove out_path if it is an earlier combined database; refuse anything else. */
-static int clear_old(const char *out_path, tl_err *err)
+/* May out_path be replaced? Yes when it is not there or is an earlier combined
+ * database; anything else is refused. */
+static int check_old(const char *out_path, tl_err *err)
 {
     if (access(out_path, F_OK) != 0)
         return 0;
@@ -415,10 +416,17 @@ static int clear_old(const char *out_path, tl_err *err)
         return tl_errf(err, TL_EIO,
                        "%s: exists and is not a database tally-validate combined: not overwritten",
                        out_path);
-    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-    for (int i = 0; i < 4; i++) {
+    return 0;
+}
+
+/* SQLite's companions of path (-wal, -shm, -journal): removed before a new
+ * database is renamed to path, which must not meet the old one's journal. */
+static int remove_companions(const char *path, tl_err *err)
+{
+    static const char *const sfx[] = {"-wal", "-shm", "-journal"};
+    for (int i = 0; i < 3; i++) {
         char p[4096];
-        snprintf(p, sizeof p, "%s%s", out_path, sfx[i]);
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
         if (unlink(p) != 0 && errno != ENOENT)
             return tl_errf(err, TL_EIO, "%s: cannot remove: %s", p, strerror(errno));
     }
@@ -507,20 +515,58 @@ static int copy_side(tl_results *r, const tl_validation *v, bool hw, tl_err *err
 
 int tl_validation_combine(const tl_validation *v, const char *out_path, tl_err *err)
 {
-    int rc = clear_old(out_path, err);
+    /* Never one of the databases it is made from; an earlier combined
+     * database is replaced only once the new one is complete. */
+    const char *inputs[] = {v->hw_path, v->sim_path, NULL};
+    int rc = tl_output_check(out_path, inputs, err);
+    if (rc == 0)
+        rc = check_old(out_path, err);
     if (rc < 0)
         return rc;
-    tl_results r;
-    if ((rc = tl_results_open(&r, out_path, err)) < 0)
+    const char *slash = strrchr(out_path, '/');
+    size_t dlen = slash ? (size_t)(slash - out_path) + 1 : 0;
+    size_t n = strlen(out_path) + 16;
+    char *tmp = tl_xmalloc(n);
+    snprintf(tmp, n, "%.*s.%s.XXXXXX", (int)dlen, out_path, slash ? slash + 1 : out_path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = tl_errf(err, TL_EIO, "%s: cannot write: %s", out_path, strerror(errno));
+        free(tmp);
         return rc;
-    char sql[160];
-    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES('made_by', '%s');", combined_mark);
-    rc = exec_sql(&r, sql, err);
-    if (rc == 0)
-        rc = copy_side(&r, v, true, err);
-    if (rc == 0)
-        rc = copy_side(&r, v, false, err);
-    tl_results_close(&r);
+    }
+    close(fd);
+    tl_results r;
+    rc = tl_results_open(&r, tmp, err);
+    if (rc == 0) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES('made_by', '%s');",
+                 combined_mark);
+        rc = exec_sql(&r, sql, err);
+        if (rc == 0)
+            rc = copy_side(&r, v, true, err);
+        if (rc == 0)
+            rc = copy_side(&r, v, false, err);
+        /* back to a journal of its own: the file is complete by itself */
+        if (rc == 0 && sqlite3_exec(r.db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK)
+            rc = tl_errf(err, TL_EDB, "%s: %s", out_path, sqlite3_errmsg(r.db));
+        tl_results_close(&r);
+    }
+    if (rc < 0 && err && strstr(err->msg, tmp)) {
+        /* name the file the user asked for, not the temporary */
+        tl_err e = *err;
+        char *at = strstr(e.msg, tmp);
+        snprintf(err->msg, sizeof err->msg, "%.*s%s%s", (int)(at - e.msg), e.msg, out_path,
+                 at + strlen(tmp));
+    }
+    if (rc == 0 && (rc = check_old(out_path, err)) == 0 && (rc = remove_companions(out_path, err)) == 0 &&
+        rename(tmp, out_path) != 0)
+        rc = tl_errf(err, TL_EIO, "%s: cannot write: %s", out_path, strerror(errno));
+    if (rc < 0) {
+        unlink(tmp);
+        tl_err ignore;
+        remove_companions(tmp, &ignore);
+    }
+    free(tmp);
     return rc;
 }
 

@@ -46,9 +46,13 @@ static const char usage_text[] =
     "  -h, --help             this help\n"
     "  -V, --version          version\n"
     "\n"
+    "Every file is written under a temporary name and renamed into place once\n"
+    "complete: a failure keeps the file that was there. No output may be the database.\n"
+    "\n"
     "environment: TALLY_GNUPLOT  gnuplot to run (default: gnuplot on PATH)\n"
-    "exit status: 0 ok, 64 usage, 65 bad data or no matching runs, 66 database missing,\n"
-    "             69 gnuplot missing, 70 gnuplot failed, 73 cannot write the output\n";
+    "exit status: 0 ok, 64 usage (an output that is the database included), 65 bad data\n"
+    "             or no matching runs, 66 database missing, 69 gnuplot missing, 70 gnuplot\n"
+    "             failed, 73 cannot write the output (standard output included)\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -77,7 +81,7 @@ static bool parse_ms(const char *s, tl_ns *out)
 
 enum { OPT_FROM = 256, OPT_TO, OPT_NO_RENDER };
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"db", required_argument, NULL, 'd'},
@@ -177,6 +181,15 @@ int main(int argc, char **argv)
     if (markdown && strcmp(cmd, "report"))
         return usage_error("--markdown applies to report, not %s", cmd);
 
+    /* An output must never replace the database it is made from. */
+    const char *inputs[] = {db, NULL};
+    if (output && tl_output_clobbers(output, inputs))
+        return usage_error("--output '%s' would overwrite the results database (--db): refused",
+                           output);
+    if (markdown && tl_output_clobbers(markdown, inputs))
+        return usage_error("--markdown '%s' would overwrite the results database (--db): refused",
+                           markdown);
+
     tl_analysis a;
     if (tl_analysis_open(&a, db, &err) < 0)
         return fail(&err);
@@ -243,4 +256,12 @@ int main(int argc, char **argv)
         return fail(&err);
     }
     return EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+    int status = run(argc, argv);
+    /* what went to stdout (report, --help, the files written) must have arrived */
+    int out = tl_close_stdout("tally-plot");
+    return status ? status : out;
 }

@@ -11,6 +11,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "tally/results.h"
 #include "tally/validate.h"
 
 static const char usage_text[] =
@@ -76,8 +77,12 @@ static const char usage_text[] =
     "  -h, --help               this help\n"
     "  -V, --version            version\n"
     "\n"
-    "exit status: 0 ok, 64 usage, 65 bad data or no matching runs, 66 a database or the\n"
-    "             spec is missing, 69 gnuplot missing, 70 gnuplot failed, 73 cannot write\n";
+    "Files are written under a temporary name and renamed into place once complete:\n"
+    "a failure keeps the file that was there. No output may be an input.\n"
+    "\n"
+    "exit status: 0 ok, 64 usage (an output that is an input included), 65 bad data or\n"
+    "             no matching runs, 66 a database or the spec is missing, 69 gnuplot\n"
+    "             missing, 70 gnuplot failed, 73 cannot write (standard output included)\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -156,9 +161,24 @@ static char *command_line(int argc, char **argv)
     return s;
 }
 
+/* Replace every occurrence of a temporary database's path in msg (it is gone
+ * by the time the message is read) by what it was. */
+static void name_temporary(char *msg, size_t cap, const char *tmp_path, const char *what)
+{
+    size_t n = strlen(tmp_path);
+    if (!n)
+        return;
+    char *at;
+    while ((at = strstr(msg, tmp_path))) {
+        char rest[1024];
+        snprintf(rest, sizeof rest, "%s", at + n);
+        snprintf(at, cap - (size_t)(at - msg), "%s%s", what, rest);
+    }
+}
+
 enum { OPT_NO_RENDER = 256, OPT_SIM_PARAM };
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"spec", required_argument, NULL, 's'},
@@ -248,6 +268,32 @@ int main(int argc, char **argv)
     if (quiet)
         po.log = NULL;
     po.out_dir = plot_dir;
+    /* No output may replace an input (with --spec the simulated database is
+     * written, not replaced: it may be an existing one). */
+    {
+        const char *inputs[] = {hw_db, spec, sim_db, NULL};
+        const char *const outs[][2] = {{"--markdown", markdown}, {"--csv", csv},
+                                       {"--combined-db", combined}};
+        for (int i = 0; i < 3; i++) {
+            if (!outs[i][1])
+                continue;
+            const char *in = tl_output_clobbers(outs[i][1], inputs);
+            if (in) {
+                fprintf(stderr, "tally-validate: %s '%s' is %s, read to make it: not "
+                                "overwritten\nTry 'tally-validate --help'.\n",
+                        outs[i][0], outs[i][1], in == hw_db ? "the hardware database (--hw-db)"
+                                               : in == spec ? "the spec (--spec)"
+                                                            : "the simulated database (--sim-db)");
+                return EX_USAGE;
+            }
+            for (int k = 0; k < i; k++)
+                if (outs[k][1] && tl_results_same_file(outs[i][1], outs[k][1])) {
+                    fprintf(stderr, "tally-validate: %s and %s name the same file '%s'\nTry "
+                                    "'tally-validate --help'.\n", outs[k][0], outs[i][0], outs[i][1]);
+                    return EX_USAGE;
+                }
+        }
+    }
 
     scratch tmp = {0};
     char sim_buf[400], comb_buf[400];
@@ -328,6 +374,13 @@ int main(int argc, char **argv)
     tl_validation_close(&v);
     scratch_remove(&tmp);
     if (r < 0) {
+        /* the temporary databases are gone: say what they were, not where */
+        if (sim_db == sim_buf)
+            name_temporary(err.msg, sizeof err.msg, sim_buf,
+                           "simulated now, temporary (not kept; --sim-db FILE keeps it)");
+        if (combined == comb_buf)
+            name_temporary(err.msg, sizeof err.msg, comb_buf,
+                           "combined now, temporary (not kept; --combined-db FILE keeps it)");
         if (r == TL_EIO && writing) {
             fprintf(stderr, "tally-validate: %s\n", err.msg);
             return EX_CANTCREAT;
@@ -335,4 +388,12 @@ int main(int argc, char **argv)
         return fail(&err);
     }
     return EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+    int status = run(argc, argv);
+    /* the report on stdout (and --help) must have arrived */
+    int out = tl_close_stdout("tally-validate");
+    return status ? status : out;
 }

@@ -2,9 +2,11 @@
  * checked against a results database built here by hand (schema from the
  * results.h contract), with values worked out below; the gnuplot scripts must
  * run; the command's error cases give their sysexits codes. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -274,6 +276,20 @@ static bool file_nonempty(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 && sb.st_size > 0;
+}
+
+static long file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* How many temporaries (".NAME.XXXXXX") of the output helper are left in dir. */
+static int no_temporaries(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -E '^\\..*\\.[A-Za-z0-9]{6}$' >/dev/null", dir);
+    return system(cmd) == 0 ? 1 : 0;
 }
 
 static char *slurp(const char *path)
@@ -832,6 +848,26 @@ static void test_chrome_export(void **state)
     const char *out4 = path_in("run4.json");
     assert_int_equal(tl_chrome_export(&a, 4, out4, &err), TL_EMISSING);
     assert_int_equal(access(out4, F_OK), -1);
+    /* ... and a file already there is kept as it was */
+    FILE *k = fopen(out4, "w");
+    fputs("keep me\n", k);
+    fclose(k);
+    assert_int_equal(tl_chrome_export(&a, 4, out4, &err), TL_EMISSING);
+    char *kept = slurp(out4);
+    assert_string_equal(kept, "keep me\n");
+    free(kept);
+    /* the database itself is never the output (it was truncated, then removed) */
+    size_t before = file_size(db_path);
+    assert_int_equal(tl_chrome_export(&a, 3, db_path, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "overwrite"));
+    assert_int_equal(tl_chrome_export(&a, 4, db_path, &err), TL_EUNKNOWN);
+    char wal[300];
+    snprintf(wal, sizeof wal, "%s-wal", db_path);
+    assert_int_equal(tl_chrome_export(&a, 3, wal, &err), TL_EUNKNOWN);
+    assert_int_equal(file_size(db_path), before);
+    assert_int_equal(no_temporaries(tmpdir), 0);
+    tl_analysis_close(&a);
+    open_db(&a); /* still a database */
     tl_analysis_close(&a);
 }
 
@@ -902,7 +938,91 @@ static void test_report(void **state)
     assert_non_null(strstr(m, "| exp1 | sim | tally | 0.5 | 2 | bert | inference | 4.300 | 9.200 | "
                               "+15.0 | 85.0 | 50.00 | 1.000 | 20.0 |"));
     free(m);
+    /* the Markdown is never the database */
+    long before = file_size(db_path);
+    assert_int_equal(tl_report(&a, &f, NULL, db_path, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, db_path));
+    assert_int_equal(file_size(db_path), before);
     tl_analysis_close(&a);
+    open_db(&a);
+    tl_analysis_close(&a);
+}
+
+/* ---- output files ------------------------------------------------------------ */
+
+static void test_output_files(void **state)
+{
+    (void)state;
+    tl_err err = {0};
+    const char *p = path_in("out.txt");
+    /* written whole, then renamed into place */
+    FILE *f = tl_out_open(p, NULL, &err);
+    assert_non_null(f);
+    fputs("one\n", f);
+    assert_int_equal(access(p, F_OK), -1); /* not there until committed */
+    assert_int_equal(tl_out_commit(f, &err), 0);
+    char *t = slurp(p);
+    assert_string_equal(t, "one\n");
+    free(t);
+    /* a discarded write keeps the file that was there, mode included */
+    chmod(p, 0640);
+    f = tl_out_open(p, NULL, &err);
+    assert_non_null(f);
+    fputs("two, half-written", f);
+    tl_out_discard(f);
+    t = slurp(p);
+    assert_string_equal(t, "one\n");
+    free(t);
+    f = tl_out_open(p, NULL, &err);
+    fputs("three\n", f);
+    assert_int_equal(tl_out_commit(f, &err), 0);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0640);
+    /* a link is followed: its file is replaced, the link kept */
+    const char *l = path_in("link.txt");
+    unlink(l);
+    assert_int_equal(symlink(p, l), 0);
+    f = tl_out_open(l, NULL, &err);
+    fputs("four\n", f);
+    assert_int_equal(tl_out_commit(f, &err), 0);
+    assert_int_equal(lstat(l, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    t = slurp(p);
+    assert_string_equal(t, "four\n");
+    free(t);
+    /* an input is refused, by any name, also through a link */
+    const char *in[] = {p, NULL};
+    assert_null(tl_out_open(l, in, &err));
+    assert_int_equal(err.code, TL_EUNKNOWN);
+    char other[300];
+    snprintf(other, sizeof other, "%s/../%s/out.txt", tmpdir, strrchr(tmpdir, '/') + 1);
+    assert_ptr_equal(tl_output_clobbers(other, in), p);
+    assert_null(tl_output_clobbers(path_in("elsewhere.txt"), in));
+    /* an unwritable folder: TL_EIO naming the path */
+    assert_null(tl_out_open("/nonexistent-dir/x.txt", NULL, &err));
+    assert_int_equal(err.code, TL_EIO);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir/x.txt"));
+    assert_int_equal(no_temporaries(tmpdir), 0);
+
+    /* standard output's check at exit: a write that failed is reported */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    close(fds[0]);
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    FILE *w = fdopen(fds[1], "w");
+    fputs("lost", w);
+    errno = 0;
+    assert_int_equal(tl_close_stream(w), -1);
+    assert_int_equal(errno, EPIPE);
+    signal(SIGPIPE, old);
+    w = fopen(path_in("fine.txt"), "w");
+    fputs("fine", w);
+    assert_int_equal(tl_close_stream(w), 0);
+    /* a descriptor closed but never written to is no error (gnulib's rule) */
+    w = fopen(path_in("fine.txt"), "r");
+    close(fileno(w));
+    assert_int_equal(tl_close_stream(w), 0);
 }
 
 /* ---- the command ---------------------------------------------------------------- */
@@ -997,6 +1117,41 @@ static void test_command(void **state)
     snprintf(a, sizeof a, "chrome --db '%s' --run-id 3 -o /nonexistent/dir/x.json", db_path);
     assert_int_equal(run_cmd(NULL, a), EX_CANTCREAT);
 
+    /* no output is ever the database: a usage error, the database intact */
+    long size = file_size(db_path);
+    snprintf(a, sizeof a, "chrome --db '%s' --run-id 3 -o '%s'", db_path, db_path);
+    assert_int_equal(run_cmd(NULL, a), EX_USAGE);
+    assert_true(err_has("would overwrite the results database"));
+    snprintf(a, sizeof a, "chrome --db '%s' --run-id 4 -o '%s/../%s/results.db'", db_path, tmpdir,
+             strrchr(tmpdir, '/') + 1);
+    assert_int_equal(run_cmd(NULL, a), EX_USAGE);
+    snprintf(a, sizeof a, "report --db '%s' --markdown '%s'", db_path, db_path);
+    assert_int_equal(run_cmd(NULL, a), EX_USAGE);
+    assert_true(err_has("--markdown"));
+    assert_int_equal(file_size(db_path), size);
+    snprintf(a, sizeof a, "report --db '%s' --experiment exp1", db_path);
+    assert_int_equal(run_cmd(NULL, a), EX_OK);
+    /* a failed export keeps what was at -o */
+    FILE *kf = fopen(path_in("keep.json"), "w");
+    fputs("x\n", kf);
+    fclose(kf);
+    snprintf(a, sizeof a, "chrome --db '%s' --run-id 4 -o '%s'", db_path, path_in("keep.json"));
+    assert_int_equal(run_cmd(NULL, a), EX_DATAERR);
+    char *kept = slurp(path_in("keep.json"));
+    assert_string_equal(kept, "x\n");
+    free(kept);
+    /* standard output that cannot be written: exit 73, not 0 with nothing */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' report --db '%s' 1<'%s' 2>'%s'", plot_bin, db_path, db_path,
+             path_in("cmd.err"));
+    int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), EX_CANTCREAT);
+    assert_true(err_has("write error on standard output"));
+    snprintf(cmd, sizeof cmd, "'%s' --help 1<'%s' 2>/dev/null", plot_bin, db_path);
+    st = system(cmd);
+    assert_int_equal(WEXITSTATUS(st), EX_CANTCREAT);
+
     if (have_gnuplot()) {
         snprintf(a, sizeof a, "all --db '%s' --experiment exp1 --kind sim --out-dir '%s' -f png",
                  db_path, path_in("cmdplots"));
@@ -1015,6 +1170,9 @@ static void test_command(void **state)
                  path_in("cmdplots"));
         assert_int_equal(run_cmd(env, a), EX_SOFTWARE);
         assert_true(err_has("simulated gnuplot failure"));
+        /* the image of the earlier run is kept (it was removed before gnuplot ran) */
+        assert_true(file_nonempty(path_in("cmdplots/exp1_cdf.png")));
+        assert_int_equal(no_temporaries(path_in("cmdplots")), 0);
     }
 }
 
@@ -1033,6 +1191,7 @@ int main(void)
         cmocka_unit_test(test_scripts_rerun),
         cmocka_unit_test(test_chrome_export),
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_output_files),
         cmocka_unit_test(test_command),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

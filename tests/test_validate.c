@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -391,6 +394,12 @@ static void test_rankings(void **state)
     tl_validation_close(&v);
 }
 
+static long file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -535,6 +544,22 @@ static void test_csv_markdown(void **state)
     /* an unwritable path */
     assert_int_equal(tl_validation_write_csv(&v, "/nonexistent-dir/x.csv", &err), TL_EIO);
     assert_non_null(strstr(err.msg, "/nonexistent-dir/x.csv"));
+    /* never a database compared (it was overwritten with text) */
+    long size = file_size(db_path);
+    assert_int_equal(tl_validation_write_csv(&v, db_path, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, db_path));
+    assert_int_equal(tl_validation_write_markdown(&v, db_path, NULL, &err), TL_EUNKNOWN);
+    assert_int_equal(file_size(db_path), size);
+    /* a failed write keeps the earlier file */
+    csv = slurp(path_in("v.csv"));
+    assert_int_equal(tl_validation_write_markdown(&v, path_in("v.csv"), NULL, &err), 0);
+    assert_int_equal(tl_validation_write_csv(&v, path_in("v.csv"), &err), 0);
+    char *again = slurp(path_in("v.csv"));
+    assert_string_equal(csv, again);
+    free(again);
+    free(csv);
+    tl_validation_close(&v);
+    assert_int_equal(tl_validation_load(&v, db_path, db_path, NULL, &err), 0);
     tl_validation_close(&v);
 }
 
@@ -611,7 +636,18 @@ static void test_combine_and_plot(void **state)
     char *kept = slurp(path_in("precious.db"));
     assert_string_equal(kept, "keep me");
     free(kept);
-    assert_int_equal(tl_validation_combine(&v, db_path, &err), TL_EIO);
+    /* nor the database it is made from: a usage error, the database intact */
+    long size = file_size(db_path);
+    assert_int_equal(tl_validation_combine(&v, db_path, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, db_path));
+    assert_int_equal(file_size(db_path), size);
+    /* a combined database given as the simulated runs is not replaced by
+     * the combination made from it */
+    tl_validation_close(&v);
+    assert_int_equal(tl_validation_load(&v, comb, db_path, NULL, &err), 0);
+    assert_int_equal(tl_validation_combine(&v, comb, &err), TL_EUNKNOWN);
+    tl_validation_close(&v);
+    assert_int_equal(tl_validation_load(&v, comb, db_path, NULL, &err), 0);
     tl_validation_close(&v);
 }
 
@@ -912,6 +948,91 @@ static void test_self_validation(void **state)
     tl_experiment_close(&e);
 }
 
+/* ---- the command ------------------------------------------------------------------ */
+
+/* Run tally-validate with args (stdout and stderr to files): its exit status. */
+static int run_validate(const char *args, const char *redirect)
+{
+    const char *b = getenv("TALLY_BUILD");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s/tally-validate' %s >'%s' 2>'%s' %s", b && *b ? b : "build",
+             args, path_in("cmd.out"), path_in("cmd.err"), redirect ? redirect : "");
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool err_has(const char *s)
+{
+    char *e = slurp(path_in("cmd.err"));
+    bool ok = strstr(e, s) != NULL;
+    if (!ok)
+        print_message("stderr was: %s\n", e);
+    free(e);
+    return ok;
+}
+
+static void test_command(void **state)
+{
+    (void)state;
+    const char *b = getenv("TALLY_BUILD");
+    char bin[256];
+    snprintf(bin, sizeof bin, "%s/tally-validate", b && *b ? b : "build");
+    if (access(bin, X_OK) != 0) {
+        print_message("%s not built: skipping the command tests\n", bin);
+        return;
+    }
+    char a[2048];
+    long size = file_size(db_path);
+    /* no output may be an input: usage errors, before anything is written */
+    static const char *const outs[] = {"--csv", "--markdown", "--combined-db"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' %s '%s'", db_path, db_path, outs[i],
+                 db_path);
+        assert_int_equal(run_validate(a, NULL), EX_USAGE);
+        assert_true(err_has("not overwritten"));
+    }
+    snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' --csv '%s' --markdown '%s'", db_path, db_path,
+             path_in("same.out"), path_in("same.out"));
+    assert_int_equal(run_validate(a, NULL), EX_USAGE);
+    assert_int_equal(file_size(db_path), size);
+    snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' --csv '%s'", db_path, db_path,
+             path_in("cmd.csv"));
+    assert_int_equal(run_validate(a, NULL), EX_OK);
+    assert_true(file_size(path_in("cmd.csv")) > 0);
+    /* standard output that cannot be written: exit 73 */
+    snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s'", db_path, db_path);
+    char redirect[300];
+    snprintf(redirect, sizeof redirect, "1<'%s'", db_path);
+    assert_int_equal(run_validate(a, redirect), EX_CANTCREAT);
+    assert_true(err_has("write error on standard output"));
+    assert_int_equal(run_validate("--help", redirect), EX_CANTCREAT);
+    assert_int_equal(run_validate("--help", NULL), EX_OK);
+
+    /* a simulation into a temporary database that matches nothing (another
+     * seed than test_self_validation's hardware runs): the message says what
+     * the database was, not a path that is gone by the time it is read */
+    const char *hw = path_in("cmd_hw.db");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path_in("self_hw.db"), &db), SQLITE_OK);
+    char sql[512];
+    snprintf(sql, sizeof sql, "VACUUM INTO '%s'", hw);
+    tl_test_exec_sql(db, sql);
+    sqlite3_close(db);
+    assert_int_equal(sqlite3_open(hw, &db), SQLITE_OK);
+    tl_test_exec_sql(db, "DELETE FROM meta WHERE key LIKE 'hw_%'"); /* test_self_validation's */
+    sqlite3_close(db);
+    snprintf(a, sizeof a, "-q -j 2 --seed 6 '%s' '%s'", path_in("spec.json"), hw);
+    assert_int_equal(run_validate(a, NULL), EX_DATAERR);
+    char *e = slurp(path_in("cmd.err"));
+    char *last = e + strlen(e);
+    while (last > e && last[-1] == '\n')
+        *--last = '\0';
+    last = strrchr(e, '\n') ? strrchr(e, '\n') + 1 : e;
+    if (strstr(last, "tally-validate-") || !strstr(last, "simulated now, temporary"))
+        fail_msg("the last message names the temporary database: %s", last);
+    free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -926,6 +1047,7 @@ int main(void)
         cmocka_unit_test(test_combine_and_plot),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_self_validation),
+        cmocka_unit_test(test_command),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

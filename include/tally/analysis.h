@@ -170,4 +170,40 @@ int tl_chrome_export(tl_analysis *a, long long run_id, const char *path, tl_err 
  * aligned on out (if not NULL) and written as Markdown to md_path (if not NULL). */
 int tl_report(tl_analysis *a, const tl_filter *f, FILE *out, const char *md_path, tl_err *err);
 
+/* ---- Output files and standard output -------------------------------------- */
+
+/* Every file tally-plot and tally-validate write is written to a temporary
+ * file beside it and renamed into place once complete: a failure never
+ * truncates or removes the file that was there. */
+
+/* An output file: written to a temporary file in the same folder
+ * (".NAME.XXXXXX", with the mode NAME has or fopen would give) that
+ * tl_out_commit renames over path once everything is written, flushed and
+ * synced; whatever fails, the file that was at path is kept (tl_out_discard
+ * and a failed commit remove the temporary only). A link is followed: its file
+ * is replaced, the link kept. A path that is one of inputs (NULL-terminated,
+ * may be NULL: the files read to make it; tl_output_check) is refused with
+ * TL_EUNKNOWN before anything is created; other failures are TL_EIO naming
+ * the path. Devices and /dev/, /proc/ names (/dev/stdout) are written in place. */
+FILE *tl_out_open(const char *path, const char *const *inputs, tl_err *err);
+int tl_out_commit(FILE *f, tl_err *err);
+void tl_out_discard(FILE *f);
+
+/* Would writing output replace one of inputs (NULL-terminated; the databases
+ * or spec being read), or an SQLite companion of one (-wal, -shm, -journal)?
+ * Same device and inode when both exist, else the same path with its folders
+ * resolved (realpath). The input it would replace, or NULL. */
+const char *tl_output_clobbers(const char *output, const char *const *inputs);
+/* The same as an error: TL_EUNKNOWN (a usage error: EX_USAGE) naming both. */
+int tl_output_check(const char *path, const char *const *inputs, tl_err *err);
+
+/* Close f and say whether everything written to it arrived (gnulib's
+ * close_stream): 0, or -1 with errno set to the reason (0 when an earlier
+ * write failed and its reason is no longer known). A stream never written
+ * whose descriptor was closed is fine. */
+int tl_close_stream(FILE *f);
+/* At exit: tl_close_stream(stdout); on failure a message "PROG: write error on
+ * standard output: REASON" on stderr and EX_CANTCREAT, else 0. */
+int tl_close_stdout(const char *prog);
+
 #endif
