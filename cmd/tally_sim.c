@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tally/analysis.h"
 #include "tally/fidelity.h"
 #include "tally/metrics.h"
 #include "tally/policy.h"
@@ -446,7 +447,7 @@ static bool out_of_range(const char *opt, const char *s, double v, bool zero_ok)
     return true;
 }
 
-int main(int argc, char **argv)
+static int sim_main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "info"))
         return cmd_info(argc - 1, argv + 1);
@@ -562,4 +563,12 @@ int main(int argc, char **argv)
         return tl_exit_code(r);
     }
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int status = sim_main(argc, argv);
+    /* the results table, info and fidelity's CSV must have arrived */
+    int out = tl_close_stdout("tally-sim");
+    return status ? status : out;
 }

@@ -484,7 +484,7 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
         return r;
     tl_err gerr = { 0 };
     if ((r = tl_gpu_lookup(s ? s : "H100", &e->gpu, &gerr)) < 0)
-        return tl_errf(err, r, "%s: gpu: %s", origin, gerr.msg);
+        return tl_errf(err, r, "%s: %s", origin, gerr.msg);
     e->duration_ns = 10 * TL_NS_PER_S;
     if ((r = get_number(spec, "duration_s", &num, &has, origin, "spec", err)) < 0)
         return r;
