@@ -59,6 +59,14 @@ int tl_trace_scale_grid(tl_trace *t, uint32_t factor, tl_err *err)
             if (op->kind == TL_OP_KERNEL && (uint64_t)op->grid[0] * factor > 0x7fffffffULL)
                 return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u: grid.x %u x %u exceeds 2^31-1",
                                t->path ? t->path : "trace", i, k, op->grid[0], factor);
+            /* grid.x x factor <= 2^31 and y, z <= 65535: no overflow */
+            if (op->kind == TL_OP_KERNEL &&
+                (uint64_t)op->grid[0] * factor * op->grid[1] * op->grid[2] > TL_TRACE_MAX_BLOCKS)
+                return tl_errf(err, TL_ERANGE,
+                               "%s: iteration %u op %u: grid [%u,%u,%u] with x times %u has more "
+                               "than %llu blocks (TL_TRACE_MAX_BLOCKS)",
+                               t->path ? t->path : "trace", i, k, op->grid[0], op->grid[1],
+                               op->grid[2], factor, (unsigned long long)TL_TRACE_MAX_BLOCKS);
         }
     for (uint32_t i = 0; i < t->n_iters; i++)
         for (uint32_t k = 0; k < t->iters[i].n_ops; k++)

@@ -24,7 +24,9 @@
 #include "tally/common.h"
 #include "tally/rng.h"
 #include "tally/trace.h"
+#include "tally/transform.h"
 #include "test_db.h"
+#include "../traces/internal.h" /* tl_trace_check, tl_read_file_max */
 
 #define US 1000LL
 #define H100 "traces/bundled/h100/"
@@ -512,15 +514,16 @@ static void test_tally_bad_input(void **state)
     write_text(tmp_path("grid0.json"), buf);
     expect_fail(tmp_path("grid0.json"), NULL, TL_ERANGE, "grid[1] is 0");
     snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"stream_wait\",\"name\":0,\"stream\":0,\"event\":3,\"host_gap_ns\":0,"
+             "{\"kind\":\"stream_wait\",\"name\":0,\"stream\":0,\"event\":0,\"host_gap_ns\":0,"
              "\"host_call_ns\":5}");
     write_text(tmp_path("wait.json"), buf);
     expect_fail(tmp_path("wait.json"), NULL, TL_ERANGE,
-                "event 3 is not recorded earlier in this iteration");
+                "event 0 is not recorded earlier in this iteration");
     snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
              "{\"kind\":\"warp\",\"name\":0,\"host_gap_ns\":0,\"host_call_ns\":5}");
     write_text(tmp_path("kind.json"), buf);
-    expect_fail(tmp_path("kind.json"), NULL, TL_EUNKNOWN, "unknown kind 'warp'");
+    /* a bad value in the file is a data error (exit 65), not a usage error */
+    expect_fail(tmp_path("kind.json"), NULL, TL_ERANGE, "unknown kind 'warp'");
     snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
              "{\"kind\":\"kernel\",\"name\":1,\"stream\":5,\"host_gap_ns\":0,\"host_call_ns\":5,"
              "\"gpu_start_ns\":10,\"dur_ns\":5,\"grid\":[1,1,1],\"block\":[32,1,1]}");
@@ -703,7 +706,9 @@ static void test_nsys_bad_input(void **state)
     (void)state;
     const char *db = tmp_path("bad.sqlite");
     make_nsys_db(db, false, "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME;");
-    expect_fail(db, NULL, TL_EMISSING, "bad.sqlite: table CUPTI_ACTIVITY_KIND_RUNTIME is missing");
+    expect_fail(db, NULL, TL_EFORMAT,
+                "bad.sqlite: not an Nsight Systems export with CUDA trace (no table "
+                "CUPTI_ACTIVITY_KIND_RUNTIME;");
     make_nsys_db(db, false, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN gridY;");
     expect_fail(db, NULL, TL_EMISSING, "table CUPTI_ACTIVITY_KIND_KERNEL has no column 'gridY'");
     make_nsys_db(db, false, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 0 WHERE rowid = 3;");
@@ -724,7 +729,7 @@ static void test_nsys_bad_input(void **state)
     fwrite(bytes, 1, len, f);
     fclose(f);
     free(bytes);
-    expect_fail(db, NULL, TL_EDB, "bad.sqlite: ");
+    expect_fail(db, NULL, TL_EFORMAT, "bad.sqlite: not a readable SQLite database");
     /* not a database at all */
     tl_trace t;
     tl_trace_init(&t);
@@ -1115,6 +1120,399 @@ static void test_back_to_back_gap(void **state)
     assert_int_equal(pairs, 0);
 }
 
+/* ---- limits on bad input (found by an audit) ---------------------------------------- */
+
+/* One-iteration trace of our own format: streams, then the ops. */
+static void write_iter_trace(const char *path, const char *streams, const char *tail_ns,
+                             const char *ops)
+{
+    char *buf = malloc(8192);
+    snprintf(buf, 8192,
+             "{\"format\":\"tally-trace\",\"version\":1,\"streams\":%s,\"strings\":[\"\",\"k\"],"
+             "\"iterations\":[{\"start_ns\":0,\"tail_host_ns\":%s,\"traced_ns\":1000,"
+             "\"traced_busy_ns\":1000,\"ops\":[%s]}]}",
+             streams, tail_ns, ops);
+    write_text(path, buf);
+    free(buf);
+}
+
+#define KOP(grid, gap, call, dur)                                                              \
+    "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":" gap ",\"host_call_ns\":"  \
+    call ",\"gpu_start_ns\":0,\"dur_ns\":" dur ",\"grid\":" grid ",\"block\":[32,1,1],"        \
+    "\"regs\":8}"
+
+/* A kernel's blocks (grid x*y*z) are capped at TL_TRACE_MAX_BLOCKS in every reader:
+ * a grid of 2^61 blocks, valid per dimension, made the simulator spin for ever. */
+static void test_grid_block_cap(void **state)
+{
+    (void)state;
+    assert_true(TL_TRACE_MAX_BLOCKS == (1ULL << 32));
+    /* exactly the cap (2^22 x 2^10) loads; 1024 blocks more do not */
+    write_iter_trace(tmp_path("cap.json"), "[7]", "0", KOP("[4194304,1024,1]", "0", "5", "50"));
+    tl_trace t;
+    load_ok(&t, tmp_path("cap.json"), NULL);
+    assert_true(tl_op_blocks(&t.iters[0].ops[0]) == TL_TRACE_MAX_BLOCKS);
+    tl_trace_close(&t);
+    write_iter_trace(tmp_path("cap1.json"), "[7]", "0", KOP("[4194305,1024,1]", "0", "5", "50"));
+    expect_fail(tmp_path("cap1.json"), NULL, TL_ERANGE,
+                "cap1.json: iterations[0].ops[0] (kernel 'k'): grid [4194305,1024,1] has "
+                "4294968320 blocks (at most 4294967296)");
+    write_iter_trace(tmp_path("huge.json"), "[7]", "0",
+                     KOP("[2147483647,65535,16384]", "0", "5", "50"));
+    expect_fail(tmp_path("huge.json"), NULL, TL_ERANGE,
+                "grid [2147483647,65535,16384] has 2305807823767879680 blocks");
+    /* the largest grid CUDA allows in one dimension is still fine */
+    write_iter_trace(tmp_path("x31.json"), "[7]", "0", KOP("[2147483647,2,1]", "0", "5", "50"));
+    load_ok(&t, tmp_path("x31.json"), NULL);
+    tl_trace_close(&t);
+    /* flat events form */
+    write_text(tmp_path("flatgrid.json"),
+               "{\"format\":\"tally-trace\",\"version\":1,\"events\":[{\"type\":\"kernel\","
+               "\"name\":\"k\",\"stream\":7,\"start_ns\":10,\"end_ns\":20,"
+               "\"grid\":[2147483647,65535,65535],\"block\":[1,1,1],\"regs\":8}]}");
+    expect_fail(tmp_path("flatgrid.json"), NULL, TL_ERANGE,
+                "flatgrid.json: events[0] (kernel 'k'): grid [2147483647,65535,65535] has "
+                "9223090559730712575 blocks (at most 4294967296)");
+    /* Kineto */
+    write_text(tmp_path("kingrid.json"),
+               "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5,\"args\":{\"correlation\":11}},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":3,"
+               "\"args\":{\"device\":0,\"stream\":7,\"correlation\":11,\"grid\":[2147483647,65535,16384],"
+               "\"block\":[32,1,1],\"registers per thread\":16,\"shared memory\":0}}]}");
+    expect_fail(tmp_path("kingrid.json"), NULL, TL_ERANGE,
+                "kingrid.json: event 1 (kernel 'k'): grid [2147483647,65535,16384] has "
+                "2305807823767879680 blocks (at most 4294967296)");
+    /* Nsight Systems */
+    const char *db = tmp_path("grid.sqlite");
+    make_nsys_db(db, false,
+                 "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 2147483647, gridY = 65535, "
+                 "gridZ = 65535 WHERE rowid = 3;");
+    expect_fail(db, NULL, TL_ERANGE,
+                "grid.sqlite: CUPTI_ACTIVITY_KIND_KERNEL row 3 ('k3'): grid 2147483647x65535x65535 "
+                "has 9223090559730712575 blocks (at most 4294967296)");
+    /* tl_trace_scale_grid keeps to the same cap, leaving the trace as it was */
+    write_iter_trace(tmp_path("sg.json"), "[7]", "0", KOP("[65536,65535,1]", "0", "5", "50"));
+    load_ok(&t, tmp_path("sg.json"), NULL);
+    tl_err e;
+    tl_err_clear(&e);
+    assert_int_equal(tl_trace_scale_grid(&t, 2, &e), TL_ERANGE);
+    assert_non_null(strstr(e.msg, "sg.json: iteration 0 op 0: grid [65536,65535,1] with x times 2 "
+                              "has more than 4294967296 blocks"));
+    assert_int_equal(t.iters[0].ops[0].grid[0], 65536);
+    assert_int_equal(tl_trace_scale_grid(&t, 1, &e), 0);
+    tl_trace_close(&t);
+    write_iter_trace(tmp_path("sg.json"), "[7]", "0", KOP("[32768,32768,2]", "0", "5", "50"));
+    load_ok(&t, tmp_path("sg.json"), NULL);
+    assert_int_equal(tl_trace_scale_grid(&t, 2, &e), 0); /* 2^31 x 2: exactly the cap */
+    assert_true(tl_op_blocks(&t.iters[0].ops[0]) == TL_TRACE_MAX_BLOCKS);
+    tl_trace_close(&t);
+}
+
+/* Each iteration's host time and GPU time must add up to at most TL_TRACE_MAX_NS:
+ * per-op values under the per-field limit overflowed int64 when summed. */
+static void test_iteration_time_sums(void **state)
+{
+    (void)state;
+    assert_true(TL_TRACE_MAX_NS == INT64_MAX / 4);
+    /* the audit's file: 4 ops of host_gap_ns 2^61 - 1 (the per-field limit) */
+#define BIG "2305843009213693951"
+    write_iter_trace(tmp_path("gap4.json"), "[7]", "0",
+                     KOP("[1,1,1]", BIG, "1000", "1000") "," KOP("[1,1,1]", BIG, "1000", "1000") ","
+                     KOP("[1,1,1]", BIG, "1000", "1000") "," KOP("[1,1,1]", BIG, "1000", "1000"));
+    expect_fail(tmp_path("gap4.json"), NULL, TL_ERANGE,
+                "gap4.json: iteration 0 op 0 (kernel 'k'): the iteration's host time "
+                "(host_gap_ns + host_call_ns of ops 0..0) is over 2305843009213693951 ns");
+    /* 2^60 each: the second op goes over */
+#define HALF "1152921504606846976"
+    write_iter_trace(tmp_path("gap2.json"), "[7]", "0",
+                     KOP("[1,1,1]", HALF, "0", "1000") "," KOP("[1,1,1]", HALF, "1", "1000"));
+    expect_fail(tmp_path("gap2.json"), NULL, TL_ERANGE,
+                "gap2.json: iteration 0 op 1 (kernel 'k'): the iteration's host time "
+                "(host_gap_ns + host_call_ns of ops 0..1) is over");
+    /* exactly the limit loads ... */
+    write_iter_trace(tmp_path("gapmax.json"), "[7]", "0",
+                     KOP("[1,1,1]", HALF, "0", "1000") "," KOP("[1,1,1]", "1152921504606846974", "1", "1000"));
+    tl_trace t;
+    load_ok(&t, tmp_path("gapmax.json"), NULL);
+    tl_iter_stats st;
+    tl_iteration_stats(&t.iters[0], &st);
+    assert_true(st.host_ns == TL_TRACE_MAX_NS);
+    tl_trace_close(&t);
+    /* ... but not with a tail on top */
+    write_iter_trace(tmp_path("gaptail.json"), "[7]", "1",
+                     KOP("[1,1,1]", HALF, "0", "1000") "," KOP("[1,1,1]", "1152921504606846974", "1", "1000"));
+    expect_fail(tmp_path("gaptail.json"), NULL, TL_ERANGE,
+                "gaptail.json: iteration 0: host time (host_gap_ns + host_call_ns of its ops, "
+                "plus tail_host_ns 1) is over 2305843009213693951 ns");
+    /* GPU time: the ops' durations */
+    write_iter_trace(tmp_path("dur.json"), "[7]", "0",
+                     KOP("[1,1,1]", "0", "0", HALF) "," KOP("[1,1,1]", "0", "0", HALF));
+    expect_fail(tmp_path("dur.json"), NULL, TL_ERANGE,
+                "dur.json: iteration 0 op 1 (kernel 'k'): the iteration's GPU time (dur_ns of "
+                "ops 0..1) is over 2305843009213693951 ns");
+    /* with skipped iterations the message counts both ways */
+    char buf[4096];
+    snprintf(buf, sizeof buf,
+             "{\"format\":\"tally-trace\",\"version\":1,\"streams\":[7],\"strings\":[\"\",\"k\"],"
+             "\"iterations\":[{\"start_ns\":0,\"tail_host_ns\":0,\"traced_ns\":1000,"
+             "\"traced_busy_ns\":1000,\"ops\":[%s]},{\"start_ns\":0,\"tail_host_ns\":0,"
+             "\"traced_ns\":1000,\"traced_busy_ns\":1000,\"ops\":[%s]},{\"start_ns\":0,"
+             "\"tail_host_ns\":0,\"traced_ns\":1000,\"traced_busy_ns\":1000,\"ops\":[%s,%s]}]}",
+             KOP("[1,1,1]", "0", "0", "10"), KOP("[1,1,1]", "0", "0", "10"),
+             KOP("[1,1,1]", HALF, "0", "10"), KOP("[1,1,1]", HALF, "0", "10"));
+    write_text(tmp_path("skip.json"), buf);
+    tl_trace_options o = {.skip_iterations = 1};
+    expect_fail(tmp_path("skip.json"), &o, TL_ERANGE,
+                "skip.json: iteration 2 (1 after skipping 1) op 1 (kernel 'k')");
+    /* Kineto, nsys and the flat form refuse a trace spanning more than that
+     * (the builder subtracts times): two launches 6e18 ns apart, each
+     * timestamp within the reader's 4e15 us */
+    write_text(tmp_path("kingap.json"),
+               "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":-3000000000000000,\"dur\":5,\"args\":{\"correlation\":11}},"
+               "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":3000000000000000,\"dur\":5,\"args\":{\"correlation\":12}},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":-2999999999999990,"
+               "\"dur\":3,\"args\":{\"device\":0,\"stream\":7,\"correlation\":11,\"grid\":[1,1,1],"
+               "\"block\":[32,1,1],\"registers per thread\":16,\"shared memory\":0}},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":3000000000000010,"
+               "\"dur\":3,\"args\":{\"device\":0,\"stream\":7,\"correlation\":12,\"grid\":[1,1,1],"
+               "\"block\":[32,1,1],\"registers per thread\":16,\"shared memory\":0}}]}");
+    expect_fail(tmp_path("kingap.json"), NULL, TL_ERANGE,
+                "kingap.json: timestamps span more than 2305843009213693951 ns (from "
+                "-3000000000000000000 to 3000000000000013000 ns)");
+    /* negative timestamps are fine: they used to lose a kernel's GPU work (-1
+     * means "none" inside the builder), leaving a kernel of no GPU time */
+    write_text(tmp_path("kneg.json"),
+               "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":-100,\"dur\":5,\"args\":{\"correlation\":11}},"
+               "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":5,\"args\":{\"correlation\":12}},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":-90,"
+               "\"dur\":3,\"args\":{\"device\":0,\"stream\":7,\"correlation\":11,\"grid\":[1,1,1],"
+               "\"block\":[32,1,1],\"registers per thread\":16,\"shared memory\":0}},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":30,"
+               "\"dur\":3,\"args\":{\"device\":0,\"stream\":7,\"correlation\":12,\"grid\":[1,1,1],"
+               "\"block\":[32,1,1],\"registers per thread\":16,\"shared memory\":0}}]}");
+    load_ok(&t, tmp_path("kneg.json"), NULL);
+    assert_int_equal(t.n_iters, 1);
+    assert_int_equal(t.iters[0].n_ops, 2);
+    assert_int_equal(t.iters[0].start_ns, 0);
+    assert_int_equal(t.iters[0].ops[0].gpu_start_ns, 10 * US);
+    assert_int_equal(t.iters[0].ops[0].dur_ns, 3 * US);
+    assert_int_equal(t.iters[0].ops[1].host_gap_ns, 115 * US);
+    assert_int_equal(t.iters[0].ops[1].gpu_start_ns, 130 * US);
+    assert_int_equal(t.iters[0].traced_ns, 133 * US);
+    tl_trace_close(&t);
+#undef BIG
+#undef HALF
+}
+
+/* An op's stream must index the trace's streams: with "streams": [] the check
+ * used to become 0..0 and ops on stream 0 were taken. Then tl_trace_check,
+ * which every reader's result goes through, on traces broken by hand. */
+static void test_streams_and_common_check(void **state)
+{
+    (void)state;
+    write_iter_trace(tmp_path("nostreams.json"), "[]", "0", KOP("[1,1,1]", "0", "5", "50"));
+    expect_fail(tmp_path("nostreams.json"), NULL, TL_ERANGE,
+                "nostreams.json: iterations[0].ops[0] (kernel 'k'): uses stream 0 but the trace "
+                "declares no streams");
+    /* an op without "stream" is on stream 0, which does not exist either */
+    write_iter_trace(tmp_path("nostreams2.json"), "[]", "0",
+                     "{\"kind\":\"sync\",\"sync\":\"device\",\"host_gap_ns\":0,\"host_call_ns\":5}");
+    expect_fail(tmp_path("nostreams2.json"), NULL, TL_ERANGE, "declares no streams");
+    /* the common check sees it in any trace (tl_trace_check) */
+    tl_trace t;
+    load_ok(&t, "tests/data/kineto_small.json", NULL);
+    tl_err e;
+    assert_int_equal(tl_trace_check(&t, 0, &e), 0);
+    t.iters[1].ops[3].stream = 5;
+    assert_int_equal(tl_trace_check(&t, 0, &e), TL_ERANGE);
+    assert_non_null(strstr(e.msg, "kineto_small.json: iteration 1 op 3 (kernel 'k4'): stream 5 is "
+                                  "not one of the trace's 2 streams"));
+    t.iters[1].ops[3].stream = 1;
+    int32_t n = t.n_streams;
+    t.n_streams = 0;
+    assert_int_equal(tl_trace_check(&t, 0, &e), TL_ERANGE);
+    assert_non_null(strstr(e.msg, "iteration 0 op 0 (kernel 'k1'): uses stream 0 but the trace "
+                                  "declares no streams"));
+    t.n_streams = n;
+    t.iters[0].ops[0].grid[1] = 65535;
+    t.iters[0].ops[0].grid[0] = 2147483647;
+    assert_int_equal(tl_trace_check(&t, 0, &e), TL_ERANGE);
+    assert_non_null(strstr(e.msg, "iteration 0 op 0 (kernel 'k1'): grid [2147483647,65535,1] has"));
+    t.iters[0].ops[0].grid[0] = 4;
+    t.iters[0].ops[0].grid[1] = 1;
+    /* a kernel without GPU time (what negative Kineto timestamps made) */
+    t.iters[1].ops[0].gpu_start_ns = -1;
+    t.iters[1].ops[0].dur_ns = 0;
+    assert_int_equal(tl_trace_check(&t, 1, &e), TL_ERANGE);
+    assert_non_null(strstr(e.msg, "kineto_small.json: iteration 2 (1 after skipping 1) op 0 "
+                                  "(kernel 'k1'): GPU work without GPU time (gpu_start_ns -1, "
+                                  "dur_ns 0)"));
+    tl_trace_close(&t);
+}
+
+/* Event ids index per-trace tables: an id of 2^31-1 in a 5 KB file made the
+ * reader allocate 4 GB. Ids must be below the file's number of ops. */
+static void test_event_ids_bounded(void **state)
+{
+    (void)state;
+    const char *rec = "{\"kind\":\"event_record\",\"stream\":0,\"event\":%s,\"host_gap_ns\":0,"
+                      "\"host_call_ns\":1}";
+    const char *wait = "{\"kind\":\"stream_wait\",\"stream\":0,\"event\":%s,\"host_gap_ns\":0,"
+                       "\"host_call_ns\":1}";
+    char r[256], w[256], ops[1024];
+    snprintf(r, sizeof r, rec, "2147483647");
+    snprintf(w, sizeof w, wait, "2147483647");
+    snprintf(ops, sizeof ops, "%s,%s,%s", KOP("[1,1,1]", "0", "5", "50"), r, w);
+    write_iter_trace(tmp_path("ev.json"), "[7]", "0", ops);
+    expect_fail(tmp_path("ev.json"), NULL, TL_ERANGE,
+                "ev.json: iterations[0].ops[1] (event_record ''): 'event' is 2147483647: event ids "
+                "must be below the number of ops in the trace (3)");
+    /* on any op: the runner sizes its event table by the largest id */
+    write_iter_trace(tmp_path("evk.json"), "[7]", "0",
+                     "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"event\":99,\"host_gap_ns\":0,"
+                     "\"host_call_ns\":5,\"gpu_start_ns\":0,\"dur_ns\":50,\"grid\":[1,1,1],"
+                     "\"block\":[32,1,1]}");
+    expect_fail(tmp_path("evk.json"), NULL, TL_ERANGE, "'event' is 99: event ids must be below");
+    /* the largest id allowed: ops - 1 */
+    snprintf(r, sizeof r, rec, "2");
+    snprintf(w, sizeof w, wait, "2");
+    snprintf(ops, sizeof ops, "%s,%s,%s", KOP("[1,1,1]", "0", "5", "50"), r, w);
+    write_iter_trace(tmp_path("ev2.json"), "[7]", "0", ops);
+    tl_trace t;
+    load_ok(&t, tmp_path("ev2.json"), NULL);
+    assert_int_equal(t.iters[0].ops[2].event, 2);
+    tl_trace_close(&t);
+    /* a record of an earlier iteration does not count */
+    char buf[4096];
+    snprintf(r, sizeof r, rec, "1");
+    snprintf(w, sizeof w, wait, "1");
+    snprintf(buf, sizeof buf,
+             "{\"format\":\"tally-trace\",\"version\":1,\"streams\":[7],\"strings\":[\"\",\"k\"],"
+             "\"iterations\":[{\"start_ns\":0,\"tail_host_ns\":0,\"traced_ns\":1000,"
+             "\"traced_busy_ns\":1000,\"ops\":[%s,%s,%s]},{\"start_ns\":0,\"tail_host_ns\":0,"
+             "\"traced_ns\":1000,\"traced_busy_ns\":1000,\"ops\":[%s,%s]}]}",
+             KOP("[1,1,1]", "0", "0", "10"), r, w, KOP("[1,1,1]", "0", "0", "10"), w);
+    write_text(tmp_path("evit.json"), buf);
+    expect_fail(tmp_path("evit.json"), NULL, TL_ERANGE,
+                "iterations[1].ops[1] (stream_wait ''): event 1 is not recorded earlier in this "
+                "iteration");
+}
+
+/* Files are read whole, so their size is capped (TL_TRACE_MAX_FILE_BYTES, after
+ * gunzip): a 3 MB gzip bomb expanded to 3 GB, /dev/zero grew without end.
+ * tl_read_file_max takes a small cap to show it. */
+static void test_read_file_limit(void **state)
+{
+    (void)state;
+    assert_true(TL_TRACE_MAX_FILE_BYTES == (size_t)2 << 30);
+    enum { MAX = 100000 };
+    char *data = malloc(4 * MAX);
+    memset(data, ' ', 4 * MAX);
+    char *buf;
+    size_t n;
+    tl_err e;
+    /* plain: exactly the cap, then one byte more */
+    FILE *f = fopen(tmp_path("max.txt"), "wb");
+    fwrite(data, 1, MAX, f);
+    fclose(f);
+    assert_int_equal(tl_read_file_max(tmp_path("max.txt"), MAX, &buf, &n, &e), 0);
+    assert_int_equal(n, MAX);
+    free(buf);
+    f = fopen(tmp_path("max1.txt"), "wb");
+    fwrite(data, 1, MAX + 1, f);
+    fclose(f);
+    assert_int_equal(tl_read_file_max(tmp_path("max1.txt"), MAX, &buf, &n, &e), TL_ERANGE);
+    assert_null(buf);
+    assert_non_null(strstr(e.msg, "max1.txt: larger than 100000 bytes"));
+    assert_null(strstr(e.msg, "uncompressed"));
+    /* gzip: the uncompressed size counts */
+    write_gz(tmp_path("max.gz"), data, MAX);
+    assert_int_equal(tl_read_file_max(tmp_path("max.gz"), MAX, &buf, &n, &e), 0);
+    assert_int_equal(n, MAX);
+    free(buf);
+    write_gz(tmp_path("bomb.gz"), data, 4 * MAX);
+    assert_int_equal(tl_read_file_max(tmp_path("bomb.gz"), MAX, &buf, &n, &e), TL_ERANGE);
+    assert_non_null(strstr(e.msg, "bomb.gz: larger than 100000 bytes uncompressed"));
+    /* one byte over, in a second gzip member */
+    write_gz(tmp_path("m1.gz"), data, MAX);
+    write_gz(tmp_path("m2.gz"), data, 1);
+    size_t l1, l2;
+    char *g1 = slurp(tmp_path("m1.gz"), &l1), *g2 = slurp(tmp_path("m2.gz"), &l2);
+    f = fopen(tmp_path("m12.gz"), "wb");
+    fwrite(g1, 1, l1, f);
+    fwrite(g2, 1, l2, f);
+    fclose(f);
+    free(g1);
+    free(g2);
+    assert_int_equal(tl_read_file_max(tmp_path("m12.gz"), MAX, &buf, &n, &e), TL_ERANGE);
+    assert_non_null(strstr(e.msg, "larger than 100000 bytes uncompressed"));
+    /* an endless device ends too */
+    if (access("/dev/zero", R_OK) == 0) {
+        assert_int_equal(tl_read_file_max("/dev/zero", MAX, &buf, &n, &e), TL_ERANGE);
+        assert_non_null(strstr(e.msg, "/dev/zero: larger than 100000 bytes"));
+    }
+    free(data);
+    /* through the loader, it is a data error (exit 65) */
+    assert_int_equal(tl_exit_code(TL_ERANGE), EX_DATAERR);
+}
+
+/* Bad values and unreadable databases are data errors (exit 65): they came out
+ * as usage (64) and cannot-write (73) errors. */
+static void test_bad_data_exit_codes(void **state)
+{
+    (void)state;
+    write_text(tmp_path("weird.json"),
+               "{\"format\":\"tally-trace\",\"version\":1,\"events\":[{\"type\":\"weird\","
+               "\"name\":\"k\",\"start_ns\":10,\"end_ns\":20}]}");
+    expect_fail(tmp_path("weird.json"), NULL, TL_ERANGE, "weird.json: events[0]: unknown type 'weird'");
+    write_text(tmp_path("sideways.json"),
+               "{\"format\":\"tally-trace\",\"version\":1,\"events\":[{\"type\":\"memcpy\","
+               "\"stream\":7,\"start_ns\":10,\"end_ns\":20,\"bytes\":8,\"copy\":\"sideways\"}]}");
+    expect_fail(tmp_path("sideways.json"), NULL, TL_ERANGE,
+                "sideways.json: events[0] (memcpy ''): unknown copy 'sideways'");
+    write_iter_trace(tmp_path("sync.json"), "[7]", "0",
+                     "{\"kind\":\"sync\",\"sync\":\"sometimes\",\"host_gap_ns\":0,\"host_call_ns\":5}");
+    expect_fail(tmp_path("sync.json"), NULL, TL_ERANGE, "unknown sync 'sometimes'");
+    assert_int_equal(tl_exit_code(TL_ERANGE), EX_DATAERR);
+    assert_int_equal(tl_exit_code(TL_EFORMAT), EX_DATAERR);
+
+    /* an SQLite database in WAL mode that is no Nsight export (a results database) */
+    const char *db = tmp_path("wal.sqlite");
+    unlink(db);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    tl_test_exec_sql(h, "PRAGMA journal_mode=WAL; CREATE TABLE runs (id INTEGER, name TEXT);"
+                        "INSERT INTO runs VALUES (1, 'x');");
+    sqlite3_close(h);
+    size_t n;
+    char *bytes = slurp(db, &n);
+    assert_true(n >= 100 && bytes[18] == 2 && bytes[19] == 2);
+    expect_fail(db, NULL, TL_EFORMAT,
+                "wal.sqlite: not an Nsight Systems export with CUDA trace (no table "
+                "CUPTI_ACTIVITY_KIND_KERNEL;");
+    /* its first 16 bytes (the magic only) and its first page */
+    FILE *f = fopen(tmp_path("cut16.sqlite"), "wb");
+    fwrite(bytes, 1, 16, f);
+    fclose(f);
+    expect_fail(tmp_path("cut16.sqlite"), NULL, TL_EFORMAT,
+                "cut16.sqlite: not a readable SQLite database (truncated or corrupt?)");
+    free(bytes);
+    /* a real export cut short */
+    make_nsys_db(tmp_path("full.sqlite"), true, NULL);
+    bytes = slurp(tmp_path("full.sqlite"), &n);
+    assert_true(n > 8192);
+    f = fopen(tmp_path("cut.sqlite"), "wb");
+    fwrite(bytes, 1, 4096, f);
+    fclose(f);
+    free(bytes);
+    expect_fail(tmp_path("cut.sqlite"), NULL, TL_EFORMAT, "cut.sqlite: ");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1141,6 +1539,12 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_print_info),
         cmocka_unit_test(test_back_to_back_gap),
+        cmocka_unit_test(test_grid_block_cap),
+        cmocka_unit_test(test_iteration_time_sums),
+        cmocka_unit_test(test_streams_and_common_check),
+        cmocka_unit_test(test_event_ids_bounded),
+        cmocka_unit_test(test_read_file_limit),
+        cmocka_unit_test(test_bad_data_exit_codes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

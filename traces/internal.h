@@ -212,6 +212,25 @@ int tl_tally_from_buffer(tl_trace *t, const char *path, const char *buf, size_t 
 int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
                         const tl_trace_options *opts, tl_err *err);
 
+/* tl_read_file with another size limit than TL_TRACE_MAX_FILE_BYTES (tests). */
+int tl_read_file_max(const char *path, size_t max, char **out, size_t *len, tl_err *err);
+
+/* Blocks of a grid (x*y*z); a kernel may have at most TL_TRACE_MAX_BLOCKS. */
+static inline uint64_t tl_grid_blocks(const uint32_t grid[3])
+{
+    return (uint64_t)grid[0] * grid[1] * grid[2];
+}
+
+/* The checks every reader's result goes through (tl_trace_load and the
+ * tl_trace_load_* functions call it on success): what no single record shows.
+ * Each iteration's host time (host gaps, calls and tail) and GPU time (sum of
+ * the GPU ops' durations) at most TL_TRACE_MAX_NS, summed without overflow;
+ * every op's stream an index into t->streams; every kernel, copy and memset
+ * with GPU time (gpu_start_ns >= 0, dur_ns > 0); every kernel at most
+ * TL_TRACE_MAX_BLOCKS blocks. skip (may be 0) is how many iterations the
+ * reader dropped, for messages. */
+int tl_trace_check(const tl_trace *t, int skip, tl_err *err);
+
 /* Convert trace-file times to integer ns without going through a double
  * product (a µs epoch timestamp * 1000 loses ~256 ns in a double). */
 bool tl_us_to_ns(double us, tl_ns *out);

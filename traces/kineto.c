@@ -290,6 +290,11 @@ static int read_gpu(kin_state *k, const ev_ctx *c, json_t *e, ev_kind kind)
         if ((r = get_dim3(c, args, "grid", grid_max, g.grid)) < 0 ||
             (r = get_dim3(c, args, "block", block_max, g.block)) < 0)
             return r;
+        if (tl_grid_blocks(g.grid) > TL_TRACE_MAX_BLOCKS)
+            return ev_err(c, TL_ERANGE, "grid [%u,%u,%u] has %llu blocks (at most %llu)",
+                          g.grid[0], g.grid[1], g.grid[2],
+                          (unsigned long long)tl_grid_blocks(g.grid),
+                          (unsigned long long)TL_TRACE_MAX_BLOCKS);
         uint64_t threads = (uint64_t)g.block[0] * g.block[1] * g.block[2];
         if (threads > MAX_THREADS)
             return ev_err(c, TL_ERANGE, "block has %llu threads (at most %lld)",

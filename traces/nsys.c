@@ -30,9 +30,14 @@ typedef struct ns_ctx {
     tl_err *err;
 } ns_ctx;
 
+/* SQLite failing on the read-only in-memory copy of the input means the input
+ * is malformed (truncated, corrupt, not a database): a data error, not one of
+ * writing a database (TL_EDB); only running out of memory is ours. */
 static int db_err(ns_ctx *c, const char *what)
 {
-    return tl_errf(c->err, TL_EDB, "%s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+    int ec = sqlite3_errcode(c->db);
+    return tl_errf(c->err, ec == SQLITE_NOMEM ? TL_ENOMEM : TL_EFORMAT, "%s: %s: %s", c->path,
+                   what, sqlite3_errmsg(c->db));
 }
 
 static bool has_table(ns_ctx *c, const char *name)
@@ -209,6 +214,10 @@ static int kernel_row(row_ctx *r, void *arg)
             return rc;
         g.block[i] = (uint32_t)v;
     }
+    if (tl_grid_blocks(g.grid) > TL_TRACE_MAX_BLOCKS)
+        return row_err(r, TL_ERANGE, "grid %ux%ux%u has %llu blocks (at most %llu)", g.grid[0],
+                       g.grid[1], g.grid[2], (unsigned long long)tl_grid_blocks(g.grid),
+                       (unsigned long long)TL_TRACE_MAX_BLOCKS);
     uint64_t threads = (uint64_t)g.block[0] * g.block[1] * g.block[2];
     if (threads > 1024)
         return row_err(r, TL_ERANGE, "block has %llu threads (at most 1024)",
@@ -534,6 +543,12 @@ int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
         rc = tl_errf(err, TL_EDB, "%s: cannot open an in-memory database", path);
         goto out;
     }
+    /* A database in WAL mode (header bytes 18-19 are 2; a Tally results
+     * database is one) cannot be opened from memory ("unable to open database
+     * file"): read the file as a rollback-journal database, which it is
+     * without its -wal file (never read here). buf is the caller's copy. */
+    if (len >= 100 && buf[18] == 2 && buf[19] == 2)
+        buf[18] = buf[19] = 1;
     if (sqlite3_deserialize(c.db, "main", (unsigned char *)buf, (sqlite3_int64)len,
                             (sqlite3_int64)len, SQLITE_DESERIALIZE_READONLY) != SQLITE_OK) {
         rc = db_err(&c, "cannot read the database");
@@ -546,15 +561,15 @@ int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
         sqlite3_step(probe) != SQLITE_ROW) {
         if (probe)
             sqlite3_finalize(probe);
-        rc = db_err(&c, "cannot read the database");
+        rc = db_err(&c, "not a readable SQLite database (truncated or corrupt?)");
         goto out;
     }
     sqlite3_finalize(probe);
     static const char *const required[] = {T_KERNEL, T_RUNTIME, "StringIds"};
     for (size_t i = 0; i < 3; i++)
         if (!has_table(&c, required[i])) {
-            rc = tl_errf(err, TL_EMISSING,
-                         "%s: table %s is missing (not an Nsight Systems export with CUDA trace; "
+            rc = tl_errf(err, TL_EFORMAT,
+                         "%s: not an Nsight Systems export with CUDA trace (no table %s; "
                          "export with `nsys export --type sqlite` after `nsys profile -t cuda`)",
                          path, required[i]);
             goto out;

@@ -5,20 +5,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "internal.h"
 
-/* Refuse inputs that would not fit the ns/int arithmetic or memory sanely. */
-#define TL_MAX_FILE_BYTES ((size_t)8 << 30)
-
-static int read_plain(FILE *f, const char *path, char **out, size_t *len, tl_err *err)
+/* Inputs are read whole into memory: past max bytes (TL_TRACE_MAX_FILE_BYTES
+ * for tl_read_file) a file, a gzip bomb or an endless device (/dev/zero) is
+ * refused instead of taking all the memory. Buffers grow by doubling but never
+ * past max + 1 bytes: one byte more than allowed tells "too large" from "exactly
+ * max". */
+static size_t grow(size_t cap, size_t max)
 {
-    size_t cap = 1 << 16, n = 0;
+    return cap > max / 2 ? max + 1 : cap * 2;
+}
+
+static int too_large(const char *path, size_t max, bool gz, tl_err *err)
+{
+    return tl_errf(err, TL_ERANGE, "%s: larger than %zu bytes%s (the most a trace may be: %zu MiB)",
+                   path, max, gz ? " uncompressed" : "", max >> 20);
+}
+
+static int read_plain(FILE *f, const char *path, size_t max, char **out, size_t *len,
+                      tl_err *err)
+{
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > max)
+        return too_large(path, max, false, err);
+    size_t cap = max < (1 << 16) ? max + 1 : 1 << 16, n = 0;
     char *buf = tl_xmalloc(cap + 1);
     for (;;) {
         size_t r = fread(buf + n, 1, cap - n, f);
         n += r;
+        if (n > max) {
+            free(buf);
+            return too_large(path, max, false, err);
+        }
         if (r == 0) {
             if (ferror(f)) {
                 free(buf);
@@ -27,12 +49,7 @@ static int read_plain(FILE *f, const char *path, char **out, size_t *len, tl_err
             break;
         }
         if (n == cap) {
-            if (cap >= TL_MAX_FILE_BYTES) {
-                free(buf);
-                return tl_errf(err, TL_ERANGE, "%s: file larger than %zu bytes", path,
-                               TL_MAX_FILE_BYTES);
-            }
-            cap *= 2;
+            cap = grow(cap, max);
             buf = tl_xrealloc(buf, cap + 1);
         }
     }
@@ -42,14 +59,17 @@ static int read_plain(FILE *f, const char *path, char **out, size_t *len, tl_err
     return 0;
 }
 
-static int gunzip(const char *path, const unsigned char *in, size_t in_len, char **out,
-                  size_t *len, tl_err *err)
+static int gunzip(const char *path, const unsigned char *in, size_t in_len, size_t max,
+                  char **out, size_t *len, tl_err *err)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
     if (inflateInit2(&z, 15 + 16) != Z_OK) /* +16: gzip header */
         return tl_errf(err, TL_ENOMEM, "%s: cannot start gunzip", path);
-    size_t cap = in_len * 4 + 1024, n = 0;
+    /* a first guess of 4x; a larger output grows the buffer */
+    size_t cap = in_len < max / 4 ? in_len * 4 + 1024 : max + 1, n = 0;
+    if (cap > max + 1)
+        cap = max + 1;
     char *buf = tl_xmalloc(cap + 1);
     z.next_in = (unsigned char *)in;
     int rc = Z_OK;
@@ -61,13 +81,7 @@ static int gunzip(const char *path, const unsigned char *in, size_t in_len, char
             left -= chunk;
         }
         if (n == cap) {
-            if (cap >= TL_MAX_FILE_BYTES) {
-                inflateEnd(&z);
-                free(buf);
-                return tl_errf(err, TL_ERANGE, "%s: uncompressed size over %zu bytes", path,
-                               TL_MAX_FILE_BYTES);
-            }
-            cap *= 2;
+            cap = grow(cap, max);
             buf = tl_xrealloc(buf, cap + 1);
         }
         size_t room = cap - n;
@@ -76,6 +90,11 @@ static int gunzip(const char *path, const unsigned char *in, size_t in_len, char
         uInt before = z.avail_out;
         rc = inflate(&z, Z_NO_FLUSH);
         n += before - z.avail_out;
+        if (n > max) {
+            inflateEnd(&z);
+            free(buf);
+            return too_large(path, max, true, err);
+        }
         if (rc == Z_STREAM_END) {
             /* Concatenated gzip members (gzip a b > c) are legal: go on. */
             if (z.avail_in == 0 && left == 0)
@@ -107,6 +126,11 @@ static int gunzip(const char *path, const unsigned char *in, size_t in_len, char
 
 int tl_read_file(const char *path, char **out, size_t *len, tl_err *err)
 {
+    return tl_read_file_max(path, TL_TRACE_MAX_FILE_BYTES, out, len, err);
+}
+
+int tl_read_file_max(const char *path, size_t max, char **out, size_t *len, tl_err *err)
+{
     *out = NULL;
     *len = 0;
     if (!path)
@@ -116,12 +140,12 @@ int tl_read_file(const char *path, char **out, size_t *len, tl_err *err)
         return tl_errf(err, TL_EIO, "%s: cannot open: %s", path, strerror(errno));
     char *raw = NULL;
     size_t n = 0;
-    int r = read_plain(f, path, &raw, &n, err);
+    int r = read_plain(f, path, max, &raw, &n, err);
     fclose(f);
     if (r < 0)
         return r;
     if (n >= 2 && (unsigned char)raw[0] == 0x1f && (unsigned char)raw[1] == 0x8b) {
-        r = gunzip(path, (unsigned char *)raw, n, out, len, err);
+        r = gunzip(path, (unsigned char *)raw, n, max, out, len, err);
         free(raw);
         return r;
     }

@@ -256,7 +256,7 @@ static int rd_enum(rd *c, json_t *o, const char *key, bool required, const char 
         return rd_err(c, TL_ETYPE, "'%s' must be a string", key);
     int i = name_index(names, n, json_string_value(v));
     if (i < 0)
-        return rd_err(c, TL_EUNKNOWN, "unknown %s '%s'", key, json_string_value(v));
+        return rd_err(c, TL_ERANGE, "unknown %s '%s'", key, json_string_value(v)); /* data, not usage */
     *out = i;
     return 0;
 }
@@ -295,6 +295,16 @@ static int check_threads(rd *c, const uint32_t block[3])
     uint64_t n = (uint64_t)block[0] * block[1] * block[2];
     if (n > 1024)
         return rd_err(c, TL_ERANGE, "block has %llu threads (at most 1024)", (unsigned long long)n);
+    return 0;
+}
+
+static int check_blocks(rd *c, const uint32_t grid[3])
+{
+    uint64_t n = tl_grid_blocks(grid);
+    if (n > TL_TRACE_MAX_BLOCKS)
+        return rd_err(c, TL_ERANGE, "grid [%u,%u,%u] has %llu blocks (at most %llu)", grid[0],
+                      grid[1], grid[2], (unsigned long long)n,
+                      (unsigned long long)TL_TRACE_MAX_BLOCKS);
     return 0;
 }
 
@@ -372,7 +382,8 @@ static int rd_header(rd *c, json_t *root)
 
 /* ---- reading: the iterations form ------------------------------------------ */
 
-static int rd_op(rd *c, json_t *o, const tl_trace *t, tl_op *op)
+/* max_event: the largest event id allowed (the file's op count - 1: see rd_iterations). */
+static int rd_op(rd *c, json_t *o, const tl_trace *t, int64_t max_event, tl_op *op)
 {
     memset(op, 0, sizeof *op);
     op->event = -1;
@@ -393,7 +404,13 @@ static int rd_op(rd *c, json_t *o, const tl_trace *t, tl_op *op)
              t->strings[op->name]);
     bool gpu = kind == TL_OP_KERNEL || kind == TL_OP_MEMCPY || kind == TL_OP_MEMSET;
     v = 0;
-    if ((r = rd_int(c, o, "stream", false, 0, t->n_streams > 0 ? t->n_streams - 1 : 0, &v)) < 0)
+    if (t->n_streams == 0) { /* every op has a stream (0 when absent): none can be valid */
+        json_t *js = json_object_get(o, "stream");
+        long long sv = json_is_integer(js) ? (long long)json_integer_value(js) : 0;
+        return rd_err(c, TL_ERANGE,
+                      "uses stream %lld but the trace declares no streams ('streams' is empty)", sv);
+    }
+    if ((r = rd_int(c, o, "stream", false, 0, t->n_streams - 1, &v)) < 0)
         return r;
     op->stream = (int32_t)v;
     int sk = 0, ck = 0;
@@ -415,6 +432,9 @@ static int rd_op(rd *c, json_t *o, const tl_trace *t, tl_op *op)
     v = -1;
     if ((r = rd_int(c, o, "event", needs_event, needs_event ? 0 : -1, INT32_MAX, &v)) < 0)
         return r;
+    if (v > max_event)
+        return rd_err(c, TL_ERANGE, "'event' is %lld: event ids must be below the number of ops "
+                      "in the trace (%lld)", (long long)v, (long long)max_event + 1);
     op->event = (int32_t)v;
     v = 0;
     if ((r = rd_int(c, o, "host_gap_ns", true, 0, MAX_NS, &v)) < 0)
@@ -435,6 +455,7 @@ static int rd_op(rd *c, json_t *o, const tl_trace *t, tl_op *op)
     op->dur_ns = v;
     bool kernel = kind == TL_OP_KERNEL;
     if ((r = rd_dim3(c, o, "grid", kernel, grid_max, op->grid)) < 0 ||
+        (r = check_blocks(c, op->grid)) < 0 ||
         (r = rd_dim3(c, o, "block", kernel, block_max, op->block)) < 0 ||
         (r = check_threads(c, op->block)) < 0 ||
         (r = rd_u32(c, o, "regs", false, MAX_REGS, &op->regs)) < 0 ||
@@ -530,9 +551,18 @@ static int rd_iterations(rd *c, json_t *root, tl_trace *t, const tl_trace_option
     if (skip >= n)
         return rd_err(c, TL_ERANGE, "skip_iterations %zu leaves no iteration (the trace has %zu)",
                       skip, n);
+    /* Event ids index per-trace tables (here and in the runner), so they are
+     * bounded by the file's size: below its number of ops (what
+     * tl_trace_write_json writes: 0, 1, ... in record order), not up to
+     * INT32_MAX from a file of a few bytes. */
+    size_t total_ops = 0;
+    for (size_t i = 0; i < n; i++)
+        total_ops += json_array_size(json_object_get(json_array_get(v, i), "ops"));
+    int64_t max_event = total_ops > INT32_MAX ? INT32_MAX : (int64_t)total_ops - 1;
     t->iters = tl_xcalloc(n - skip, sizeof *t->iters);
-    uint8_t *recorded = NULL; /* event ids recorded so far in this iteration */
-    size_t rec_cap = 0;
+    /* recorded[e] == i + 1: event e was recorded in iteration i (no clearing
+     * between iterations) */
+    size_t *recorded = tl_xcalloc(total_ops ? total_ops : 1, sizeof *recorded);
     size_t kernels = 0;
     for (size_t i = skip; i < n; i++) {
         json_t *jo = json_array_get(v, i);
@@ -563,28 +593,20 @@ static int rd_iterations(rd *c, json_t *root, tl_trace *t, const tl_trace_option
         }
         size_t no = json_array_size(ops);
         it->ops = tl_xcalloc(no ? no : 1, sizeof *it->ops);
-        if (rec_cap)
-            memset(recorded, 0, rec_cap);
         for (size_t k = 0; k < no; k++) {
             snprintf(c->where, sizeof c->where, "iterations[%zu].ops[%zu]", i, k);
             tl_op *op = &it->ops[k];
-            if ((r = rd_op(c, json_array_get(ops, k), t, op)) < 0)
+            if ((r = rd_op(c, json_array_get(ops, k), t, max_event, op)) < 0)
                 goto out;
             it->n_ops = (uint32_t)k + 1;
             kernels += op->kind == TL_OP_KERNEL;
             /* A wait must follow its record in the same iteration. */
             if (op->kind == TL_OP_EVENT_RECORD) {
-                if ((size_t)op->event >= rec_cap) {
-                    size_t nc = ((size_t)op->event + 1) * 2;
-                    recorded = tl_xrealloc(recorded, nc);
-                    memset(recorded + rec_cap, 0, nc - rec_cap);
-                    rec_cap = nc;
-                }
-                recorded[op->event] = 1;
+                recorded[op->event] = i + 1;
             } else if (op->event >= 0 && (op->kind == TL_OP_STREAM_WAIT ||
                                           (op->kind == TL_OP_SYNC &&
                                            op->sync_kind == TL_SYNC_EVENT))) {
-                if ((size_t)op->event >= rec_cap || !recorded[op->event]) {
+                if (recorded[op->event] != i + 1) {
                     r = rd_err(c, TL_ERANGE, "event %d is not recorded earlier in this iteration",
                                op->event);
                     goto out;
@@ -696,6 +718,7 @@ static int rd_flat_event(rd *c, json_t *e, tl_raw *raw)
     if (type == 1) {
         g.kind = TL_OP_KERNEL;
         if ((r = rd_dim3(c, e, "grid", true, grid_max, g.grid)) < 0 ||
+            (r = check_blocks(c, g.grid)) < 0 ||
             (r = rd_dim3(c, e, "block", true, block_max, g.block)) < 0 ||
             (r = check_threads(c, g.block)) < 0 ||
             (r = rd_u32(c, e, "regs", true, MAX_REGS, &g.regs)) < 0 ||

@@ -739,6 +739,46 @@ static int check_stream_order(const tl_raw *r, const char *path, tl_err *err)
     return rc;
 }
 
+/* The builder takes negative times for "none" (-1: no GPU work, no marker),
+ * so times are moved to start at 0 when some are negative (Kineto's and the
+ * flat form's timestamps may be: a kernel at a negative time lost its GPU
+ * work), and a trace spanning more than TL_TRACE_MAX_NS is refused (the
+ * builder adds and subtracts times: they must stay far from overflow). Only
+ * differences of times reach the trace, so moving them changes nothing else. */
+static int rebase_times(tl_raw *r, const char *path, tl_err *err)
+{
+    tl_ns lo = INT64_MAX, hi = INT64_MIN;
+#define SEEN(a, b) do { if ((a) < lo) lo = (a); if ((b) > hi) hi = (b); } while (0)
+    for (size_t i = 0; i < r->n_calls; i++)
+        SEEN(r->calls[i].start, r->calls[i].end);
+    for (size_t i = 0; i < r->n_gpu; i++)
+        SEEN(r->gpu[i].start, r->gpu[i].end);
+    for (size_t i = 0; i < r->n_markers; i++)
+        SEEN(r->markers[i].start, r->markers[i].end);
+#undef SEEN
+    if (lo > hi)
+        return 0;
+    tl_ns span;
+    if (__builtin_sub_overflow(hi, lo, &span) || span > TL_TRACE_MAX_NS)
+        return tl_errf(err, TL_ERANGE, "%s: timestamps span more than %lld ns (from %lld to %lld ns)",
+                       path, (long long)TL_TRACE_MAX_NS, (long long)lo, (long long)hi);
+    if (lo >= 0)
+        return 0;
+    for (size_t i = 0; i < r->n_calls; i++) {
+        r->calls[i].start -= lo;
+        r->calls[i].end -= lo;
+    }
+    for (size_t i = 0; i < r->n_gpu; i++) {
+        r->gpu[i].start -= lo;
+        r->gpu[i].end -= lo;
+    }
+    for (size_t i = 0; i < r->n_markers; i++) {
+        r->markers[i].start -= lo;
+        r->markers[i].end -= lo;
+    }
+    return 0;
+}
+
 int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
                  const tl_trace_options *opts, tl_err *err)
 {
@@ -750,7 +790,10 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
     int skip = opts ? opts->skip_iterations : 0;
     if (skip < 0)
         return tl_errf(err, TL_EINVAL, "%s: skip_iterations is negative (%d)", path, skip);
-    int order = check_stream_order(r, path, err);
+    int order = rebase_times(r, path, err);
+    if (order < 0)
+        return order;
+    order = check_stream_order(r, path, err);
     if (order < 0)
         return order;
 

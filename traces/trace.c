@@ -68,6 +68,93 @@ static bool is_tally(const char *buf, size_t len)
     }
 }
 
+/* Where an op is, for tl_trace_check's messages: "x.json: iteration 3 op 12 (kernel 'k')". */
+static const char *op_where(const tl_trace *t, uint32_t i, int skip, uint32_t k, char *buf,
+                            size_t n)
+{
+    static const char *const kinds[] = {"kernel",       "memcpy",      "memset",  "sync",
+                                        "event_record", "stream_wait", "untraced"};
+    const tl_op *op = &t->iters[i].ops[k];
+    char nb[96], sk[48] = "";
+    if (skip > 0)
+        snprintf(sk, sizeof sk, " (%u after skipping %d)", i, skip);
+    snprintf(buf, n, "%s: iteration %u%s op %u (%s '%s')", t->path ? t->path : "trace",
+             i + (uint32_t)skip, sk, k, op->kind < 7 ? kinds[op->kind] : "op",
+             tl_short_name(tl_trace_op_name(t, op), nb, sizeof nb));
+    return buf;
+}
+
+int tl_trace_check(const tl_trace *t, int skip, tl_err *err)
+{
+    if (skip < 0)
+        skip = 0;
+    char where[256];
+    const char *path = t->path ? t->path : "trace";
+    for (uint32_t i = 0; i < t->n_iters; i++) {
+        const tl_iteration *it = &t->iters[i];
+        tl_ns host = 0, gpu = 0;
+        for (uint32_t k = 0; k < it->n_ops; k++) {
+            const tl_op *op = &it->ops[k];
+            if (op->stream < 0 || op->stream >= t->n_streams) {
+                op_where(t, i, skip, k, where, sizeof where);
+                if (t->n_streams == 0)
+                    return tl_errf(err, TL_ERANGE,
+                                   "%s: uses stream %d but the trace declares no streams", where,
+                                   op->stream);
+                return tl_errf(err, TL_ERANGE, "%s: stream %d is not one of the trace's %d streams",
+                               where, op->stream, t->n_streams);
+            }
+            bool gpu_op = op->kind == TL_OP_KERNEL || op->kind == TL_OP_MEMCPY ||
+                          op->kind == TL_OP_MEMSET;
+            if (gpu_op && (op->gpu_start_ns < 0 || op->dur_ns <= 0))
+                return tl_errf(err, TL_ERANGE, "%s: GPU work without GPU time (gpu_start_ns %lld, "
+                               "dur_ns %lld)", op_where(t, i, skip, k, where, sizeof where),
+                               (long long)op->gpu_start_ns, (long long)op->dur_ns);
+            if (op->kind == TL_OP_KERNEL && tl_op_blocks(op) > TL_TRACE_MAX_BLOCKS)
+                return tl_errf(err, TL_ERANGE, "%s: grid [%u,%u,%u] has %llu blocks (at most %llu)",
+                               op_where(t, i, skip, k, where, sizeof where), op->grid[0],
+                               op->grid[1], op->grid[2], (unsigned long long)tl_op_blocks(op),
+                               (unsigned long long)TL_TRACE_MAX_BLOCKS);
+            if (op->host_gap_ns < 0 || op->host_call_ns < 0 ||
+                __builtin_add_overflow(host, op->host_gap_ns, &host) ||
+                __builtin_add_overflow(host, op->host_call_ns, &host) || host > TL_TRACE_MAX_NS)
+                return tl_errf(err, TL_ERANGE,
+                               "%s: the iteration's host time (host_gap_ns + host_call_ns of "
+                               "ops 0..%u) is over %lld ns",
+                               op_where(t, i, skip, k, where, sizeof where), k,
+                               (long long)TL_TRACE_MAX_NS);
+            if (op->dur_ns < 0 || __builtin_add_overflow(gpu, op->dur_ns, &gpu) ||
+                gpu > TL_TRACE_MAX_NS)
+                return tl_errf(err, TL_ERANGE,
+                               "%s: the iteration's GPU time (dur_ns of ops 0..%u) is over %lld ns",
+                               op_where(t, i, skip, k, where, sizeof where), k,
+                               (long long)TL_TRACE_MAX_NS);
+        }
+        if (it->tail_host_ns < 0 || __builtin_add_overflow(host, it->tail_host_ns, &host) ||
+            host > TL_TRACE_MAX_NS) {
+            char sk[48] = "";
+            if (skip > 0)
+                snprintf(sk, sizeof sk, " (%u after skipping %d)", i, skip);
+            return tl_errf(err, TL_ERANGE,
+                           "%s: iteration %u%s: host time (host_gap_ns + host_call_ns of its ops, "
+                           "plus tail_host_ns %lld) is over %lld ns",
+                           path, i + (uint32_t)skip, sk, (long long)it->tail_host_ns,
+                           (long long)TL_TRACE_MAX_NS);
+        }
+    }
+    return 0;
+}
+
+/* Every loader ends here: the common checks, then the kernel kinds. */
+static int finish_load(tl_trace *t, int r, const tl_trace_options *opts, tl_err *err)
+{
+    if (r == 0 && (r = tl_trace_check(t, opts ? opts->skip_iterations : 0, err)) < 0)
+        tl_trace_close(t);
+    if (r == 0)
+        tl_trace_classify(t);
+    return r;
+}
+
 int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
 {
     char *buf;
@@ -84,9 +171,7 @@ int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, t
     else
         r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
     free(buf);
-    if (r == 0)
-        tl_trace_classify(t);
-    return r;
+    return finish_load(t, r, opts, err);
 }
 
 int tl_trace_load_kineto(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
@@ -98,9 +183,7 @@ int tl_trace_load_kineto(tl_trace *t, const char *path, const tl_trace_options *
         return r;
     r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
     free(buf);
-    if (r == 0)
-        tl_trace_classify(t);
-    return r;
+    return finish_load(t, r, opts, err);
 }
 
 int tl_trace_load_nsys(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
@@ -115,9 +198,7 @@ int tl_trace_load_nsys(tl_trace *t, const char *path, const tl_trace_options *op
     else
         r = tl_nsys_from_buffer(t, path, buf, len, opts, err);
     free(buf);
-    if (r == 0)
-        tl_trace_classify(t);
-    return r;
+    return finish_load(t, r, opts, err);
 }
 
 int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err)
@@ -129,9 +210,7 @@ int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err)
         return r;
     r = tl_tally_from_buffer(t, path, buf, len, NULL, err);
     free(buf);
-    if (r == 0)
-        tl_trace_classify(t);
-    return r;
+    return finish_load(t, r, NULL, err);
 }
 
 const char *tl_trace_op_name(const tl_trace *t, const tl_op *op)

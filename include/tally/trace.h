@@ -22,6 +22,25 @@
 #define TL_TRACE_FORMAT_VERSION 1
 /* Most distinct CUDA streams one trace may use (the runner's per-job limit). */
 #define TL_TRACE_MAX_STREAMS 64
+/* Most blocks one kernel may have (grid x*y*z), checked by every reader and by
+ * tl_trace_scale_grid. CUDA allows grid (2^31-1, 65535, 65535), about 2^63
+ * blocks, but no real launch comes near: the largest grid of the bundled traces
+ * has about 2^20 blocks, and a launch of 2^31-1 blocks in x alone is the most a
+ * one-dimensional grid can be. The simulator's cost grows with a kernel's
+ * blocks (the tally policy times each kernel alone on a simulated idle device,
+ * wave after wave), so a grid of 2^61 blocks made `tally-sim run` spin for
+ * ever; a kernel at this cap costs a sharing run about a second
+ * (traces/FORMAT.md, section 6). */
+#define TL_TRACE_MAX_BLOCKS (1ULL << 32)
+/* Longest time (ns) any time field of a trace may hold, and the most one
+ * iteration's host time (host gaps + calls + tail) or GPU time (sum of the GPU
+ * ops' durations) may add up to: INT64_MAX / 4 (73 years), so that sums of a
+ * few such times never overflow. */
+#define TL_TRACE_MAX_NS (INT64_MAX / 4)
+/* Largest trace file tl_read_file accepts, after gunzip: 2 GiB, 60 times the
+ * largest bundled trace (35 MB uncompressed), and below what a gzip bomb of a
+ * few MB expands to (a trace is held in memory whole). */
+#define TL_TRACE_MAX_FILE_BYTES ((size_t)2 << 30)
 
 typedef enum tl_op_kind {
     TL_OP_KERNEL = 0,      /* kernel launch */

@@ -27,7 +27,8 @@ typedef struct tl_graph_launch {
 void tl_trace_as_graph(tl_trace *t, const tl_graph_launch *g);
 
 /* Multiply every kernel's grid (x) by factor, keeping its duration.
- * TL_ERANGE (naming the op) if a grid would exceed 2^31-1; t is then unchanged. */
+ * TL_ERANGE (naming the op) if a grid's x would exceed 2^31-1 or its blocks
+ * TL_TRACE_MAX_BLOCKS; t is then unchanged. */
 int tl_trace_scale_grid(tl_trace *t, uint32_t factor, tl_err *err);
 
 #endif
