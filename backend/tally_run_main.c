@@ -801,10 +801,10 @@ static int cmd_contention(cli *c, int argc, char **argv)
         }
         tl_contention_point *p;
         int n, r = tl_contention_read_csv(c->fit, &p, &n, &err);
-        if (r == 0)
+        if (r == 0) {
             r = tl_contention_report(stdout, p, n, &fit, &err);
-        if (r == 0)
-            free(p);
+            free(p); /* read succeeded: ours, whether the fit does or not */
+        }
         return r < 0 ? fail(&err, r) : 0;
     }
     tl_cuda_info info;

@@ -466,6 +466,9 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     int r = check_keys(spec, keys, origin, "spec", err);
     if (r < 0)
         return r;
+    const json_t *desc = json_object_get(spec, "description");
+    if (desc && !json_is_string(desc))
+        return tl_errf(err, TL_ETYPE, "%s: 'description' must be a string", origin);
     const char *s;
     double num;
     bool has;

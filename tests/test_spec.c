@@ -90,6 +90,8 @@ static void test_errors_name_the_field(void **state)
     expect_error(buf, TL_EFORMAT, "policies 0 and 1 are the same");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0.5]}", job);
     expect_error(buf, TL_EFORMAT, "loads 0 and 1 are the same");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"description\":5}", job);
+    expect_error(buf, TL_ETYPE, "'description' must be a string");
     /* a policy's parameters are checked when the spec loads, before any run */
     snprintf(buf, sizeof buf, "{\"policies\":[{\"name\":\"tgs\",\"params\":{\"window_ms\":-5}}],\"jobs\":[%s]}", job);
     expect_error(buf, TL_ERANGE, "policy 0: policy tgs: parameter 'window_ms'");
