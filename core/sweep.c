@@ -112,6 +112,38 @@ static tl_graph_launch graph_launch_of(const tl_experiment *e)
     return g;
 }
 
+
+/* Every kernel must be launchable on the experiment's GPU: CUDA refuses a
+ * block of more threads, shared memory or registers than the GPU has, and a
+ * simulation that placed it anyway would be a silent wrong answer (a trace
+ * from a larger GPU, or a hand-made one). */
+static int check_fits_gpu(const tl_trace *t, const tl_gpu_props *g, tl_err *err)
+{
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        for (uint32_t k = 0; k < t->iters[i].n_ops; k++) {
+            const tl_op *op = &t->iters[i].ops[k];
+            if (op->kind != TL_OP_KERNEL)
+                continue;
+            uint64_t threads = (uint64_t)op->block[0] * op->block[1] * op->block[2];
+            uint64_t smem = (uint64_t)op->static_smem + op->dynamic_smem;
+            const char *why = NULL;
+            uint64_t need = 0, have = 0;
+            if (threads > (uint64_t)g->max_threads_per_block)
+                why = "threads per block", need = threads, have = (uint64_t)g->max_threads_per_block;
+            else if (smem > (uint64_t)g->smem_per_block_optin)
+                why = "bytes of shared memory per block", need = smem, have = (uint64_t)g->smem_per_block_optin;
+            else if (op->regs > (uint32_t)g->max_regs_per_thread)
+                why = "registers per thread", need = op->regs, have = (uint64_t)g->max_regs_per_thread;
+            else if (op->regs * threads > (uint64_t)g->regs_per_block)
+                why = "registers per block", need = op->regs * threads, have = (uint64_t)g->regs_per_block;
+            if (why)
+                return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u (kernel '%s'): needs %llu %s; the %s "
+                               "allows at most %llu, so CUDA would not launch it",
+                               t->path ? t->path : "trace", i, k, tl_trace_op_name(t, op),
+                               (unsigned long long)need, why, g->name, (unsigned long long)have);
+        }
+    return 0;
+}
 static int load_inputs(sweep_ctx *c, tl_err *err)
 {
     const tl_experiment *e = c->e;
@@ -148,6 +180,9 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
                 if (lt->trace.n_streams > TL_MAX_JOB_STREAMS)
                     return tl_errf(err, TL_ERANGE, "%s: %d streams; at most %d supported", jc->trace_path,
                                    lt->trace.n_streams, TL_MAX_JOB_STREAMS);
+                int r2 = check_fits_gpu(&lt->trace, &e->gpu, err);
+                if (r2 < 0)
+                    return r2;
             }
             if (jc->arrival == TL_ARRIVAL_FILE) {
                 bool got = false;

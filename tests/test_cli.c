@@ -144,6 +144,10 @@ static void test_bad_input(void **state)
     expect_fail(EX_DATAERR, "policies 0 and 1 are the same", NULL,
                 "--policy mps --policy mps --db %s/a.db" JOBS, tmp);
     expect_fail(EX_USAGE, "--skip: 'abc'", NULL, "info --skip abc " INFER);
+    /* a kernel the GPU cannot launch (an H100 GEMM's shared memory on an A100) */
+    expect_fail(EX_DATAERR, "so CUDA would not launch it", NULL,
+                "--policy mps --gpu A100-SXM4-80GB --db %s/a.db --job "
+                "trace=traces/bundled/h100/resnet50_train_b32.json.gz,role=training", tmp);
     expect_fail(EX_USAGE, "unknown parameter 'no.such'", NULL,
                 "--policy mps --db %s/a.db --sim-param no.such=1" JOBS, tmp);
     expect_fail(EX_DATAERR, "threads or kinds", NULL,
