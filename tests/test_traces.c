@@ -980,6 +980,11 @@ static void test_start_kernel_split(void **state)
     o.iteration_start_kernel = "no_kernel_has_this_name";
     expect_fail(H100 "resnet50_infer_b8.json.gz", &o, TL_EUNKNOWN,
                 "no kernel name contains 'no_kernel_has_this_name'");
+    /* given, it beats the trace's markers too (it was silently ignored) */
+    o.iteration_start_kernel = "k";
+    load_ok(&t, "tests/data/kineto_small.json", &o);
+    assert_int_equal(t.split, TL_SPLIT_USER);
+    tl_trace_close(&t);
 }
 
 static void test_bundled_figures(void **state)

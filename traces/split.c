@@ -1,4 +1,4 @@
-/* Iteration splitting: markers, else the user's start kernel, else the period
+/* Iteration splitting: the user's start kernel, else markers, else the period
  * of the kernel-name sequence, else the whole trace (FORMAT.md, "Splitting"). */
 #include <ctype.h>
 #include <stdlib.h>
@@ -272,7 +272,9 @@ int tl_split_flat(const tl_raw *r, const tl_flat_op *ops, size_t n_ops,
                   const tl_trace_options *opts, const char *path, tl_split *out, tl_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (split_markers(r, ops, n_ops, opts, out))
+    const char *needle = opts ? opts->iteration_start_kernel : NULL;
+    /* An explicit request beats the markers and the heuristic. */
+    if (!(needle && *needle) && split_markers(r, ops, n_ops, opts, out))
         return 0;
 
     size_t *kpos = tl_xmalloc((n_ops ? n_ops : 1) * sizeof *kpos);
@@ -281,9 +283,7 @@ int tl_split_flat(const tl_raw *r, const tl_flat_op *ops, size_t n_ops,
         if (!ops[i].removed && ops[i].op.kind == TL_OP_KERNEL)
             kpos[nk++] = i;
     int rc = 0;
-    const char *needle = opts ? opts->iteration_start_kernel : NULL;
     if (needle && *needle) {
-        /* An explicit request beats the heuristic. */
         rc = split_user(r, ops, n_ops, kpos, nk, needle, path, out, err);
     } else if (!split_period(ops, n_ops, kpos, nk, out)) {
         split_alloc(out, 1);
