@@ -2136,6 +2136,13 @@ static void test_usage(void **state)
     char *missing[] = {tool, "--", "/nonexistent/program", NULL};
     st = run(missing, out, err);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 127);
+    /* an output folder that cannot take the trace is said before the program runs */
+    char *nodir[] = {tool, "-o", "/nonexistent-folder/t-%p.json", "--", "/bin/true", NULL};
+    st = run(nodir, out, err);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 73);
+    text = slurp(err);
+    assert_non_null(strstr(text, "cannot write in the folder /nonexistent-folder"));
+    free(text);
 
     /* what reaches the program's environment (the library reads it there):
      * --launch-times and its old spelling --queued-times, the last one

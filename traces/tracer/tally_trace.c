@@ -446,6 +446,20 @@ int main(int argc, char **argv)
     char probe[8192];
     if (tt_expand_output(output, 1, gzip, probe, sizeof probe) < 0)
         return usage_error("--output: path too long%s", "");
+    /* The trace is written when the program ends, maybe hours from now: a
+     * folder that is not there or not writable must be said now. */
+    char dir[8192];
+    snprintf(dir, sizeof dir, "%s", probe);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "tally-trace: --output %s: cannot write in the folder %s: %s\n", output, dir,
+                strerror(errno));
+        return EX_CANTCREAT;
+    }
 
     char lib[PATH_MAX], cupti[PATH_MAX], err[PATH_MAX + 512];
     if (find_library(lib, sizeof lib) < 0) {
