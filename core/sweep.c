@@ -350,6 +350,11 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
     tl_run_result res;
     double t0 = now_s();
     r = tl_run(&cfg, &dev, &res, err);
+    if (r < 0 && !pc) { /* an alone run borrows time-slicing: say which run it was */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        tl_errf(err, r, "the alone run of job %s: %s", n ? confs[0].name : "?", msg);
+    }
     double wall = now_s() - t0;
     uint64_t events = 0;
     if (r == 0 && !strcmp(dev.ops->name, "sim")) {
