@@ -28,8 +28,9 @@
 
 #define SIM_MAX_LEVELS 64
 /* Longest kernel or copy accepted (about 11.6 days): keeps every end time,
- * slowed down and paused included, far inside int64 nanoseconds. */
-#define SIM_MAX_DUR_NS ((tl_ns)1000000000000000LL)
+ * slowed down and paused included, far inside int64 nanoseconds. The trace
+ * readers refuse longer ops with the same bound (TL_TRACE_MAX_OP_NS). */
+#define SIM_MAX_DUR_NS ((tl_ns)TL_TRACE_MAX_OP_NS)
 /* Cap on a scheduled delay (defensive against absurd slowdowns). */
 #define SIM_MAX_DELAY_NS ((tl_ns)1000000000000000000LL)
 

@@ -1250,12 +1250,16 @@ static void test_iteration_time_sums(void **state)
     expect_fail(tmp_path("gaptail.json"), NULL, TL_ERANGE,
                 "gaptail.json: iteration 0: host time (host_gap_ns + host_call_ns of its ops, "
                 "plus tail_host_ns 1) is over 2305843009213693951 ns");
-    /* GPU time: the ops' durations */
+    /* GPU time: one op lasts at most TL_TRACE_MAX_OP_NS (the simulator's bound;
+     * the iteration's sum is then guarded too, past 2306 such ops) */
     write_iter_trace(tmp_path("dur.json"), "[7]", "0",
-                     KOP("[1,1,1]", "0", "0", HALF) "," KOP("[1,1,1]", "0", "0", HALF));
+                     KOP("[1,1,1]", "0", "0", "1000") "," KOP("[1,1,1]", "0", "0", HALF));
     expect_fail(tmp_path("dur.json"), NULL, TL_ERANGE,
-                "dur.json: iteration 0 op 1 (kernel 'k'): the iteration's GPU time (dur_ns of "
-                "ops 0..1) is over 2305843009213693951 ns");
+                "dur.json: iteration 0 op 1 (kernel 'k'): lasts 1152921504606846976 ns (at most "
+                "1000000000000000, 11.6 days)");
+    write_iter_trace(tmp_path("durmax.json"), "[7]", "0", KOP("[1,1,1]", "0", "0", "1000000000000000"));
+    load_ok(&t, tmp_path("durmax.json"), NULL);
+    tl_trace_close(&t);
     /* with skipped iterations the message counts both ways */
     char buf[4096];
     snprintf(buf, sizeof buf,

@@ -110,6 +110,10 @@ int tl_trace_check(const tl_trace *t, int skip, tl_err *err)
                 return tl_errf(err, TL_ERANGE, "%s: GPU work without GPU time (gpu_start_ns %lld, "
                                "dur_ns %lld)", op_where(t, i, skip, k, where, sizeof where),
                                (long long)op->gpu_start_ns, (long long)op->dur_ns);
+            if (gpu_op && op->dur_ns > TL_TRACE_MAX_OP_NS)
+                return tl_errf(err, TL_ERANGE, "%s: lasts %lld ns (at most %lld, 11.6 days)",
+                               op_where(t, i, skip, k, where, sizeof where), (long long)op->dur_ns,
+                               (long long)TL_TRACE_MAX_OP_NS);
             if (op->kind == TL_OP_KERNEL && tl_op_blocks(op) > TL_TRACE_MAX_BLOCKS)
                 return tl_errf(err, TL_ERANGE, "%s: grid [%u,%u,%u] has %llu blocks (at most %llu)",
                                op_where(t, i, skip, k, where, sizeof where), op->grid[0],

@@ -37,6 +37,9 @@
  * ops' durations) may add up to: INT64_MAX / 4 (73 years), so that sums of a
  * few such times never overflow. */
 #define TL_TRACE_MAX_NS (INT64_MAX / 4)
+/* Longest one GPU op (kernel, copy, memset) may last: 1e15 ns (11.6 days), the
+ * simulator's bound for one op's time (its rate arithmetic stays exact). */
+#define TL_TRACE_MAX_OP_NS ((int64_t)1000000000000000LL)
 /* Largest trace file tl_read_file accepts, after gunzip: 2 GiB, 60 times the
  * largest bundled trace (35 MB uncompressed), and below what a gzip bomb of a
  * few MB expands to (a trace is held in memory whole). */
