@@ -115,7 +115,7 @@ static int params_parse(const tl_policy_ops *ops, void *state, const json_t *par
     for (const tl_param_desc *d = ops->params; d && d->name; d++)
         param_default(state, d);
     if (!params || json_is_null(params))
-        return 0;
+        return ops->check_params ? ops->check_params(state, err) : 0;
     if (!json_is_object(params))
         return tl_errf(err, TL_ETYPE, "policy %s: parameters must be an object, not %s",
                        ops->name, json_type_name(params));
@@ -152,7 +152,7 @@ static int params_parse(const tl_policy_ops *ops, void *state, const json_t *par
         if (r < 0)
             return r;
     }
-    return 0;
+    return ops->check_params ? ops->check_params(state, err) : 0;
 }
 
 void tl_policy_print_params(FILE *f, const tl_policy_ops *ops)

@@ -39,6 +39,9 @@ double tl_mps_job_sm_percent(const tl_job *j, const tl_param_list *list, double 
 int tl_mps_setup(tl_policy *p, bool client_priority, tl_err *err)
 {
     tl_mps_state *st = p->state;
+    if (st->sm_percents.n > p->n_jobs)
+        return tl_errf(err, TL_ERANGE, "policy %s: sm_percents has %d values for %d jobs", p->ops->name,
+                       st->sm_percents.n, p->n_jobs);
     size_t n = (size_t)p->n_jobs + 1;
     st->maps = tl_xcalloc(n, sizeof *st->maps);
     double *caps = tl_xcalloc(n, sizeof *caps);

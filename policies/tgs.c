@@ -43,7 +43,8 @@
  *   tolerance     double  default 0.05   range [0, 0.99]     drop that counts as a loss
  *   min_rate      double  default 0.01   range [0.0001, 100] floor of the rate
  *   max_rate      double  default 8      range [0.0001, 100] ceiling (above 1: kernels
- *                                                           of several streams overlap)
+ *                                                           of several streams overlap);
+ *                                                           not below min_rate
  *   history       int     default 8      range [1, 64]       windows in "recent best"
  *   mps           bool    default false  MPS clients instead of time-sliced contexts
  *   raw_rate      bool    default false  observe completed high-priority kernels per
@@ -316,11 +317,21 @@ static void tgs_teardown(tl_policy *p)
     st->high = NULL;
 }
 
+static int tgs_check_params(const void *state, tl_err *err)
+{
+    const tgs_state *st = state;
+    if (st->min_rate > st->max_rate)
+        return tl_errf(err, TL_ERANGE, "policy tgs: min_rate %g is above max_rate %g", st->min_rate,
+                       st->max_rate);
+    return 0;
+}
+
 const tl_policy_ops tl_policy_tgs = {
     .name = "tgs",
     .summary = "best-effort kernels throttled to a TCP-like GPU-time share driven by high-priority throughput",
     .state_size = sizeof(tgs_state),
     .params = tgs_params,
+    .check_params = tgs_check_params,
     .setup = tgs_setup,
     .submit = tgs_submit,
     .teardown = tgs_teardown,

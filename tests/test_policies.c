@@ -337,6 +337,18 @@ static void test_setup_contexts_and_streams(void **s)
     assert_int_equal(the_spy.ctx[0].kind, TL_CTX_MPS);
     assert_true(the_spy.ctx[0].sm_percent == 60 && the_spy.ctx[1].sm_percent == 40);
     assert_int_equal(the_spy.ctx[1].mps_priority, 0);
+    /* more caps than jobs: a mistake in the spec, refused at setup */
+    {
+        tl_device dev = { .ops = &spy_ops, .gpu = h100() };
+        json_t *params = json_loads("{\"sm_percents\": [60, 40, 30]}", 0, NULL);
+        tl_policy p;
+        tl_err err;
+        assert_int_equal(tl_policy_init(&p, tl_policy_find("mps"), params, &dev, NULL, jobs, 2, &err), 0);
+        assert_int_equal(tl_policy_setup(&p, &err), TL_ERANGE);
+        assert_non_null(strstr(err.msg, "sm_percents has 3 values for 2 jobs"));
+        tl_policy_close(&p);
+        json_decref(params);
+    }
     /* mps-priority: best-effort client at priority 1 (below normal) */
     spy_setup("mps-priority", "{\"sm_percent\": 50}", jobs);
     assert_int_equal(the_spy.ctx[0].mps_priority, 0);

@@ -95,6 +95,10 @@ static void test_errors_name_the_field(void **state)
     /* a policy's parameters are checked when the spec loads, before any run */
     snprintf(buf, sizeof buf, "{\"policies\":[{\"name\":\"tgs\",\"params\":{\"window_ms\":-5}}],\"jobs\":[%s]}", job);
     expect_error(buf, TL_ERANGE, "policy 0: policy tgs: parameter 'window_ms'");
+    /* and what one parameter's range cannot say (the policy's check_params hook) */
+    snprintf(buf, sizeof buf, "{\"policies\":[{\"name\":\"tgs\",\"params\":{\"min_rate\":2,\"max_rate\":1}}],"
+             "\"jobs\":[%s]}", job);
+    expect_error(buf, TL_ERANGE, "min_rate 2 is above max_rate 1");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"training\",\"name\":\"a\"},"
                  "{\"trace\":\"y\",\"role\":\"training\",\"name\":\"a\"}]}", TL_EFORMAT,
                  "jobs 0 and 1 are both named 'a'");

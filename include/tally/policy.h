@@ -80,6 +80,10 @@ typedef struct tl_policy_ops {
     const char *summary;     /* one line for --list-policies */
     size_t state_size;       /* private state, zeroed, then params filled in */
     const tl_param_desc *params; /* NULL-name terminated; may be NULL */
+    /* Optional: check what single-parameter ranges cannot (e.g. min <= max),
+     * after the parameters are filled into a zeroed state; runs whenever
+     * parameters are parsed (tl_policy_init, tl_policy_check_params). */
+    int (*check_params)(const void *state, tl_err *err);
     /* Required: create contexts and streams for every job. */
     int (*setup)(tl_policy *p, tl_err *err);
     /* Required: a job's host issued a GPU operation. */
