@@ -1479,6 +1479,9 @@ static void test_bad_data_exit_codes(void **state)
                "{\"format\":\"tally-trace\",\"version\":1,\"events\":[{\"type\":\"weird\","
                "\"name\":\"k\",\"start_ns\":10,\"end_ns\":20}]}");
     expect_fail(tmp_path("weird.json"), NULL, TL_ERANGE, "weird.json: events[0]: unknown type 'weird'");
+    /* a Kineto file with two event arrays: JSON does not say which is meant */
+    write_text(tmp_path("two.json"), "{\"traceEvents\":[],\"traceEvents\":[]}");
+    expect_fail(tmp_path("two.json"), NULL, TL_EFORMAT, "two.json: two 'traceEvents' arrays");
     write_text(tmp_path("sideways.json"),
                "{\"format\":\"tally-trace\",\"version\":1,\"events\":[{\"type\":\"memcpy\","
                "\"stream\":7,\"start_ns\":10,\"end_ns\":20,\"bytes\":8,\"copy\":\"sideways\"}]}");

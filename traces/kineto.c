@@ -652,6 +652,10 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
                 tl_jscan_ws(&s);
                 if (klen == 11 && memcmp(key, "traceEvents", 11) == 0 && s.pos < len &&
                     buf[s.pos] == '[') {
+                    if (have_events) { /* which one is meant? JSON leaves it open */
+                        r = tl_errf(err, TL_EFORMAT, "%s: two 'traceEvents' arrays", path);
+                        goto out;
+                    }
                     have_events = true;
                     if (skim_events(&s, &spans) < 0)
                         goto syntax;
