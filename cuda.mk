@@ -28,7 +28,8 @@ TRACER_CMD  := $(BUILD)/tally-trace
 TRACER_PROG := $(BUILD)/tracer_testprog
 TRACER_LIB_SRC := $(TRACER_DIR)/inject.c $(TRACER_DIR)/devices.c $(TRACER_DIR)/activity.c \
                   $(TRACER_DIR)/activity_kinds.c $(TRACER_DIR)/iterations.c \
-                  $(TRACER_DIR)/callbacks.c $(TRACER_DIR)/flush.c \
+                  $(TRACER_DIR)/callbacks.c $(TRACER_DIR)/flush.c $(TRACER_DIR)/lite.c \
+                  $(TRACER_DIR)/lite_sample.c $(TRACER_DIR)/hostcalls.c \
                   $(TRACER_DIR)/store.c $(TRACER_DIR)/options.c $(TRACER_DIR)/write.c
 TRACER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow \
                  -Wno-unused-parameter -Wno-missing-field-initializers \
@@ -44,11 +45,8 @@ CUDA_INSTALL_EXTRA += install -d $(DESTDIR)$(PREFIX)/lib && \
 .PHONY: tracer
 tracer: $(TRACER_SO) $(TRACER_CMD) $(TRACER_PROG)
 
-# lite.c and lite_sample.c are compiled inside flush.c, hostcalls.c inside callbacks.c
-# (#include), so they are prerequisites but not sources of their own; inject.h is the
-# library's own header (tracer.h is shared with the command).
-TRACER_LIB_INC := $(TRACER_DIR)/lite.c $(TRACER_DIR)/hostcalls.c $(TRACER_DIR)/lite_sample.c \
-                  $(TRACER_DIR)/inject.h
+# inject.h is the library's own header (tracer.h is shared with the command).
+TRACER_LIB_INC := $(TRACER_DIR)/inject.h
 $(TRACER_SO): $(TRACER_LIB_SRC) $(TRACER_LIB_INC) $(TRACER_HDR)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CCLD    $@")

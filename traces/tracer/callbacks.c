@@ -17,11 +17,6 @@
 
 #include "inject.h"
 
-/* The launch-time log of --launch-times callback is compiled into this
- * translation unit, as lite.c is into flush.c (the reason is there); here
- * the launch handler (time_call) inlines tt_hc_enter and tt_hc_exit. */
-#include "hostcalls.c"
-
 /* Iterations are counted in synchronize calls (--iteration-sync). */
 static bool sync_method(void)
 {

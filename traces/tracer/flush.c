@@ -17,13 +17,6 @@
 
 #include "inject.h"
 
-/* The lite host timeline (and lite_sample.c) is compiled into this
- * translation unit, the one that uses it: cuda.mk (outside this folder)
- * lists the library's sources, and lite.c is newer. Once cuda.mk lists
- * lite.c in TRACER_LIB_SRC, drop this include. */
-#include "lite.c"
-#include "lite_sample.c"
-
 /* ---- one write ---- */
 
 /* Correlation ids are handed out in order as API calls begin, so a boundary

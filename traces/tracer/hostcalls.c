@@ -128,30 +128,6 @@ static tt_hc_buf *hc_buffer(tt_hc_log *log, tt_hc_thread *th)
     return b;
 }
 
-bool tt_hc_enter(tt_hc_thread *th, uint32_t corr)
-{
-    if (th->depth++ == 0) {
-        th->outer = corr;
-        th->n_nested = 0;
-        return true;
-    }
-    /* (with CUDA 13 every runtime launch makes a driver launch callback
-     * with the runtime call's own id: nothing to add for it) */
-    if (corr != th->outer && th->n_nested < TT_HC_NESTED)
-        th->nested[th->n_nested++] = corr;
-    return false;
-}
-
-bool tt_hc_exit(tt_hc_thread *th)
-{
-    if (th->depth > 1) {
-        th->depth--;
-        return false;
-    }
-    th->depth = 0;
-    return true;
-}
-
 static void push(tt_hc_log *log, tt_hc_thread *th, const tt_hc_entry *e)
 {
     tt_hc_buf *b = th->buf ? th->buf : hc_buffer(log, th);

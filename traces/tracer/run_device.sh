@@ -199,18 +199,17 @@ ls /usr/local/cuda/lib64/libcupti.so* 2>&1 | head -2
 
 say build
 if command -v make >/dev/null; then
-    # -B: cuda.mk does not list lite.c and hostcalls.c (compiled inside
-    # flush.c and callbacks.c) as prerequisites, and a kept build folder may
-    # predate them
+    # -B: a kept build folder may predate the sources' split
     make -B -f cuda.mk tracer BUILD="$B" || { echo "BUILD FAILED"; exit 1; }
-else # the same commands as cuda.mk (lite.c, hostcalls.c: compiled inside flush.c, callbacks.c)
+else # the same commands as cuda.mk
     mkdir -p "$B"; D=traces/tracer
     F="-std=c11 -D_GNU_SOURCE -O2 -g -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include"
     L="-L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64"
     L="$L -Wl,-rpath,/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/extras/CUPTI/lib64"
     cc $F -fPIC -fvisibility=hidden -shared -o "$B/libtally_trace.so" $D/inject.c $D/devices.c \
-        $D/activity.c $D/activity_kinds.c $D/iterations.c $D/callbacks.c $D/flush.c $D/store.c \
-        $D/options.c $D/write.c $L -lcupti -ldl -lpthread -lstdc++ &&
+        $D/activity.c $D/activity_kinds.c $D/iterations.c $D/callbacks.c $D/flush.c $D/lite.c \
+        $D/lite_sample.c $D/hostcalls.c $D/store.c $D/options.c $D/write.c \
+        $L -lcupti -ldl -lpthread -lstdc++ &&
     cc $F -o "$B/tally-trace" $D/tally_trace.c $D/options.c -ldl &&
     nvcc -O2 -gencode arch=compute_90,code=sm_90 -o "$B/tracer_testprog" $D/testprog.cu -ldl ||
         { echo "BUILD FAILED"; exit 1; }

@@ -352,10 +352,33 @@ typedef struct tt_hc_thread {
 int tt_hc_init(tt_hc_log *log, size_t max_entries);
 void tt_hc_free(tt_hc_log *log);
 /* A timed call's entry callback: true when it is the outermost (stamp its
- * start), false when it runs inside another (it will get that one's times). */
-bool tt_hc_enter(tt_hc_thread *th, uint32_t corr);
-/* Its exit callback: true when the outermost call returns (record it). */
-bool tt_hc_exit(tt_hc_thread *th);
+ * start), false when it runs inside another (it will get that one's times).
+ * Its exit callback, tt_hc_exit: true when the outermost call returns (record
+ * it). Inline: both run in every timed launch. */
+static inline bool tt_hc_enter(tt_hc_thread *th, uint32_t corr)
+{
+    if (th->depth++ == 0) {
+        th->outer = corr;
+        th->n_nested = 0;
+        return true;
+    }
+    /* (with CUDA 13 every runtime launch makes a driver launch callback
+     * with the runtime call's own id: nothing to add for it) */
+    if (corr != th->outer && th->n_nested < TT_HC_NESTED)
+        th->nested[th->n_nested++] = corr;
+    return false;
+}
+
+static inline bool tt_hc_exit(tt_hc_thread *th)
+{
+    if (th->depth > 1) {
+        th->depth--;
+        return false;
+    }
+    th->depth = 0;
+    return true;
+}
+
 /* Record the outermost call (and the calls nested in it, flagged
  * TT_RF_NESTED, with its times and cbid). */
 void tt_hc_add(tt_hc_log *log, tt_hc_thread *th, int driver, uint32_t cbid, uint32_t corr,
