@@ -370,21 +370,11 @@ int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, 
     return 0;
 }
 
-/* arg: the experiment, whose sim_params (spec or --sim-param) apply. */
-static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
-{
-    const tl_experiment *e = arg;
-    tl_sim_params p;
-    tl_sim_params_default(&p, gpu);
-    int r = tl_sim_params_apply(&p, e ? e->sim_params : NULL, err);
-    return r < 0 ? r : tl_sim_open(dev, gpu, &p, err);
-}
-
 int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int workers, bool quiet,
                            tl_err *err)
 {
     tl_sweep_options so = {.db_path = sim_db, .workers = workers, .quiet = quiet, .kind = "sim",
-                           .open_device = sim_factory, .device_arg = (void *)e};
+                           .open_device = tl_sweep_open_sim, .device_arg = (void *)e};
     return tl_sweep_run(e, &so, NULL, err);
 }
 

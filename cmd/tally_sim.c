@@ -414,16 +414,6 @@ static int cmd_merge(int argc, char **argv)
     return 0;
 }
 
-/* arg: the experiment, whose sim_params (spec or --sim-param) apply. */
-static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
-{
-    const tl_experiment *e = arg;
-    tl_sim_params p;
-    tl_sim_params_default(&p, gpu);
-    int r = tl_sim_params_apply(&p, e ? e->sim_params : NULL, err);
-    return r < 0 ? r : tl_sim_open(dev, gpu, &p, err);
-}
-
 static int parse_double(const char *opt, const char *s, double *out)
 {
     char *end;
@@ -463,7 +453,7 @@ static int sim_main(int argc, char **argv)
     }
     tl_spec_overrides ov;
     tl_spec_overrides_init(&ov);
-    tl_sweep_options so = { .db_path = "results.db", .kind = "sim", .open_device = sim_factory };
+    tl_sweep_options so = { .db_path = "results.db", .kind = "sim", .open_device = tl_sweep_open_sim };
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     so.workers = ncpu > 0 ? (int)ncpu : 1;
     int c;

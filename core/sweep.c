@@ -754,6 +754,15 @@ int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summar
     return r;
 }
 
+int tl_sweep_open_sim(void *experiment, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
+{
+    const tl_experiment *e = experiment;
+    tl_sim_params p;
+    tl_sim_params_default(&p, gpu);
+    int r = tl_sim_params_apply(&p, e ? e->sim_params : NULL, err);
+    return r < 0 ? r : tl_sim_open(dev, gpu, &p, err);
+}
+
 /* ---------- command-line overrides ---------- */
 
 void tl_spec_overrides_init(tl_spec_overrides *o)

@@ -14,6 +14,10 @@
 /* Opens a fresh device for one run (the sweep closes it with tl_dev_close). */
 typedef int (*tl_device_factory)(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err);
 
+/* The simulator as a tl_device_factory: arg is the tl_experiment, whose
+ * sim_params (the spec's and --sim-param) apply on top of the GPU's defaults. */
+int tl_sweep_open_sim(void *experiment, tl_device *dev, const tl_gpu_props *gpu, tl_err *err);
+
 typedef struct tl_sweep_options {
     const char *db_path;
     int workers;              /* worker processes; <= 1: run in this process */
