@@ -601,12 +601,19 @@ static bool needs_mps(const tl_experiment *e)
     return false;
 }
 
+/* Arguments left after the options: a usage error of subcommand cmd. */
+static bool extra_args(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc)
+        return false;
+    fprintf(stderr, "tally-run%s%s: unexpected argument '%s' (try --help)\n", *cmd ? " " : "", cmd, argv[optind]);
+    return true;
+}
+
 static int cmd_run(cli *c, int argc, char **argv)
 {
-    if (optind < argc) {
-        fprintf(stderr, "tally-run: unexpected argument '%s' (try --help)\n", argv[optind]);
+    if (extra_args("", argc, argv))
         return EX_USAGE;
-    }
     /* The spec first: its mistakes are worth knowing on a machine without a GPU. */
     tl_experiment e;
     tl_err err = {0};
@@ -788,10 +795,8 @@ static int cmd_selftest(cli *c)
 /* contention: measure on the GPU (CSV with --csv), or fit a CSV again. */
 static int cmd_contention(cli *c, int argc, char **argv)
 {
-    if (optind < argc) {
-        fprintf(stderr, "tally-run contention: unexpected argument '%s' (try --help)\n", argv[optind]);
+    if (extra_args("contention", argc, argv))
         return EX_USAGE;
-    }
     tl_err err = {0};
     tl_contention_result fit;
     if (c->fit) {
@@ -820,10 +825,8 @@ static int cmd_contention(cli *c, int argc, char **argv)
 /* crowding: measure on the GPU (CSV with --csv) and fit. */
 static int cmd_crowding(cli *c, int argc, char **argv)
 {
-    if (optind < argc) {
-        fprintf(stderr, "tally-run crowding: unexpected argument '%s' (try --help)\n", argv[optind]);
+    if (extra_args("crowding", argc, argv))
         return EX_USAGE;
-    }
     if (c->fit) {
         fprintf(stderr, "tally-run crowding: --fit is not supported (the fit is printed with the "
                         "measurement)\n");
@@ -844,10 +847,8 @@ static int cmd_crowding(cli *c, int argc, char **argv)
 /* jitter: the host's stalls, measured on the calling thread (no GPU). */
 static int cmd_jitter(cli *c, int argc, char **argv)
 {
-    if (optind < argc) {
-        fprintf(stderr, "tally-run jitter: unexpected argument '%s' (try --help)\n", argv[optind]);
+    if (extra_args("jitter", argc, argv))
         return EX_USAGE;
-    }
     double secs = c->duration_s > 0 ? c->duration_s : 10;
     double sleep_us = isnan(c->sleep_us) ? 0 : c->sleep_us, thr_us = isnan(c->threshold_us) ? 10 : c->threshold_us;
     if (!(secs <= (double)(TL_JITTER_MAX_DURATION_NS / TL_NS_PER_S))) {
