@@ -114,7 +114,8 @@ static tl_graph_launch graph_launch_of(const tl_experiment *e)
 
 
 /* Every kernel must be launchable on the experiment's GPU: CUDA refuses a
- * block of more threads, shared memory or registers than the GPU has, and a
+ * block of more threads, shared memory or registers than one SM of the GPU
+ * holds (tl_occupancy's rule, the one the simulator places blocks by), and a
  * simulation that placed it anyway would be a silent wrong answer (a trace
  * from a larger GPU, or a hand-made one). */
 static int check_fits_gpu(const tl_trace *t, const tl_gpu_props *g, tl_err *err)
@@ -126,24 +127,21 @@ static int check_fits_gpu(const tl_trace *t, const tl_gpu_props *g, tl_err *err)
                 continue;
             uint64_t threads = (uint64_t)op->block[0] * op->block[1] * op->block[2];
             uint64_t smem = (uint64_t)op->static_smem + op->dynamic_smem;
-            const char *why = NULL;
-            uint64_t need = 0, have = 0;
-            if (threads > (uint64_t)g->max_threads_per_block)
-                why = "threads per block", need = threads, have = (uint64_t)g->max_threads_per_block;
-            else if (smem > (uint64_t)g->smem_per_block_optin)
-                why = "bytes of shared memory per block", need = smem, have = (uint64_t)g->smem_per_block_optin;
-            else if (op->regs > (uint32_t)g->max_regs_per_thread)
-                why = "registers per thread", need = op->regs, have = (uint64_t)g->max_regs_per_thread;
-            else if (op->regs * threads > (uint64_t)g->regs_per_block)
-                why = "registers per block", need = op->regs * threads, have = (uint64_t)g->regs_per_block;
-            if (why)
-                return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u (kernel '%s'): needs %llu %s; the %s "
-                               "allows at most %llu, so CUDA would not launch it",
-                               t->path ? t->path : "trace", i, k, tl_trace_op_name(t, op),
-                               (unsigned long long)need, why, g->name, (unsigned long long)have);
+            if (threads <= INT32_MAX && smem <= INT32_MAX && op->regs <= INT32_MAX &&
+                tl_occupancy(g, (int)threads, (int)op->regs, (int)smem, NULL) > 0)
+                continue;
+            return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u (kernel '%s'): a block of %llu threads, "
+                           "%u registers a thread and %llu bytes of shared memory does not fit an SM of "
+                           "the %s (at most %d threads, %d registers a thread, %d registers and %d bytes "
+                           "of shared memory a block), so CUDA would not launch it",
+                           t->path ? t->path : "trace", i, k, tl_trace_op_name(t, op),
+                           (unsigned long long)threads, op->regs, (unsigned long long)smem, g->name,
+                           g->max_threads_per_block, g->max_regs_per_thread, g->regs_per_block,
+                           g->smem_per_block_optin);
         }
     return 0;
 }
+
 static int load_inputs(sweep_ctx *c, tl_err *err)
 {
     const tl_experiment *e = c->e;
