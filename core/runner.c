@@ -100,7 +100,6 @@ typedef struct job_rt {
     uint64_t block_count[TL_MAX_JOB_STREAMS];
     tl_ns block_since;
     const tl_op *block_op;
-    bool block_graph;     /* blocked on the launch queue before a graph launch */
     stream_state streams[TL_MAX_JOB_STREAMS];
     event_state *events;
     int n_events;
@@ -288,8 +287,8 @@ static bool host_condition_met(const job_rt *j)
 {
     if (j->block_stream == -2)
         return true;
-    if (j->block_stream == -3)
-        return !launch_queue_full(j, j->block_graph);
+    if (j->block_stream == -3) /* the op it could not launch is the next one */
+        return !launch_queue_full(j, cur_iter(j)->ops[j->op_index].graph);
     const tl_trace *t = j->spec->trace;
     for (int s = 0; s < t->n_streams; s++) {
         if (j->block_stream >= 0 && s != j->block_stream)
@@ -577,7 +576,6 @@ static void host_continue(job_rt *j)
         if ((!op->graph || j->op_index == 0) && launch_queue_full(j, op->graph)) {
             j->host = HOST_BLOCKED;
             j->block_stream = -3;
-            j->block_graph = op->graph;
             return;
         }
         bool waits = false;
