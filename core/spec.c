@@ -261,11 +261,10 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
 
 /* Is this name job i's to take: does an earlier job, or a later one named
  * in the spec, have it? (Later default names give way to job i.) */
-static bool name_taken(const tl_job_set *set, const json_t *arr, int i, const char *name)
+static bool name_taken(const tl_job_set *set, const bool *named, int i, const char *name)
 {
     for (int k = 0; k < set->n_jobs; k++)
-        if (k != i && (k < i || json_object_get(json_array_get(arr, (size_t)k), "name")) &&
-            !strcmp(set->jobs[k].name, name))
+        if (k != i && (k < i || named[k]) && !strcmp(set->jobs[k].name, name))
             return true;
     return false;
 }
@@ -287,21 +286,22 @@ static int parse_jobs(const json_t *arr, tl_job_set *set, const char *origin, co
     /* Results are grouped by job name, so the jobs of a run need distinct
      * ones: given names must differ; a default name (the trace's) that an
      * earlier job, or a named one, has gets the first free suffix. */
-    for (int i = 0; i < set->n_jobs; i++)
+    bool named[64]; /* at most 64 jobs, checked above */
+    for (int i = 0; i < set->n_jobs; i++) {
+        named[i] = json_object_get(json_array_get(arr, (size_t)i), "name") != NULL;
         for (int k = 0; k < i; k++)
-            if (json_object_get(json_array_get(arr, (size_t)i), "name") &&
-                json_object_get(json_array_get(arr, (size_t)k), "name") &&
-                !strcmp(set->jobs[k].name, set->jobs[i].name))
+            if (named[i] && named[k] && !strcmp(set->jobs[k].name, set->jobs[i].name))
                 return tl_errf(err, TL_EFORMAT, "%s: jobs %d and %d are both named '%s'", origin, k, i,
                                set->jobs[i].name);
+    }
     for (int i = 0; i < set->n_jobs; i++) {
-        if (json_object_get(json_array_get(arr, (size_t)i), "name") || !name_taken(set, arr, i, set->jobs[i].name))
+        if (named[i] || !name_taken(set, named, i, set->jobs[i].name))
             continue;
         size_t n = strlen(set->jobs[i].name) + 16;
         char *u = tl_xmalloc(n);
         for (int suffix = 2;; suffix++) {
             snprintf(u, n, "%s-%d", set->jobs[i].name, suffix);
-            if (!name_taken(set, arr, i, u))
+            if (!name_taken(set, named, i, u))
                 break;
         }
         free(set->jobs[i].name);
