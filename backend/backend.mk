@@ -35,7 +35,8 @@ $(BUILD)/tests/test_backend.o: ALL_CFLAGS += -Ibackend
 
 ifneq ($(strip $(NVCC)),)
 
-BACKEND_CUDA_SRC := backend/cuda_device.c backend/cuda_plan.c backend/cuda_calib.c backend/cuda_green.c \
+BACKEND_CUDA_SRC := backend/cuda_device.c backend/cuda_launch.c backend/cuda_complete.c backend/cuda_metrics.c \
+                    backend/cuda_plan.c backend/cuda_calib.c backend/cuda_green.c \
                     backend/cuda_probe.c backend/hw_selftest.c backend/hw_contention.c backend/hw_crowding.c \
                     backend/hw_gap.c \
                     backend/worker.c backend/graph_cache.c

@@ -1,4 +1,4 @@
-/* GPU clock offset correction (see backend.h). No GPU needed: cuda_device.c
+/* GPU clock offset correction (see backend.h). No GPU needed: cuda_complete.c
  * calls it for every batch of completions, tests/test_backend.c checks it. */
 #include "backend.h"
 

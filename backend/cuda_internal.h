@@ -1,7 +1,10 @@
-/* State shared by the CUDA device's source files (cuda_device.c, cuda_calib.c,
- * cuda_green.c, cuda_probe.c). Not a public interface. */
+/* State shared by the CUDA device's source files (cuda_device.c, cuda_launch.c,
+ * cuda_complete.c, cuda_metrics.c, cuda_plan.c, cuda_calib.c, cuda_green.c,
+ * cuda_probe.c). Not a public interface. */
 #ifndef TALLY_BACKEND_CUDA_INTERNAL_H
 #define TALLY_BACKEND_CUDA_INTERNAL_H
+
+#include <sys/resource.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -126,7 +129,7 @@ typedef struct tl_cuda {
     tl_timer_ent *timers;     /* min-heap on (at, seq) */
     FILE *timer_log;          /* TALLY_TIMER_LOG (diagnostic), or NULL */
     tl_gpu_sampler *sampler;  /* the GPU's clocks every TALLY_GPU_SAMPLE_MS (NULL: off or no NVML) */
-    tl_gpu_sample *samples;   /* ... what it read, once stopped (cu_run_metrics) */
+    tl_gpu_sample *samples;   /* ... what it read, once stopped (tl_cuda_run_metrics) */
     size_t n_samples;
     tl_ns sleep_margin;       /* idle loop sleeps until this long before its next timer
                                  (TALLY_SLEEP_MARGIN_US; < 0: never sleeps, spins) */
@@ -182,6 +185,90 @@ typedef struct tl_cuda {
     tl_mps *mps;              /* private MPS daemon, started with the first MPS context */
 } tl_cuda;
 
+/* ---- small helpers every file of the device uses --------------------------------- */
+
+/* The device's CUDA state (tl_device.impl). */
+static inline tl_cuda *C(tl_device *d) { return (tl_cuda *)d->impl; }
+
+/* The host's clock on the run's origin (tl_cuda.t0). */
+static inline tl_ns host_now(tl_cuda *c) { return tl_mono_ns() - c->t0; }
+/* What now() tells a caller: inside a callback the event's time, else the
+ * wall clock (wall: host_now(c), read by the caller). */
+static inline tl_ns event_time(const tl_cuda *c, tl_ns wall) { return c->in_cb ? c->logical : wall; }
+
+/* The calling thread's involuntary context switches so far: how often the
+ * kernel took the CPU from the event loop (a late timer the loop did not
+ * cause itself). -1 where getrusage cannot say. */
+static inline long thread_nivcsw(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : -1;
+}
+
+/* One more sample v of a duration the loop keeps figures of (timer lateness,
+ * graph issue lag, idle-stream start latency): its sum, maximum and how many
+ * were over over_ns. */
+static inline void ns_stat_add(tl_ns v, tl_ns *sum, tl_ns *max, uint64_t *over, tl_ns over_ns)
+{
+    *sum += v;
+    if (v > *max) *max = v;
+    if (v > over_ns) (*over)++;
+}
+
+/* A callback for an event at event_time starts: now() tells it that time
+ * (kept monotonic) until in_cb drops back. */
+static inline void enter_cb(tl_cuda *c, tl_ns event_time)
+{
+    if (event_time > c->logical) c->logical = event_time;
+    c->in_cb++;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+/* An event from the recycled pool (timing: the timing-enabled one), or a new one. */
+static inline int ev_get(tl_cuda *c, bool timing, cudaEvent_t *out)
+{
+    if (!timing && c->n_ev_pool) { *out = c->ev_pool[--c->n_ev_pool]; return 0; }
+    if (timing && c->n_evt_pool) { *out = c->evt_pool[--c->n_evt_pool]; return 0; }
+    return (int)cudaEventCreateWithFlags(out, timing ? cudaEventDefault : cudaEventDisableTiming);
+}
+
+/* An event back to its pool, for ev_get to hand out again. */
+static inline void ev_put(tl_cuda *c, bool timing, cudaEvent_t e)
+{
+    if (!e) return;
+    cudaEvent_t **pool = timing ? &c->evt_pool : &c->ev_pool;
+    size_t *n = timing ? &c->n_evt_pool : &c->n_ev_pool, *cap = timing ? &c->cap_evt_pool : &c->cap_ev_pool;
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *pool = tl_xrealloc(*pool, *cap * sizeof **pool);
+    }
+    (*pool)[(*n)++] = e;
+}
+
+/* ---- stream queues ----------------------------------------------------------- */
+
+/* A stream's ops in flight, a ring in issue order: a zeroed entry at its end,
+ * the oldest (NULL: none), the oldest dropped. */
+static inline tl_pending *q_push(tl_dstream *s)
+{
+    void *q = s->q;
+    tl_ring_reserve(&q, sizeof *s->q, &s->head, s->n, &s->cap, 64);
+    s->q = q;
+    tl_pending *p = &s->q[(s->head + s->n) % s->cap];
+    s->n++;
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
+static inline tl_pending *q_head(tl_dstream *s) { return s->n ? &s->q[s->head] : NULL; }
+
+static inline void q_pop(tl_dstream *s)
+{
+    s->head = (s->head + 1) % s->cap;
+    s->n--;
+}
+
 int tl_cuda_errf(tl_err *err, int cuda_err, const char *what);
 /* cuda_device.c: grow the pinned and device copy buffers to bytes (synchronizes the
  * device when it must reallocate). */
@@ -198,5 +285,24 @@ int tl_cuda_time_launch(tl_cuda *c, const tl_synth_launch *l, int reps, cudaStre
 int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, bool node, tl_kernel_plan *out,
                       tl_err *err);
 int tl_cuda_calib_load(tl_cuda *c, tl_err *err);
+
+/* cuda_launch.c: the tl_device_ops launch, copy and retreat entries. */
+int tl_cuda_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl_launch_cb cb, void *arg,
+                   tl_launch_id *out);
+int tl_cuda_copy(tl_device *d, tl_stream_id sid, const tl_op *op, int job, tl_launch_cb cb, void *arg,
+                 tl_launch_id *out);
+int tl_cuda_retreat(tl_device *d, tl_launch_id id);
+/* cuda_launch.c: launch every stream's open graph batch (cut: before its loop turn ended);
+ * returns nonzero when a batch launch has failed (then tl_cuda_flush_error says why). */
+int tl_cuda_flush_all(tl_cuda *c, bool cut);
+/* cuda_launch.c: the failed batch launch's error into *err (when not NULL) and its code (0: none). */
+int tl_cuda_flush_error(tl_cuda *c, tl_err *err);
+/* cuda_complete.c: mark the ops of a worker's TL_W_DONES message done in their streams' queues. */
+void tl_cuda_remote_dones(tl_cuda *c, int worker, const tl_wmsg *m);
+/* cuda_complete.c: collect completed ops and run their callbacks; how many, or a negative error. */
+int tl_cuda_poll_completions(tl_device *d, tl_err *err);
+/* cuda_metrics.c: the tl_device_ops run_metrics and job_stats entries. */
+void tl_cuda_run_metrics(tl_device *d, tl_dev_metric_fn fn, void *arg);
+void tl_cuda_job_stats(tl_device *d, int job, tl_job_stats *out);
 
 #endif

@@ -7,8 +7,6 @@
 
 #include "cuda_internal.h"
 
-static tl_cuda *C(tl_device *d) { return (tl_cuda *)d->impl; }
-
 static size_t ptr_hash(const void *p)
 {
     uint64_t x = (uint64_t)(uintptr_t)p;
@@ -136,7 +134,7 @@ int tl_cuda_prepare_trace(tl_device *d, const tl_trace *t, tl_err *err)
             if (op->kind == TL_OP_KERNEL) {
                 tl_kernel_plan pl;
                 r = tl_cuda_plan(d, t, op, &pl, err);
-                /* A graph job's whole launches go out as nodes (cu_launch). */
+                /* A graph job's whole launches go out as nodes (tl_cuda_launch). */
                 if (!r && op->graph) r = tl_cuda_node_plan(d, t, op, &pl, err);
             } else if ((op->kind == TL_OP_MEMCPY || op->kind == TL_OP_MEMSET) && op->bytes > maxbytes) {
                 maxbytes = op->bytes;

@@ -15,8 +15,8 @@
  * copies them to a host-mapped record and resets the slot, so slots need no
  * host-side reset and can be reused as soon as the launch is complete.
  *
- * This header is plain C: cuda_device.c and the tests include it; synth.cu
- * implements it.
+ * This header is plain C: the CUDA device (cuda_internal.h) and the tests
+ * include it; synth.cu implements it.
  */
 #ifndef TALLY_BACKEND_SYNTH_H
 #define TALLY_BACKEND_SYNTH_H
