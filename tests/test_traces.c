@@ -843,6 +843,37 @@ static void test_kineto_old_format(void **state)
     expect_fail(tmp_path("inf.json"), NULL, TL_EFORMAT, "malformed JSON");
 }
 
+/* Host threads named by strings ("tid": "main") are hashed to ids: the hash
+ * wraps (unsigned), it does not overflow (UBSan found it with any string tid
+ * on an API event), and the two named threads stay two threads. */
+static void test_kineto_string_tid(void **state)
+{
+    (void)state;
+    size_t n;
+    char *data = slurp("tests/data/kineto_small.json", &n);
+    char *out = malloc(2 * n + 1), *o = out;
+    for (const char *p = data; *p;) {
+        if (!strncmp(p, "\"pid\": 1, \"tid\": 1,", 19)) {
+            o += sprintf(o, "\"pid\": 1, \"tid\": \"main\",");
+            p += 19;
+        } else if (!strncmp(p, "\"pid\": 1, \"tid\": 2,", 19)) {
+            o += sprintf(o, "\"pid\": 1, \"tid\": \"worker thread\",");
+            p += 19;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = 0;
+    assert_null(strstr(out, "\"pid\": 1, \"tid\": 1,"));
+    write_text(tmp_path("string_tid.json"), out);
+    free(out);
+    free(data);
+    tl_trace t;
+    load_ok(&t, tmp_path("string_tid.json"), NULL);
+    check_small(&t);
+    tl_trace_close(&t);
+}
+
 /* ---- the bundled real traces ---------------------------------------------------------- */
 
 static const char *const bundled[] = {
@@ -1544,6 +1575,7 @@ int main(void)
         cmocka_unit_test(test_nsys_bad_input),
         cmocka_unit_test(test_kineto_bad_input),
         cmocka_unit_test(test_kineto_old_format),
+        cmocka_unit_test(test_kineto_string_tid),
         cmocka_unit_test(test_bundled_all_load),
         cmocka_unit_test(test_bundled_splits),
         cmocka_unit_test(test_start_kernel_split),

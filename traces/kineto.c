@@ -187,10 +187,10 @@ static int64_t tid_of(json_t *e)
         return json_integer_value(v);
     if (json_is_string(v)) { /* some exporters name threads: hash the name */
         const char *s = json_string_value(v);
-        int64_t h = 1469598103934665603LL;
+        uint64_t h = 1469598103934665603ULL; /* unsigned: the product wraps, not overflows */
         for (; *s; s++)
-            h = (h ^ (unsigned char)*s) * 1099511628211LL;
-        return h;
+            h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+        return (int64_t)h;
     }
     return 0;
 }
