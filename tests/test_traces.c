@@ -719,6 +719,15 @@ static void test_nsys_bad_input(void **state)
     expect_fail(db, NULL, TL_ERANGE, "row 1 ('k1'): end is before start");
     make_nsys_db(db, false, "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;");
     expect_fail(db, NULL, TL_EMISSING, "no GPU kernels");
+    /* a GPU row the device table cannot complete (corrupt: no name or an unknown
+     * one, no smCount, no compute capability to take a known GPU's from) */
+    make_nsys_db(db, true, "UPDATE TARGET_INFO_GPU SET name = 'Mystery', smCount = NULL, "
+                            "computeMajor = NULL;");
+    expect_fail(db, NULL, TL_ERANGE,
+                "bad.sqlite: device properties: gpu 'Mystery': sms out of range (0)");
+    make_nsys_db(db, true, "UPDATE TARGET_INFO_GPU SET name = '', smCount = 0, computeMajor = 0;");
+    expect_fail(db, NULL, TL_ERANGE, "bad.sqlite: device properties: gpu '?': sms out of range "
+                                     "(0) (no GPU name to look it up by)");
     /* a corrupt database: right header, garbage pages */
     size_t len;
     make_nsys_db(db, false, NULL);
@@ -801,6 +810,23 @@ static void test_kineto_bad_input(void **state)
     assert_int_equal(tl_trace_load(&ot, tmp_path("order.json"), NULL, &oe), 0);
     tl_trace_close(&ot);
     expect_fail("tests/data/not_a_trace.json", NULL, TL_EMISSING, "no 'traceEvents' array");
+    /* deviceProperties of a GPU the device table does not know, without numSms
+     * and computeMajor (nothing to complete it from) */
+    size_t kn;
+    char *kdata = slurp("tests/data/kineto_small.json", &kn);
+    char *ks = strstr(kdata, "\"numSms\": 132");
+    assert_non_null(ks);
+    memcpy(ks, "\"numSmz\"", 8);
+    char *kcc = strstr(kdata, "\"computeMajor\"");
+    assert_non_null(kcc);
+    memcpy(kcc, "\"computeMajoz\"", 14);
+    char *kname = strstr(kdata, "NVIDIA H100 80GB HBM3");
+    assert_non_null(kname);
+    memcpy(kname, "Mystery Accelerator 1", 21);
+    write_text(tmp_path("gpu_nosms.json"), kdata);
+    free(kdata);
+    expect_fail(tmp_path("gpu_nosms.json"), NULL, TL_ERANGE,
+                "gpu_nosms.json: device properties: gpu 'Mystery Accelerator 1': sms out of range (0)");
     /* the whole bad set under gzip too: the error still names the event */
     size_t n;
     char *data = slurp("tests/data/bad_missing_grid.json", &n);

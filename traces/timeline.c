@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tally/gpu.h"
 
 /* ---- small int64 -> int64 hash map (correlation / event id lookups) ------ */
 
@@ -787,6 +788,14 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
         kernels += r->gpu[i].kind == TL_OP_KERNEL;
     if (kernels == 0)
         return tl_errf(err, TL_EMISSING, "%s: no GPU kernels in the trace", path);
+    /* Device properties the reader found (Kineto deviceProperties, nsys
+     * TARGET_INFO_GPU) and the device table could not complete: refused here,
+     * naming the file, as the tally format's "gpu" is, not later by the
+     * simulator without it. */
+    tl_err gerr = {0};
+    if (r->has_gpu_props && tl_gpu_validate(&r->gpu_props, &gerr) < 0)
+        return tl_errf(err, TL_ERANGE, "%s: device properties: %.250s%s", path, gerr.msg,
+                       r->gpu_props.name[0] ? "" : " (no GPU name to look it up by)");
     int skip = opts ? opts->skip_iterations : 0;
     if (skip < 0)
         return tl_errf(err, TL_EINVAL, "%s: skip_iterations is negative (%d)", path, skip);
