@@ -86,6 +86,11 @@ int tl_an_run_info(tl_analysis *a, long long run_id, tl_an_run *ri, tl_err *err)
         ri->n_jobs++;
     }
     sqlite3_finalize(st);
+    if (ri->n_jobs == 0) { /* every run writes its jobs: the database is damaged */
+        tl_an_run_info_free(ri);
+        return tl_errf(err, TL_EFORMAT, "%s: run %lld has no rows in table jobs", a->path,
+                       run_id);
+    }
     return 0;
 }
 
@@ -172,7 +177,8 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
         tl_an_run_info_free(&ri);
         return tl_errf(err, TL_ERANGE, "run %lld: empty time window", run_id);
     }
-    qsort(ev, nev, sizeof *ev, cmp_event);
+    if (nev) /* kernels all of unknown jobs or of no SMs leave none */
+        qsort(ev, nev, sizeof *ev, cmp_event);
 
     char base[64], name[80];
     snprintf(base, sizeof base, "run%lld_timeline", run_id);

@@ -665,6 +665,33 @@ static void test_timeline_data(void **state)
     assert_int_equal(tl_plot_timeline(&a, 99, &o, &err), TL_EMISSING);
     assert_non_null(strstr(err.msg, "99"));
     tl_analysis_close(&a);
+
+    /* A damaged database (fuzzing): run 3 without its jobs is refused, naming
+     * the file, by timeline and chrome alike; with its jobs but every kernel
+     * of no SMs the timeline has no occupancy change (qsort of none). */
+    const char *nojobs = path_in("nojobs.db");
+    make_db(nojobs, schema_sql, data_sql);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(nojobs, &db), SQLITE_OK);
+    tl_test_exec_sql(db, "DELETE FROM jobs WHERE run_id=3;");
+    sqlite3_close(db);
+    tl_err e2 = {0};
+    assert_int_equal(tl_analysis_open(&a, nojobs, &e2), 0);
+    assert_int_equal(tl_plot_timeline(&a, 3, &o, &e2), TL_EFORMAT);
+    assert_non_null(strstr(e2.msg, "nojobs.db: run 3 has no rows in table jobs"));
+    assert_int_equal(tl_chrome_export(&a, 3, path_in("nojobs.json"), &e2), TL_EFORMAT);
+    assert_non_null(strstr(e2.msg, "nojobs.db: run 3 has no rows in table jobs"));
+    tl_analysis_close(&a);
+    const char *nosms = path_in("nosms.db");
+    make_db(nosms, schema_sql, data_sql);
+    assert_int_equal(sqlite3_open(nosms, &db), SQLITE_OK);
+    tl_test_exec_sql(db, "UPDATE kernels SET avg_sms=0 WHERE run_id=3;");
+    sqlite3_close(db);
+    assert_int_equal(tl_analysis_open(&a, nosms, &e2), 0);
+    o.no_render = true;
+    if (tl_plot_timeline(&a, 3, &o, &e2) < 0)
+        fail_msg("%s", e2.msg);
+    tl_analysis_close(&a);
 }
 
 static void test_simhw_data(void **state)
