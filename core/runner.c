@@ -201,6 +201,13 @@ static uint32_t slot_open(job_rt *j, tl_ns arrival, tl_ns start)
 
 static void try_start_request(job_rt *j);
 
+/* A training job has started as many iterations as the run allows. */
+static bool iterations_done(const job_rt *j)
+{
+    uint32_t max = j->rt->cfg->max_iterations;
+    return max && j->next_req_id >= max;
+}
+
 /* The host is idle and a slot freed: start the next request or step. */
 static void kick_timer(void *arg, tl_ns now)
 {
@@ -209,7 +216,7 @@ static void kick_timer(void *arg, tl_ns now)
         return;
     if (j->spec->role == TL_ROLE_INFERENCE) {
         try_start_request(j);
-    } else if (!j->rt->window_over) {
+    } else if (!j->rt->window_over && !iterations_done(j)) {
         uint32_t s = slot_open(j, now, now);
         if (s != UINT32_MAX)
             start_iteration(j, s, now);
@@ -648,7 +655,7 @@ static void finish_iteration_on_host(job_rt *j, tl_ns now)
     if (j->host != HOST_IDLE)
         return; /* slot_maybe_finish already started the next request */
     if (j->spec->role == TL_ROLE_TRAINING) {
-        if (rt->window_over) {
+        if (rt->window_over || iterations_done(j)) {
             j->host = HOST_DONE;
             return;
         }

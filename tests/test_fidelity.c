@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_device.h"
 #include "tally/fidelity.h"
@@ -366,6 +367,30 @@ static void test_busy_is_the_union(void **state)
     assert_int_equal(r.busy_ns, 100 * US);
 }
 
+/* A trace whose traced time is far longer than its replay (fuzzing: one
+ * kernel's timestamp moved 35 minutes on): the window, 3x the traced time,
+ * would hold hundreds of millions of replayed iterations. The run is bounded
+ * by iterations too and the error is reported, at once. */
+static void test_broken_timestamp_replays_quickly(void **state)
+{
+    (void)state;
+    tl_trace t;
+    load_ok(&t, "tests/data/kineto_small.json", NULL);
+    assert_int_equal(t.n_iters, 2);
+    t.iters[1].traced_ns = 2147483LL * 1000000; /* 2147 s */
+    alarm(60); /* the unbounded replay took hours */
+    tl_fidelity f;
+    tl_err e = {0};
+    int r = tl_fidelity_check(&t, NULL, &f, &e);
+    alarm(0);
+    if (r < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(f.iterations, 2);
+    assert_true(f.iter_err < -0.99);
+    assert_true(fabs(f.busy_err) < 0.03);
+    tl_trace_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_busy_is_the_union),
         cmocka_unit_test(test_bundled_traces_within_3pct),
         cmocka_unit_test(test_inference_is_what_makes_it_faithful),
+        cmocka_unit_test(test_broken_timestamp_replays_quickly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

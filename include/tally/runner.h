@@ -54,6 +54,7 @@ typedef struct tl_run_config {
     uint64_t seed;
     bool record_kernels;         /* keep per-kernel records */
     bool progress;               /* progress on stderr for long runs */
+    uint32_t max_iterations;     /* training: start no iteration past this many (0: no limit) */
 } tl_run_config;
 
 typedef struct tl_request_rec {
