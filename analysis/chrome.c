@@ -44,6 +44,13 @@ static double us(long long ns)
     return (double)ns / 1000.0;
 }
 
+/* to - from in us, in double: times read from a damaged database may be
+ * anything, and their difference in long long would overflow. */
+static double us_between(long long from, long long to)
+{
+    return ((double)to - (double)from) / 1000.0;
+}
+
 /* Requests of one job: greedy lanes so that overlapping requests (queueing)
  * never share a track, which X events on one thread would need. */
 static int export_requests(tl_analysis *a, writer *w, long long run_id, int pid, int job_id,
@@ -84,15 +91,15 @@ static int export_requests(tl_analysis *a, writer *w, long long run_id, int pid,
         emit(w, json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f, s:{s:I, s:f, s:f, s:f}}", "name",
                           nm, "cat", "request", "ph", "X", "pid", pid, "tid",
                           (json_int_t)(TID_REQUESTS + lane), "ts", us(arr), "dur",
-                          us(end - arr), "args", "req_id", (json_int_t)id, "latency_ms",
+                          us_between(arr, end), "args", "req_id", (json_int_t)id, "latency_ms",
                           sqlite3_column_double(st, 4) / 1e6, "service_ms",
                           sqlite3_column_double(st, 5) / 1e6, "queued_ms",
-                          (double)(start - arr) / 1e6));
+                          ((double)start - (double)arr) / 1e6));
         if (start > arr && start <= end)
             emit(w, json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "name", "service", "cat",
                               "request", "ph", "X", "pid", pid, "tid",
                               (json_int_t)(TID_REQUESTS + lane), "ts", us(start), "dur",
-                              us(end - start)));
+                              us_between(start, end)));
     }
     sqlite3_finalize(st);
     free(lane_end);
@@ -124,7 +131,7 @@ static int export_iterations(tl_analysis *a, writer *w, long long run_id, int pi
         snprintf(nm, sizeof nm, "iteration %lld", it);
         emit(w, json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f}", "name", nm, "cat", "iteration",
                           "ph", "X", "pid", pid, "tid", (json_int_t)TID_ITERATIONS, "ts", us(s),
-                          "dur", us(e - s)));
+                          "dur", us_between(s, e)));
     }
     sqlite3_finalize(st);
     return 0;
@@ -183,7 +190,7 @@ static int export_kernels(tl_analysis *a, writer *w, long long run_id, const tl_
         tl_sbuf_printf(&nm, "%s%s%s", kname, ptb ? " [ptb]" : "", retreated ? " [retreated]" : "");
         emit(w, json_pack("{s:s, s:s, s:s, s:i, s:I, s:f, s:f, s:{s:I, s:f, s:b, s:b, s:I}}",
                           "name", nm.s, "cat", ptb ? "kernel,ptb" : "kernel", "ph", "X", "pid",
-                          pid, "tid", (json_int_t)stream, "ts", us(s), "dur", us(e - s), "args",
+                          pid, "tid", (json_int_t)stream, "ts", us(s), "dur", us_between(s, e), "args",
                           "blocks", (json_int_t)sqlite3_column_int64(st, 6), "avg_sms",
                           sqlite3_column_double(st, 7), "ptb", ptb, "retreated", retreated, "seq",
                           (json_int_t)sqlite3_column_int64(st, 1)));

@@ -262,7 +262,7 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
             svc = tl_xrealloc(svc, cap * sizeof *svc);
         }
         if (r->window_end > 0 && end < r->window_end && sqlite3_column_type(st, 3) != SQLITE_NULL) {
-            svc[svc_n] = (double)(end - sqlite3_column_int64(st, 3));
+            svc[svc_n] = (double)end - (double)sqlite3_column_int64(st, 3); /* any values: no overflow */
             svc_sum += svc[svc_n++];
         }
         lat[n] = sqlite3_column_double(st, 1);

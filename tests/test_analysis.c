@@ -871,6 +871,22 @@ static void test_chrome_export(void **state)
     assert_true(req_track && iter_track);
     json_decref(root);
 
+    /* a damaged database (fuzzing): times at INT64_MIN give durations of
+     * about 9.2e15 us (computed in double), not a signed overflow */
+    const char *extreme = path_in("extreme.db");
+    make_db(extreme, schema_sql, data_sql);
+    sqlite3 *xdb;
+    assert_int_equal(sqlite3_open(extreme, &xdb), SQLITE_OK);
+    tl_test_exec_sql(xdb, "UPDATE iterations SET start_ns = -9223372036854775808;"
+                          "UPDATE kernels SET start_ns = -9223372036854775808;"
+                          "UPDATE requests SET arrival_ns = -9223372036854775808, "
+                          "start_ns = -9223372036854775807;");
+    sqlite3_close(xdb);
+    tl_analysis x;
+    assert_int_equal(tl_analysis_open(&x, extreme, &err), 0);
+    assert_int_equal(tl_chrome_export(&x, 3, path_in("extreme.json"), &err), 0);
+    tl_analysis_close(&x);
+
     /* no kernel records: refused, nothing left behind */
     const char *out4 = path_in("run4.json");
     assert_int_equal(tl_chrome_export(&a, 4, out4, &err), TL_EMISSING);

@@ -685,6 +685,16 @@ static void test_errors(void **state)
                                         &err),
                      TL_EMISSING);
     assert_non_null(strstr(err.msg, "--seed"));
+    /* a damaged database (fuzzing): a request started at INT64_MIN; its service
+     * time is end - start in double, not an overflowing long long */
+    make_db(path_in("extreme.db"), true, true);
+    assert_int_equal(sqlite3_open(path_in("extreme.db"), &db), SQLITE_OK);
+    tl_test_exec_sql(db, "UPDATE requests SET start_ns = -9223372036854775808;");
+    sqlite3_close(db);
+    assert_int_equal(tl_validation_load(&v, path_in("extreme.db"), path_in("extreme.db"), NULL,
+                                        &err),
+                     0);
+    tl_validation_close(&v);
 }
 
 /* ---- the simulator against itself ------------------------------------------------ */
