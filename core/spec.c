@@ -153,6 +153,8 @@ static int parse_arrival(const json_t *a, tl_job_conf *j, const char *origin, co
             return r;
         if (!p)
             return tl_errf(err, TL_EMISSING, "%s: %s: file arrival needs 'path'", origin, where);
+        if (!*p)
+            return tl_errf(err, TL_ERANGE, "%s: %s: arrival 'path' is empty", origin, where);
         j->arrival = TL_ARRIVAL_FILE;
         j->arrival_path = resolve_path(p, base_dir);
     } else {
@@ -182,9 +184,13 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
         return r;
     if (!s)
         return tl_errf(err, TL_EMISSING, "%s: %s: missing 'trace'", origin, where);
+    if (!*s)
+        return tl_errf(err, TL_ERANGE, "%s: %s: 'trace' is empty", origin, where);
     j->trace_path = resolve_path(s, base_dir);
     if ((r = get_string(o, "name", &s, origin, where, err)) < 0)
         return r;
+    if (s && !*s)
+        return tl_errf(err, TL_ERANGE, "%s: %s: 'name' is empty", origin, where);
     if (s) {
         j->name = tl_xstrdup(s);
     } else { /* default: the trace's file name without folders and extensions */

@@ -71,6 +71,15 @@ static void test_errors_name_the_field(void **state)
     expect_error(buf, TL_ETYPE, "'seed' must be a number");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"role\":\"training\"}]}", TL_EMISSING,
                  "job 0: missing 'trace'");
+    /* empty strings (fuzzing): refused naming the field, not left to fail later as
+     * "tally-sim: : cannot open" or to label a job with nothing */
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"\",\"role\":\"training\"}]}",
+                 TL_ERANGE, "job 0: 'trace' is empty");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"name\":\"\",\"role\":\"training\"}]}",
+                 TL_ERANGE, "job 0: 'name' is empty");
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
+                 "\"arrival\":{\"kind\":\"file\",\"path\":\"\"}}]}", TL_ERANGE,
+                 "job 0: arrival 'path' is empty");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"gaming\"}]}",
                  TL_EUNKNOWN, "unknown role 'gaming'");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
