@@ -97,8 +97,8 @@ static int check_schema(tl_analysis *a, tl_err *err)
 int tl_analysis_open(tl_analysis *a, const char *path, tl_err *err)
 {
     memset(a, 0, sizeof *a);
-    if (!path || !*path)
-        return tl_errf(err, TL_EINVAL, "no results database given");
+    if (!path || !*path) /* the user's: --db '' is a usage error, not ours */
+        return tl_errf(err, TL_EUNKNOWN, "no results database given (an empty file name)");
     if (access(path, R_OK) != 0)
         return tl_errf(err, TL_EIO, "%s: cannot read the results database: %s", path,
                        strerror(errno));

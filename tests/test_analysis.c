@@ -324,6 +324,10 @@ static void test_open_errors(void **state)
     tl_err err = {0};
     assert_int_equal(tl_analysis_open(&a, path_in("nope.db"), &err), TL_EIO);
     assert_non_null(strstr(err.msg, "nope.db"));
+    /* an empty file name (--db ''): the user's mistake, exit 64, not 70 (fuzzing) */
+    assert_int_equal(tl_analysis_open(&a, "", &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "no results database given"));
+    assert_int_equal(tl_exit_code(err.code), EX_USAGE);
 
     /* an SQLite file without our tables */
     const char *other = path_in("other.db");
