@@ -773,6 +773,16 @@ static void test_kineto_bad_input(void **state)
     expect_fail("tests/data/bad_regs.json", NULL, TL_ERANGE,
                 "event 1 (kernel 'k'): 'registers per thread' is 300 (must be in 0..255)");
     expect_fail("tests/data/no_kernels.json", NULL, TL_EMISSING, "no_kernels.json: no GPU kernels");
+    /* an API call's correlation of the wrong type: refused as a kernel's is, not
+     * read as none (which unlinked the call from its kernel; fuzzing) */
+    write_text(tmp_path("corr_type.json"),
+               "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5,\"args\":{\"correlation\":\"4\"}},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":3,"
+               "\"args\":{\"device\":0,\"stream\":7,\"correlation\":4,\"grid\":[1,1,1],\"block\":[32,1,1],"
+               "\"registers per thread\":16,\"shared memory\":0}}]}");
+    expect_fail(tmp_path("corr_type.json"), NULL, TL_ETYPE,
+                "corr_type.json: event 0 (API call 'cudaLaunchKernel'): 'correlation' must be an integer");
     /* its one kernel is backlog from before the capture (correlation id below every
      * call's), so dropped: refused, not read as an empty iteration (a mutation fuzz) */
     write_text(tmp_path("precap.json"),

@@ -332,8 +332,14 @@ static int read_runtime(kin_state *k, const ev_ctx *c, json_t *e, size_t index)
     call->api = (uint8_t)tl_api_classify(c->name);
     call->index = (uint32_t)index;
     json_t *args = json_object_get(e, "args");
-    if (json_is_object(args))
+    if (json_is_object(args)) {
+        /* Optional (a negative one is none), but an integer: a string or a
+         * fraction would silently unlink the call from its GPU record. */
+        json_t *corr = json_object_get(args, "correlation");
+        if (corr && !json_is_null(corr) && !json_is_integer(corr))
+            return ev_err(c, TL_ETYPE, "'correlation' must be an integer");
         call->corr = tl_corr_id(opt_id(args, "correlation"));
+    }
     return 0;
 }
 
