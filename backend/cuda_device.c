@@ -306,16 +306,9 @@ static int cu_measure(tl_device *d, const tl_kernel_desc *k, tl_ns *out, tl_err 
     if (r) return r;
     uint64_t total = tl_op_blocks(k->op);
     tl_synth_launch l;
-    memset(&l, 0, sizeof l);
-    l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
-    l.variant = pl.variant;
-    for (int i = 0; i < 3; i++) l.block[i] = k->op->block[i] ? k->op->block[i] : 1;
-    l.smem = k->op->static_smem + k->op->dynamic_smem;
-    l.begin = k->block_begin;
-    l.end = k->block_end ? k->block_end : total;
+    tl_cuda_synth_from_plan(&l, &pl, k->op, k->block_begin, k->block_end ? k->block_end : total);
     if (l.end > total || l.begin >= l.end) return tl_errf(err, TL_ERANGE, "measure: block range outside the grid");
     l.workers = k->ptb_workers_per_sm * (unsigned)d->gpu.sms;
-    l.iters = pl.iters;
     /* Cached per launch configuration: policies measure lazily, during runs,
      * and a timed run blocks the event loop (the simulator's are free). */
     char key[200];

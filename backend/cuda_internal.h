@@ -286,6 +286,11 @@ int tl_cuda_calibrate(tl_cuda *c, const char *name, const tl_op *op, bool node, 
                       tl_err *err);
 int tl_cuda_calib_load(tl_cuda *c, tl_err *err);
 
+/* cuda_launch.c: the synthetic launch of blocks [begin, end) of kernel op as planned
+ * (kind, register variant, block, shared memory, iterations); workers stay 0 (the
+ * callers count PTB workers on different SMs). */
+void tl_cuda_synth_from_plan(tl_synth_launch *l, const tl_kernel_plan *pl, const tl_op *op, uint64_t begin,
+                             uint64_t end);
 /* cuda_launch.c: the tl_device_ops launch, copy and retreat entries. */
 int tl_cuda_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl_launch_cb cb, void *arg,
                    tl_launch_id *out);

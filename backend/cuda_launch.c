@@ -213,6 +213,19 @@ static int issue_synth(tl_cuda *c, tl_stream_id sid, tl_synth_launch *l, bool ba
     return 0;
 }
 
+void tl_cuda_synth_from_plan(tl_synth_launch *l, const tl_kernel_plan *pl, const tl_op *op, uint64_t begin,
+                             uint64_t end)
+{
+    memset(l, 0, sizeof *l);
+    l->kind = pl->kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
+    l->variant = pl->variant;
+    for (int i = 0; i < 3; i++) l->block[i] = op->block[i] ? op->block[i] : 1;
+    l->smem = op->static_smem + op->dynamic_smem;
+    l->begin = begin;
+    l->end = end;
+    l->iters = pl->iters;
+}
+
 int tl_cuda_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl_launch_cb cb, void *arg,
                    tl_launch_id *out)
 {
@@ -232,15 +245,8 @@ int tl_cuda_launch(tl_device *d, tl_stream_id sid, const tl_kernel_desc *k, tl_l
         return err.code ? err.code : TL_EIO;
     }
     tl_synth_launch l;
-    memset(&l, 0, sizeof l);
-    l.kind = pl.kind == TL_KIND_COMPUTE ? TL_SYNTH_COMPUTE : TL_SYNTH_MEMORY;
-    l.variant = pl.variant;
-    for (int i = 0; i < 3; i++) l.block[i] = k->op->block[i] ? k->op->block[i] : 1;
-    l.smem = k->op->static_smem + k->op->dynamic_smem;
-    l.begin = k->block_begin;
-    l.end = end;
+    tl_cuda_synth_from_plan(&l, &pl, k->op, k->block_begin, end);
     l.workers = k->ptb_workers_per_sm ? k->ptb_workers_per_sm * (unsigned)ctx_sms(c, c->streams[sid].ctx) : 0;
-    l.iters = pl.iters;
     return issue_synth(c, sid, &l, batch, k->op, k->job, k->tag, cb, arg, out);
 }
 
