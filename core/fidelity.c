@@ -42,11 +42,12 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
      * passes plus the most that may overlap the measured one: a trace whose
      * replay is far shorter than its traced time (one timestamp broken by
      * hours) would otherwise replay millions of iterations. */
+    uint32_t passes = first ? 5 : 3;
     tl_job_spec job = { .name = "solo", .trace = t, .role = TL_ROLE_TRAINING };
     tl_run_config cfg = { .jobs = &job, .n_jobs = 1, .policy = tl_policy_find("time-slicing"),
-                          .duration_ns = (tl_ns)(total * (first ? 5 : 3)) + TL_NS_PER_MS,
+                          .duration_ns = (tl_ns)(total * passes) + TL_NS_PER_MS,
                           .warmup_ns = 0, .seed = 1,
-                          .max_iterations = (first ? 5 : 3) * t->n_iters + 64 };
+                          .max_iterations = passes * t->n_iters + 64 };
     if (!cfg.policy)
         return tl_errf(err, TL_EUNKNOWN, "policy time-slicing is not registered");
     tl_device dev;

@@ -335,10 +335,10 @@ static int read_runtime(kin_state *k, const ev_ctx *c, json_t *e, size_t index)
     if (json_is_object(args)) {
         /* Optional (a negative one is none), but an integer: a string or a
          * fraction would silently unlink the call from its GPU record. */
-        json_t *corr = json_object_get(args, "correlation");
-        if (corr && !json_is_null(corr) && !json_is_integer(corr))
-            return ev_err(c, TL_ETYPE, "'correlation' must be an integer");
-        call->corr = tl_corr_id(opt_id(args, "correlation"));
+        long long v = -1;
+        if ((r = get_int(c, args, "correlation", false, INT64_MIN, INT64_MAX, &v)) < 0)
+            return r;
+        call->corr = tl_corr_id(v < 0 ? TL_RAW_NONE : (int64_t)v);
     }
     return 0;
 }
