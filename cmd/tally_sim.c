@@ -37,7 +37,7 @@ static void usage(FILE *f)
 "Run options:\n"
 "  -s, --spec FILE          experiment spec (JSON; see README.md)\n"
 "  -d, --db PATH            results database (default results.db)\n"
-"  -p, --policy NAME        policy to run (repeatable; overrides the spec's)\n"
+"  -p, --policy NAME        policy to run (repeatable; overrides the spec's, still checked)\n"
 "  -g, --gpu NAME           GPU model (default H100, or the spec's)\n"
 "  -J, --job KEY=VAL,...    a job (repeatable; with --spec, replaces its jobs): trace=PATH,\n"
 "                           role=inference|training, priority=N, load=F | rate=R,\n"

@@ -221,8 +221,9 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
     if ((r = get_number(o, "slo_ms", &num, &has, origin, where, err)) < 0)
         return r;
     if (has) {
-        if (!(num > 0) || num > 1e6)
-            return tl_errf(err, TL_ERANGE, "%s: %s: slo_ms %g must be in (0, 1e6]", origin, where, num);
+        if (!(num >= 1e-3) || num > 1e6) /* below 1 us it rounds to nothing: no SLO anyone runs */
+            return tl_errf(err, TL_ERANGE, "%s: %s: slo_ms %g must be in [0.001, 1e6] (1 us to 1000 s)",
+                           origin, where, num);
         j->slo_ns = (tl_ns)llround(num * 1e6);
     }
     if ((r = get_number(o, "sm_percent", &num, &has, origin, where, err)) < 0)
@@ -371,6 +372,15 @@ static int parse_policies(tl_experiment *e, const json_t *arr, const char *origi
                 return tl_errf(err, TL_EFORMAT, "%s: policies %d and %d are the same (%s)", origin, k, i, name);
     }
     return 0;
+}
+
+int tl_spec_check_policies(const json_t *policies, const char *origin, tl_err *err)
+{
+    tl_experiment scratch;
+    tl_experiment_init(&scratch);
+    int r = parse_policies(&scratch, policies, origin, err);
+    tl_experiment_close(&scratch);
+    return r;
 }
 
 /* "sim_params": {"KEY": number or string, ...} (include/tally/sim.h,

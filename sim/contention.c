@@ -379,29 +379,29 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
 int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
 {
     if (!(p->contention.alpha >= 0 && p->contention.alpha < 1e6))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.alpha must be >= 0");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.alpha must be in [0, 1e6)");
     if (!(p->contention.max_slowdown >= 1 && p->contention.max_slowdown < 1e6))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.max_slowdown must be >= 1");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.max_slowdown must be in [1, 1e6)");
     if (p->contention.model != TL_CONTENTION_THREADS && p->contention.model != TL_CONTENTION_KINDS)
         return tl_errf(err, TL_ERANGE, "sim params: contention.model must be threads (0) or kinds (1)");
     if (!(p->contention.starved_rate > 0 && p->contention.starved_rate <= 1))
         return tl_errf(err, TL_ERANGE, "sim params: contention.starved_rate must be in (0, 1]");
     if (!(p->contention.mem_share == 0 || (p->contention.mem_share >= 1 && p->contention.mem_share < 1e6)))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share must be 0 or >= 1");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share must be 0 or in [1, 1e6)");
     if (!(p->contention.mem_share_short == 0 ||
           (p->contention.mem_share_short >= 1 && p->contention.mem_share_short < 1e6)))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share_short must be 0 or >= 1");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share_short must be 0 or in [1, 1e6)");
     if (!(p->contention.compute_share == 0 ||
           (p->contention.compute_share >= 1 && p->contention.compute_share < 1e6)))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share must be 0 or >= 1");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share must be 0 or in [1, 1e6)");
     if (!(p->contention.cc_share == 0 || (p->contention.cc_share >= 1 && p->contention.cc_share < 1e6)))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.cc_share must be 0 or >= 1");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.cc_share must be 0 or in [1, 1e6)");
     if (!(p->contention.cc_share_exp >= 0 && p->contention.cc_share_exp <= 4))
         return tl_errf(err, TL_ERANGE, "sim params: contention.cc_share_exp must be in [0, 4]");
-    if (p->contention.compute_share_tau_ns < 0)
-        return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share_tau_ns must be >= 0");
-    if (p->contention.mem_share_tau_ns < 0)
-        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share_tau_ns must be >= 0");
+    if (p->contention.compute_share_tau_ns < 0 || p->contention.compute_share_tau_ns > TL_NS_PER_S)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.compute_share_tau_ns must be in [0, 1 s]");
+    if (p->contention.mem_share_tau_ns < 0 || p->contention.mem_share_tau_ns > TL_NS_PER_S)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_share_tau_ns must be in [0, 1 s]");
     if (p->contention.partial_starve != 0 && p->contention.partial_starve != 1)
         return tl_errf(err, TL_ERANGE, "sim params: contention.partial_starve must be 0 or 1");
     if (p->contention.churn_block_ns < 0 || p->contention.churn_block_ns > TL_NS_PER_S)
@@ -409,14 +409,14 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
     if (!(p->contention.churn_slowdown >= 1 && p->contention.churn_slowdown <= 100))
         return tl_errf(err, TL_ERANGE, "sim params: contention.churn_slowdown must be in [1, 100]");
     if (!(p->contention.mem_alpha >= 0 && p->contention.mem_alpha < 1e6))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_alpha must be >= 0");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_alpha must be in [0, 1e6)");
     if (!(p->contention.mem_p >= 0 && p->contention.mem_p < 100) ||
         !(p->contention.mem_q >= 0 && p->contention.mem_q < 100))
         return tl_errf(err, TL_ERANGE, "sim params: contention.mem_p and mem_q must be in [0, 100)");
     if (!(p->contention.mem_max_slowdown >= 1 && p->contention.mem_max_slowdown < 1e6))
-        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_max_slowdown must be >= 1");
-    if (p->launch_latency_ns < 0)
-        return tl_errf(err, TL_ERANGE, "sim params: launch_latency_ns must be >= 0");
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_max_slowdown must be in [1, 1e6)");
+    if (p->launch_latency_ns < 0 || p->launch_latency_ns > 10 * TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: launch_latency_ns must be in [0, 10 ms]");
     if (p->callback_launch_latency_ns < 0 || p->callback_launch_latency_ns > 10 * TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: callback_launch_latency_ns must be in [0, 10 ms]");
     if (p->stream_gap_ns < 0 || p->stream_gap_ns > TL_NS_PER_MS)
@@ -431,16 +431,17 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: graph_launch_ns must be in [0, 10 ms]");
     if (p->graph_node_ns < 0 || p->graph_node_ns > 100 * TL_NS_PER_US)
         return tl_errf(err, TL_ERANGE, "sim params: graph_node_ns must be in [0, 100 us]");
-    if (p->ptb_block_overhead_ns < 0)
-        return tl_errf(err, TL_ERANGE, "sim params: ptb_block_overhead_ns must be >= 0");
-    if (p->slice_launch_ns < 0)
-        return tl_errf(err, TL_ERANGE, "sim params: slice_launch_ns must be >= 0");
+    if (p->ptb_block_overhead_ns < 0 || p->ptb_block_overhead_ns > TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: ptb_block_overhead_ns must be in [0, 1 ms]");
+    if (p->slice_launch_ns < 0 || p->slice_launch_ns > 10 * TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: slice_launch_ns must be in [0, 10 ms]");
     if (p->copy_engines != 1 && p->copy_engines != 2)
         return tl_errf(err, TL_ERANGE, "sim params: copy_engines must be 1 or 2");
-    if (!(p->device_copy_gbps > 0))
-        return tl_errf(err, TL_ERANGE, "sim params: device_copy_gbps must be > 0");
-    if (p->coalesce_groups < 0)
-        return tl_errf(err, TL_ERANGE, "sim params: coalesce_groups must be >= 0");
+    /* 1e5 GB/s is 30x an H100's HBM3: more is a typo, and it would make copies free */
+    if (!(p->device_copy_gbps > 0 && p->device_copy_gbps <= 1e5))
+        return tl_errf(err, TL_ERANGE, "sim params: device_copy_gbps must be in (0, 1e5]");
+    if (p->coalesce_groups < 0 || p->coalesce_groups > 1000000)
+        return tl_errf(err, TL_ERANGE, "sim params: coalesce_groups must be in [0, 1e6]");
     if (p->idle_handover_ns < 0 || p->idle_handover_ns > 100 * TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: idle_handover_ns must be in [0, 100 ms]");
     if (p->idle_switch_ns < 0 || p->idle_switch_ns > 100 * TL_NS_PER_MS)

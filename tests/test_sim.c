@@ -528,6 +528,16 @@ static void test_timeslice_slice_restart(void **st)
     assert_int_equal(tl_sim_params_set(&p, "slice_restart", "2", &err), 0);
     assert_true(tl_sim_params_validate(&p, &err) < 0);
     assert_non_null(strstr(err.msg, "slice_restart"));
+    /* absurd but finite values are refused, not run (fuzzing): 1e19 GB/s made
+     * copies free, a launch latency of 1e15 ns ends no run */
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_set(&p, "device_copy_gbps", "1e19", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "device_copy_gbps must be in (0, 1e5]"));
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_set(&p, "launch_latency_ns", "1e15", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "launch_latency_ns must be in [0, 10 ms]"));
 }
 
 /* slice_overtime: A (alone, from 0) queues 100 kernels of 50 us (no gaps); B's

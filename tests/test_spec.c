@@ -90,6 +90,9 @@ static void test_errors_name_the_field(void **state)
                  "\"arrival\":{\"kind\":\"poisson\",\"rate\":3}}]}", TL_EFORMAT, "closed loop");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
                  "\"slo_ms\":0}]}", TL_ERANGE, "slo_ms");
+    /* 1e-320 ms rounds to 0 ns: a target no request can meet, refused (fuzzing) */
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
+                 "\"slo_ms\":1e-320}]}", TL_ERANGE, "must be in [0.001, 1e6] (1 us to 1000 s)");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0]}", job);
     expect_error(buf, TL_ERANGE, "loads[1]");
     snprintf(buf, sizeof buf, "{\"jobs\":[%s]}", job);
@@ -216,6 +219,24 @@ static void test_overrides(void **state)
     assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
     assert_non_null(strstr(err.msg, "unknown key 'colour'"));
     tl_experiment_close(&e);
+
+    /* --policy replaces a spec's policies, but a mistake in them still
+     * surfaces: the spec is wrong whatever this command line runs (fuzzing) */
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s/override_spec.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    FILE *f = fopen(spec, "w");
+    assert_non_null(f);
+    fputs("{\"policies\":[{\"name\":\"tgs\",\"params\":{\"no_such\":1}}],"
+          "\"jobs\":[{\"trace\":\"" TRACE "\",\"role\":\"training\"}]}", f);
+    fclose(f);
+    tl_spec_overrides_init(&o);
+    o.spec_path = spec;
+    o.policies[o.n_policies++] = "mps";
+    tl_experiment_init(&e);
+    assert_true(tl_experiment_from_overrides(&e, &o, &err) < 0);
+    assert_non_null(strstr(err.msg, "override_spec.json: policy 0:"));
+    tl_experiment_close(&e);
+    remove(spec);
 
     tl_spec_overrides_init(&o);
     o.spec_path = "/nonexistent/spec.json";

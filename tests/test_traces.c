@@ -250,6 +250,8 @@ static void test_missing_and_empty_file(void **state)
     (void)state;
     expect_fail("tests/data/no_such_file.json", NULL, TL_EIO,
                 "tests/data/no_such_file.json: cannot open");
+    /* an empty path is named as such, not as "tally-sim: : cannot open" (fuzzing) */
+    expect_fail("", NULL, TL_EIO, "'': an empty path names no file");
     write_text(tmp_path("empty.json"), "");
     expect_fail(tmp_path("empty.json"), NULL, TL_EFORMAT, "empty.json: empty file");
     write_text(tmp_path("blank.json"), "  \n ");

@@ -135,6 +135,8 @@ int tl_read_file_max(const char *path, size_t max, char **out, size_t *len, tl_e
     *len = 0;
     if (!path)
         return tl_errf(err, TL_EINVAL, "tl_read_file: no path");
+    if (!*path) /* fopen("") fails too, but its message would name nothing */
+        return tl_errf(err, TL_EIO, "'': an empty path names no file");
     FILE *f = fopen(path, "rb");
     if (!f)
         return tl_errf(err, TL_EIO, "%s: cannot open: %s", path, strerror(errno));
