@@ -39,7 +39,7 @@ static void usage(FILE *f)
 "  -d, --db PATH            results database (default results.db)\n"
 "  -p, --policy NAME        policy to run (repeatable; overrides the spec's, still checked)\n"
 "  -g, --gpu NAME           GPU model (default H100, or the spec's)\n"
-"  -J, --job KEY=VAL,...    a job (repeatable; with --spec, replaces its jobs): trace=PATH,\n"
+"  -J, --job KEY=VAL,...    a job (repeatable; replaces the spec's, still checked): trace=PATH,\n"
 "                           role=inference|training, priority=N, load=F | rate=R,\n"
 "                           slo_ms=F, sm_percent=F, model_mb=F, name=S, skip=N,\n"
 "                           graph=0|1 (what-if: iterations as CUDA graphs)\n"

@@ -374,11 +374,30 @@ static int parse_policies(tl_experiment *e, const json_t *arr, const char *origi
     return 0;
 }
 
-int tl_spec_check_policies(const json_t *policies, const char *origin, tl_err *err)
+int tl_spec_check_replaced(const json_t *spec, bool policies, bool jobs, const char *origin,
+                           const char *base_dir, tl_err *err)
 {
     tl_experiment scratch;
     tl_experiment_init(&scratch);
-    int r = parse_policies(&scratch, policies, origin, err);
+    int r = 0;
+    const json_t *pol = json_object_get(spec, "policies");
+    if (!pol)
+        pol = json_object_get(spec, "policy");
+    if (policies && pol)
+        r = parse_policies(&scratch, pol, origin, err);
+    const json_t *js = json_object_get(spec, "jobs"), *sets = json_object_get(spec, "job_sets");
+    if (r == 0 && jobs && js) {
+        scratch.n_sets = 1;
+        scratch.sets = tl_xcalloc(1, sizeof *scratch.sets);
+        r = parse_jobs(js, &scratch.sets[0], origin, base_dir, err);
+    } else if (r == 0 && jobs && sets) {
+        if (!json_is_array(sets) || json_array_size(sets) == 0)
+            r = tl_errf(err, TL_ETYPE, "%s: 'job_sets' must be a non-empty array of job arrays", origin);
+        scratch.n_sets = r == 0 ? (int)json_array_size(sets) : 0;
+        scratch.sets = tl_xcalloc((size_t)scratch.n_sets + 1, sizeof *scratch.sets);
+        for (int i = 0; i < scratch.n_sets && r == 0; i++)
+            r = parse_jobs(json_array_get(sets, (size_t)i), &scratch.sets[i], origin, base_dir, err);
+    }
     tl_experiment_close(&scratch);
     return r;
 }

@@ -860,15 +860,13 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     int r = 0;
     if (o->gpu)
         json_object_set_new(root, "gpu", json_string(o->gpu));
+    if (o->spec_path && (o->n_policies || o->n_jobs) &&
+        (r = tl_spec_check_replaced(root, o->n_policies > 0, o->n_jobs > 0, origin, dir, err)) < 0) {
+        json_decref(root);
+        free(dir);
+        return r;
+    }
     if (o->n_policies) {
-        const json_t *own = json_object_get(root, "policies");
-        if (!own)
-            own = json_object_get(root, "policy");
-        if (own && (r = tl_spec_check_policies(own, origin, err)) < 0) {
-            json_decref(root);
-            free(dir);
-            return r;
-        }
         json_t *p = json_array();
         for (int i = 0; i < o->n_policies; i++)
             json_array_append_new(p, json_string(o->policies[i]));

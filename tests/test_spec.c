@@ -236,6 +236,18 @@ static void test_overrides(void **state)
     assert_true(tl_experiment_from_overrides(&e, &o, &err) < 0);
     assert_non_null(strstr(err.msg, "override_spec.json: policy 0:"));
     tl_experiment_close(&e);
+    /* the same for jobs that --job replaces */
+    f = fopen(spec, "w");
+    assert_non_null(f);
+    fputs("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"gaming\"}]}", f);
+    fclose(f);
+    tl_spec_overrides_init(&o);
+    o.spec_path = spec;
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=training";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "override_spec.json: job 0: unknown role 'gaming'"));
+    tl_experiment_close(&e);
     remove(spec);
 
     tl_spec_overrides_init(&o);

@@ -103,10 +103,12 @@ int tl_experiment_load(tl_experiment *e, const char *path, tl_err *err);
 /* base_dir resolves relative paths (may be NULL); origin names the source in errors. */
 int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *origin,
                             const char *base_dir, tl_err *err);
-/* Check a spec's 'policies' value (names, params, duplicates) as
- * tl_experiment_from_json would, without keeping it: for a spec whose
- * policies the command line replaces, so that its mistakes still surface. */
-int tl_spec_check_policies(const json_t *policies, const char *origin, tl_err *err);
+/* Check the parts of a spec that the command line replaces ('policies' when
+ * policies, 'jobs' or 'job_sets' when jobs) as tl_experiment_from_json would,
+ * without keeping them: a mistake in the spec surfaces whatever the command
+ * line runs instead. Parts the spec does not have are not checked. */
+int tl_spec_check_replaced(const json_t *spec, bool policies, bool jobs, const char *origin,
+                           const char *base_dir, tl_err *err);
 
 /* Expand the grid: alone items first (one per distinct job config), then one per
  * policy x set x load x repetition. Caller frees with tl_run_items_free. */
