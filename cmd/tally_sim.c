@@ -70,6 +70,8 @@ static void usage(FILE *f)
 "                           gap_beside_stream_ns, gap_beside_ctx_ns (what a kernel's\n"
 "                           gap grows by while another stream of its context, or\n"
 "                           another MPS client, has work on the GPU; H100 60, 300),\n"
+"                           graph_tail_ns (added to a graph kernel's gap behind a\n"
+"                           kernel that filled every SM with blocks of <= 64 threads),\n"
 "                           ptb_block_overhead_ns, slice_launch_ns, copy_engines,\n"
 "                           device_copy_gbps,\n"
 "                           coalesce_groups, coalesce_fraction,\n"

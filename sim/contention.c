@@ -277,6 +277,8 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * probe; the headline's per-kernel records agree). Elsewhere not measured. */
     p->gap_beside_stream_ns = h100 ? 60 : 0;
     p->gap_beside_ctx_ns = h100 ? 300 : 0;
+    /* Off until adopted: see sim/README.md, "The tail after full SMs". */
+    p->graph_tail_ns = 0;
     /* The host's cudaGraphLaunch call, which the runner waits out before a
      * graph's ops are issued: on the H100, 4.8-6.4 us for MobileNetV3's graphs
      * of 204 ops, 8.5-12 us for 162 and 234 (ViT, ResNet-50 b8; tally-run's
@@ -427,6 +429,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: gap_beside_stream_ns must be in [0, 1 ms]");
     if (p->gap_beside_ctx_ns < 0 || p->gap_beside_ctx_ns > TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: gap_beside_ctx_ns must be in [0, 1 ms]");
+    if (p->graph_tail_ns < 0 || p->graph_tail_ns > TL_NS_PER_MS)
+        return tl_errf(err, TL_ERANGE, "sim params: graph_tail_ns must be in [0, 1 ms]");
     if (p->graph_launch_ns < 0 || p->graph_launch_ns > 10 * TL_NS_PER_MS)
         return tl_errf(err, TL_ERANGE, "sim params: graph_launch_ns must be in [0, 10 ms]");
     if (p->graph_node_ns < 0 || p->graph_node_ns > 100 * TL_NS_PER_US)
@@ -506,6 +510,7 @@ static const pdesc pdescs[] = {
     PD("graph_gap_ns", P_NS, graph_gap_ns),
     PD("gap_beside_stream_ns", P_NS, gap_beside_stream_ns),
     PD("gap_beside_ctx_ns", P_NS, gap_beside_ctx_ns),
+    PD("graph_tail_ns", P_NS, graph_tail_ns),
     PD("graph_launch_ns", P_NS, graph_launch_ns),
     PD("graph_node_ns", P_NS, graph_node_ns),
     PD("ptb_block_overhead_ns", P_NS, ptb_block_overhead_ns),

@@ -216,6 +216,9 @@ struct sstream {
     launch *head, *tail;
     tl_ns last_end;         /* when the head's predecessor ended (very early if none):
                                the head starts its gap after it */
+    bool last_full_tail;    /* that predecessor was a kernel whose last wave filled
+                               every SM with small blocks: a graph kernel behind it
+                               waits graph_tail_ns more (full_tail) */
     uint64_t placing_rounds; /* stream_order 1: dispatch rounds in which its kernels
                                placed blocks */
 };

@@ -773,6 +773,45 @@ static void test_gap_beside(void **st)
     assert_non_null(strstr(err.msg, "gap_beside_ctx_ns"));
 }
 
+/* graph_tail_ns: on 4 SMs (32 block slots each), b starts graph_gap_ns after
+ * a, and graph_tail_ns more when a's last wave left 28 or more blocks of at
+ * most 64 threads on every SM: 128 or 4 x 128 + 120 blocks of 64 threads, not
+ * 64 of them (16 an SM), not 128 of 128 threads, and only inside a graph. */
+static tl_ns graph_tail_case(uint32_t a_blocks, uint32_t a_threads, bool graph)
+{
+    h *x = open_h(4, 0);
+    x->p.graph_gap_ns = x->p.stream_gap_ns = 1 * US;
+    x->p.graph_tail_ns = 2 * US;
+    x->p.gap_beside_stream_ns = x->p.gap_beside_ctx_ns = 0;
+    start_h(x);
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id s = stream(x, c, 0);
+    tl_op a = mk(a_blocks, a_threads, 16, 0, 20 * US), b = mk(4, 64, 16, 0, 10 * US);
+    a.graph = b.graph = graph;
+    launch(x, s, &a, 0, 1);
+    launch(x, s, &b, 0, 2);
+    run(x);
+    tl_ns gap = rec_of(x, 2)->start_ns - rec_of(x, 1)->end_ns;
+    close_h(x);
+    return gap;
+}
+
+static void test_graph_tail(void **st)
+{
+    (void)st;
+    assert_int_equal(graph_tail_case(128, 64, true), 3 * US);
+    assert_int_equal(graph_tail_case(4 * 128 + 120, 64, true), 3 * US);
+    assert_int_equal(graph_tail_case(4 * 128 + 100, 64, true), 1 * US); /* 25 an SM */
+    assert_int_equal(graph_tail_case(64, 64, true), 1 * US);
+    assert_int_equal(graph_tail_case(128, 128, true), 1 * US);
+    assert_int_equal(graph_tail_case(128, 64, false), 1 * US);
+    tl_sim_params p;
+    tl_err err;
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_apply(&p, "graph_tail_ns=2000000", &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "graph_tail_ns"));
+}
+
 /* Same level, two streams: only the EE head dispatches; the next kernel gets
  * leftovers only after the head has dispatched ALL its blocks, even if its
  * own small blocks would fit earlier (head-of-line blocking).
@@ -2254,6 +2293,7 @@ int main(void)
         cmocka_unit_test(test_callback_launch_latency),
         cmocka_unit_test(test_stream_gap),
         cmocka_unit_test(test_gap_beside),
+        cmocka_unit_test(test_graph_tail),
         cmocka_unit_test(test_timeslice_stream_gap),
         cmocka_unit_test(test_timeslice_periodic),
         cmocka_unit_test(test_timeslice_idle_handover),

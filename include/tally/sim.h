@@ -94,6 +94,10 @@ typedef struct tl_sim_params {
                                   "Gaps beside other work"; H100 60, else 0: none) */
     tl_ns gap_beside_ctx_ns;   /* the same while another context of its unit does
                                   (MPS clients; H100 300, else 0) */
+    tl_ns graph_tail_ns;       /* added to the gap of a graph kernel behind a kernel
+                                  whose last wave filled every SM with blocks of 64
+                                  threads or fewer (sim/README.md, "The tail after
+                                  full SMs"; 0: none) */
     tl_ns graph_launch_ns;     /* host time launching a CUDA graph (a graph job's
                                   iteration, tl_trace_as_graph) before its first op
                                   is issued ... */
