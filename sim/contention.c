@@ -277,8 +277,13 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
      * probe; the headline's per-kernel records agree). Elsewhere not measured. */
     p->gap_beside_stream_ns = h100 ? 60 : 0;
     p->gap_beside_ctx_ns = h100 ? 300 : 0;
-    /* Off until adopted: see sim/README.md, "The tail after full SMs". */
-    p->graph_tail_ns = 0;
+    /* A graph kernel behind a kernel whose last wave filled every SM with
+     * blocks of <= 64 threads starts 1.1-2.2 us later on the H100 (ResNet-50
+     * b8's batch norms in every alone replay, and a synthetic probe of their
+     * shapes: experiments/results/hw/session24/; sim/README.md, "The tail
+     * after full SMs"). 1.6 us over the probed gap: the medians' middle.
+     * Elsewhere not measured. */
+    p->graph_tail_ns = h100 ? 1600 : 0;
     /* The host's cudaGraphLaunch call, which the runner waits out before a
      * graph's ops are issued: on the H100, 4.8-6.4 us for MobileNetV3's graphs
      * of 204 ops, 8.5-12 us for 162 and 234 (ViT, ResNet-50 b8; tally-run's

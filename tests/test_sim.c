@@ -805,9 +805,17 @@ static void test_graph_tail(void **st)
     assert_int_equal(graph_tail_case(64, 64, true), 1 * US);
     assert_int_equal(graph_tail_case(128, 128, true), 1 * US);
     assert_int_equal(graph_tail_case(128, 64, false), 1 * US);
+    /* the H100's default (revision 21: session 24's probes), none where not
+     * measured; out of range refused */
     tl_sim_params p;
     tl_err err;
-    tl_sim_params_default(&p, NULL);
+    tl_gpu_props g;
+    assert_int_equal(tl_gpu_lookup("H100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.graph_tail_ns, 1600);
+    assert_int_equal(tl_gpu_lookup("A100", &g, &err), 0);
+    tl_sim_params_default(&p, &g);
+    assert_int_equal(p.graph_tail_ns, 0);
     assert_int_equal(tl_sim_params_apply(&p, "graph_tail_ns=2000000", &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "graph_tail_ns"));
 }

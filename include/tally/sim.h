@@ -97,7 +97,7 @@ typedef struct tl_sim_params {
     tl_ns graph_tail_ns;       /* added to the gap of a graph kernel behind a kernel
                                   whose last wave filled every SM with blocks of 64
                                   threads or fewer (sim/README.md, "The tail after
-                                  full SMs"; 0: none) */
+                                  full SMs"; H100 1600, else 0: none) */
     tl_ns graph_launch_ns;     /* host time launching a CUDA graph (a graph job's
                                   iteration, tl_trace_as_graph) before its first op
                                   is issued ... */
@@ -235,8 +235,11 @@ typedef struct tl_sim_stats {
  * back-to-back gap grows while another MPS client, or another stream of its
  * context, has work on the GPU: session 21's gap probe); 20: the runner (both
  * devices) gives a graph job's launch-queue room back by whole graphs, as the
- * host learns of a graph's kernels at its end (core/runner.c). */
-#define TL_SIM_MODEL_REVISION 20
+ * host learns of a graph's kernels at its end (core/runner.c); 21:
+ * graph_tail_ns 1600 on the H100 (a graph kernel behind one whose last wave
+ * filled every SM with blocks of <= 64 threads starts 1.6 us later: session
+ * 24's probes). */
+#define TL_SIM_MODEL_REVISION 21
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
