@@ -176,6 +176,11 @@ int tl_gpu_validate(const tl_gpu_props *p, tl_err *err)
     NEED(max_threads_per_sm, p->max_threads_per_sm >= p->warp_size);
     NEED(max_threads_per_block, p->max_threads_per_block > 0);
     NEED(max_warps_per_sm, p->max_warps_per_sm > 0);
+    /* the warps an SM holds are threads it holds (occupancy counts both) */
+    if ((int64_t)p->max_warps_per_sm * p->warp_size > p->max_threads_per_sm)
+        return tl_errf(err, TL_ERANGE, "gpu '%s': max_warps_per_sm %d warps of %d threads are more "
+                       "than max_threads_per_sm %d", n, p->max_warps_per_sm, p->warp_size,
+                       p->max_threads_per_sm);
     NEED(max_blocks_per_sm, p->max_blocks_per_sm > 0);
     NEED(regs_per_sm, p->regs_per_sm > 0);
     NEED(regs_per_block, p->regs_per_block > 0);

@@ -220,6 +220,15 @@ static void test_complete(void **st)
     assert_int_equal(tl_gpu_validate(&p, &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "Mystery GPU"));
     assert_non_null(strstr(err.msg, "sms"));
+    /* more warps than threads an SM holds (an Nsight export's maxWarpsPerSm
+     * of 2000000000): occupancy would count by a limit no SM has */
+    memset(&p, 0, sizeof p);
+    strcpy(p.name, "NVIDIA H100 80GB HBM3");
+    p.max_warps_per_sm = 2000000000;
+    assert_int_equal(tl_gpu_complete(&p), 0);
+    assert_int_equal(tl_gpu_validate(&p, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "max_warps_per_sm 2000000000 warps of 32 threads are more "
+                                    "than max_threads_per_sm 2048"));
 }
 
 int main(void)

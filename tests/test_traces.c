@@ -730,6 +730,10 @@ static void test_nsys_bad_input(void **state)
     make_nsys_db(db, true, "UPDATE TARGET_INFO_GPU SET name = '', smCount = 0, computeMajor = 0;");
     expect_fail(db, NULL, TL_ERANGE, "bad.sqlite: device properties: gpu '?': sms out of range "
                                      "(0) (no GPU name to look it up by)");
+    /* maxWarpsPerSm times threadsPerWarp past an int (UBSan: signed overflow) */
+    make_nsys_db(db, true, "UPDATE TARGET_INFO_GPU SET maxWarpsPerSm = 2000000000;");
+    expect_fail(db, NULL, TL_ERANGE, "bad.sqlite: device properties: gpu 'NVIDIA H100 80GB "
+                                     "HBM3': max_warps_per_sm 2000000000 warps of 32 threads");
     /* a corrupt database: right header, garbage pages */
     size_t len;
     make_nsys_db(db, false, NULL);

@@ -525,8 +525,12 @@ static void read_gpu_info(ns_ctx *c, const dev_count *dc)
                 *(int *)((char *)g + cols[k].off) = (int)v;
     }
     sqlite3_finalize(st);
-    if (g->max_warps_per_sm && g->warp_size)
-        g->max_threads_per_sm = g->max_warps_per_sm * g->warp_size;
+    /* Both are below 2^31 but their product need not be: a product that an
+     * int cannot hold is left out (0), and tl_gpu_validate refuses the GPU
+     * unless its table entry fills it in. */
+    int64_t threads = (int64_t)g->max_warps_per_sm * g->warp_size;
+    if (threads > 0 && threads <= INT32_MAX)
+        g->max_threads_per_sm = (int)threads;
     tl_gpu_complete(g);
     c->raw->has_gpu_props = true;
 }
