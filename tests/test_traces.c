@@ -730,6 +730,29 @@ static void test_nsys_bad_input(void **state)
     make_nsys_db(db, true, "UPDATE TARGET_INFO_GPU SET name = '', smCount = 0, computeMajor = 0;");
     expect_fail(db, NULL, TL_ERANGE, "bad.sqlite: device properties: gpu '?': sms out of range "
                                      "(0) (no GPU name to look it up by)");
+    /* string ids StringIds does not hold: a sync call would be dropped, a
+     * marker lost, a kernel named '' */
+    make_nsys_db(db, true, "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999 WHERE rowid = 4;");
+    expect_fail(db, NULL, TL_EFORMAT,
+                "bad.sqlite: CUPTI_ACTIVITY_KIND_RUNTIME row 4: nameId 999 names no string in StringIds");
+    make_nsys_db(db, true, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 998, "
+                            "shortName = 999 WHERE rowid = 2;");
+    expect_fail(db, NULL, TL_EFORMAT,
+                "CUPTI_ACTIVITY_KIND_KERNEL row 2: demangledName 998 names no string in StringIds");
+    make_nsys_db(db, true, "UPDATE NVTX_EVENTS SET textId = 999 WHERE rowid = 1;");
+    expect_fail(db, NULL, TL_EFORMAT, "NVTX_EVENTS row 1: textId 999 names no string in StringIds");
+    /* an id given twice read every kernel named by it twice */
+    make_nsys_db(db, false, "CREATE TABLE S2 (id INTEGER, value TEXT); INSERT INTO S2 SELECT * "
+                            "FROM StringIds; INSERT INTO S2 VALUES (1, 'k1 again'); DROP TABLE "
+                            "StringIds; ALTER TABLE S2 RENAME TO StringIds;");
+    expect_fail(db, NULL, TL_EFORMAT, "bad.sqlite: StringIds has id 1 more than once");
+    make_nsys_db(db, false, "ALTER TABLE StringIds RENAME COLUMN value TO v;");
+    expect_fail(db, NULL, TL_EMISSING, "bad.sqlite: table StringIds has no column 'value'");
+    /* a shortName that StringIds holds still names the kernel */
+    make_nsys_db(db, false, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 999 WHERE rowid = 2;");
+    tl_trace ok;
+    load_ok(&ok, db, NULL);
+    tl_trace_close(&ok);
     /* maxWarpsPerSm times threadsPerWarp past an int (UBSan: signed overflow) */
     make_nsys_db(db, true, "UPDATE TARGET_INFO_GPU SET maxWarpsPerSm = 2000000000;");
     expect_fail(db, NULL, TL_ERANGE, "bad.sqlite: device properties: gpu 'NVIDIA H100 80GB "

@@ -103,6 +103,17 @@ static int row_err(row_ctx *r, int code, const char *fmt, ...)
                    (long long)r->rowid, what);
 }
 
+/* A string id (column i) that StringIds does not hold: the export is corrupt,
+ * and the name it leaves out would decide what the row is (an API call's kind,
+ * an iteration marker), so it is refused rather than read as "". */
+static int unknown_string(row_ctx *r, int i)
+{
+    const char *id = (const char *)sqlite3_column_text(r->st, i);
+    r->name = NULL;
+    return row_err(r, TL_EFORMAT, "%s %s names no string in StringIds", sqlite3_column_name(r->st, i),
+                   id ? id : "NULL");
+}
+
 /* Integer column i in [lo, hi]; NULL is an error when required, else *out = dflt. */
 static int col_int(row_ctx *r, int i, bool required, int64_t lo, int64_t hi, int64_t dflt,
                    int64_t *out)
@@ -182,6 +193,30 @@ static int each_row(ns_ctx *c, const char *table, const char *sql,
     return rc;
 }
 
+/* StringIds maps each id to one string: the tables join it by id, so an id
+ * given twice would read every row that names it twice. */
+static int check_strings(ns_ctx *c)
+{
+    static const char *const need[] = {"id", "value", NULL};
+    int rc = need_columns(c, "StringIds", need);
+    if (rc < 0)
+        return rc;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT id FROM StringIds GROUP BY id HAVING count(*) > 1 "
+                                  "LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return db_err(c, "StringIds");
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        rc = tl_errf(c->err, TL_EFORMAT, "%s: StringIds has id %s more than once", c->path,
+                     id ? id : "NULL");
+    } else if (s != SQLITE_DONE) {
+        rc = db_err(c, "StringIds");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* ---- kernels ---------------------------------------------------------------- */
 
 typedef struct dev_count {
@@ -194,9 +229,12 @@ static int kernel_row(row_ctx *r, void *arg)
 {
     dev_count *dc = arg;
     /* 0 rowid, 1 start, 2 end, 3 streamId, 4 correlationId, 5-7 grid, 8-10 block,
-     * 11 registersPerThread, 12 static, 13 dynamic, 14 name, 15 deviceId */
+     * 11 registersPerThread, 12 static, 13 dynamic, 14 name, 15 deviceId, 16 the
+     * name's string id (demangledName, else shortName) */
     const char *name = (const char *)sqlite3_column_text(r->st, 14);
-    r->name = name ? name : "";
+    if (!name)
+        return unknown_string(r, 16);
+    r->name = name;
     tl_raw_gpu g;
     memset(&g, 0, sizeof g);
     g.kind = TL_OP_KERNEL;
@@ -266,10 +304,11 @@ static int read_kernels(ns_ctx *c, dev_count *dc)
     snprintf(sql, sizeof sql,
              "SELECT k.rowid, k.start, k.end, k.streamId, k.correlationId, k.gridX, k.gridY, "
              "k.gridZ, k.blockX, k.blockY, k.blockZ, k.registersPerThread, "
-             "k.staticSharedMemory, k.dynamicSharedMemory, %s, %s "
+             "k.staticSharedMemory, k.dynamicSharedMemory, %s, %s, %s "
              "FROM " T_KERNEL " k %s %s ORDER BY k.start, k.rowid",
              dem && shrt ? "COALESCE(d.value, s.value)" : dem ? "d.value" : "s.value",
              has_column(c, T_KERNEL, "deviceId") ? "k.deviceId" : "NULL",
+             dem ? "k.demangledName AS demangledName" : "k.shortName AS shortName",
              dem ? "LEFT JOIN StringIds d ON d.id = k.demangledName" : "",
              shrt ? "LEFT JOIN StringIds s ON s.id = k.shortName" : "");
     return each_row(c, T_KERNEL, sql, kernel_row, dc);
@@ -332,9 +371,11 @@ static int read_copies(ns_ctx *c, const char *table, bool is_copy)
 static int runtime_row(row_ctx *r, void *arg)
 {
     (void)arg;
-    /* 0 rowid, 1 start, 2 end, 3 correlationId, 4 globalTid, 5 name */
+    /* 0 rowid, 1 start, 2 end, 3 correlationId, 4 globalTid, 5 name, 6 nameId */
     const char *name = (const char *)sqlite3_column_text(r->st, 5);
-    r->name = name ? name : "";
+    if (!name)
+        return unknown_string(r, 6);
+    r->name = name;
     int64_t a, b, corr, tid;
     int rc;
     if ((rc = col_int(r, 1, true, 0, INT64_MAX / 4, 0, &a)) < 0 ||
@@ -363,7 +404,7 @@ static int read_runtime(ns_ctx *c)
         return rc;
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT r.rowid, r.start, r.end, r.correlationId, %s, s.value FROM " T_RUNTIME
+             "SELECT r.rowid, r.start, r.end, r.correlationId, %s, s.value, r.nameId AS nameId FROM " T_RUNTIME
              " r LEFT JOIN StringIds s ON s.id = r.nameId ORDER BY r.start, r.rowid",
              has_column(c, T_RUNTIME, "globalTid") ? "r.globalTid" : "NULL");
     return each_row(c, T_RUNTIME, sql, runtime_row, NULL);
@@ -420,12 +461,14 @@ static int read_syncinfo(ns_ctx *c, const char *table, bool is_event_table)
 static int nvtx_row(row_ctx *r, void *arg)
 {
     (void)arg;
-    /* 0 rowid, 1 start, 2 end, 3 name */
+    /* 0 rowid, 1 start, 2 end, 3 name, 4 textId (NULL: none) */
     if (sqlite3_column_type(r->st, 2) == SQLITE_NULL)
         return 0; /* an instant mark, or a range never closed */
     const char *name = (const char *)sqlite3_column_text(r->st, 3);
+    if (!name && sqlite3_column_type(r->st, 4) != SQLITE_NULL)
+        return unknown_string(r, 4);
     if (!name)
-        return 0;
+        return 0; /* a range without a message */
     int64_t a, b;
     int rc;
     if ((rc = col_int(r, 1, true, 0, INT64_MAX / 4, 0, &a)) < 0 ||
@@ -456,8 +499,11 @@ static int read_nvtx(ns_ctx *c)
     char sql[768];
     /* eventType 59: push/pop range, 60: start/end range. */
     snprintf(sql, sizeof sql,
-             "SELECT n.rowid, n.start, n.end, %s FROM NVTX_EVENTS n %s %s ORDER BY n.start, n.rowid",
+             "SELECT n.rowid, n.start, n.end, %s, %s FROM NVTX_EVENTS n %s %s "
+             "ORDER BY n.start, n.rowid",
              text && text_id ? "COALESCE(n.text, s.value)" : text ? "n.text" : "s.value",
+             text && text_id ? "CASE WHEN n.text IS NULL THEN n.textId END AS textId"
+             : text_id ? "n.textId AS textId" : "NULL",
              text_id ? "LEFT JOIN StringIds s ON s.id = n.textId" : "",
              has_column(c, "NVTX_EVENTS", "eventType") ? "WHERE n.eventType IN (59, 60)" : "");
     return each_row(c, "NVTX_EVENTS", sql, nvtx_row, NULL);
@@ -578,6 +624,8 @@ int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
                          path, required[i]);
             goto out;
         }
+    if ((rc = check_strings(&c)) < 0)
+        goto out;
     dev_count dc = {.k = 0};
     if ((rc = read_kernels(&c, &dc)) < 0 || (rc = read_copies(&c, T_MEMCPY, true)) < 0 ||
         (rc = read_copies(&c, T_MEMSET, false)) < 0 || (rc = read_runtime(&c)) < 0 ||
