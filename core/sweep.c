@@ -48,35 +48,47 @@ typedef struct sweep_ctx {
     tl_results db;
 } sweep_ctx;
 
+/* One arrival time in seconds a line, sorted, from the run's start (the
+ * warm-up included); blank lines and '#' comments are skipped. A line is read
+ * whole however long it is, and a NUL byte (a binary file) is refused rather
+ * than ending the line early. */
 static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return tl_errf(err, TL_EIO, "%s: cannot open the arrival file: %s", path, strerror(errno));
     a->path = tl_xstrdup(path);
-    size_t cap = 0;
-    char line[256];
-    int lineno = 0;
+    size_t cap = 0, line_cap = 0;
+    char *line = NULL;
+    ssize_t len;
+    int lineno = 0, r = 0;
     tl_ns last = -1;
-    while (fgets(line, sizeof line, f)) {
+    while (r == 0 && (len = getline(&line, &line_cap, f)) >= 0) {
         lineno++;
+        if (memchr(line, '\0', (size_t)len)) {
+            r = tl_errf(err, TL_EFORMAT, "%s:%d: a NUL byte: not a text file of arrival times",
+                        path, lineno);
+            break;
+        }
         char *p = line;
         while (*p == ' ' || *p == '\t')
             p++;
-        if (*p == '#' || *p == '\n' || !*p)
+        if (*p == '#' || *p == '\n' || *p == '\r' || !*p)
             continue;
         char *end;
         double s = strtod(p, &end);
         while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
             end++;
         if (end == p || *end || !isfinite(s) || s < 0 || s > 1e6) {
-            fclose(f);
-            return tl_errf(err, TL_EFORMAT, "%s:%d: expected an arrival time in seconds (>= 0)", path, lineno);
+            size_t n = strcspn(p, "\r\n");
+            r = tl_errf(err, TL_EFORMAT, "%s:%d: '%.*s%s' is not an arrival time in seconds from 0 "
+                        "to 1e6", path, lineno, (int)(n > 40 ? 40 : n), p, n > 40 ? "..." : "");
+            break;
         }
         tl_ns t = (tl_ns)llround(s * 1e9);
         if (t < last) {
-            fclose(f);
-            return tl_errf(err, TL_EFORMAT, "%s:%d: arrival times must be sorted", path, lineno);
+            r = tl_errf(err, TL_EFORMAT, "%s:%d: arrival times must be sorted", path, lineno);
+            break;
         }
         last = t;
         if (a->n == cap) {
@@ -85,10 +97,14 @@ static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
         }
         a->times[a->n++] = t;
     }
+    /* a folder opens but does not read (EISDIR) */
+    if (r == 0 && ferror(f))
+        r = tl_errf(err, TL_EIO, "%s: cannot read the arrival file: %s", path, strerror(errno));
+    free(line);
     fclose(f);
-    if (a->n == 0)
-        return tl_errf(err, TL_EFORMAT, "%s: no arrival times", path);
-    return 0;
+    if (r == 0 && a->n == 0)
+        r = tl_errf(err, TL_EFORMAT, "%s: no arrival times", path);
+    return r;
 }
 
 /* How graph jobs' iterations are launched (the GPU's defaults, or the

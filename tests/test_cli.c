@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sysexits.h>
 #include <time.h>
@@ -373,6 +374,68 @@ static void test_merge_and_db_checks(void **state)
     expect_fail(EX_USAGE, "empty", NULL, "run -q -j1 --policy tally --duration 0.05 --warmup 0 --db '' " SMALL);
 }
 
+static void expect_ok(const char *fmt, ...)
+{
+    char args[2048], out[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    int st = run_sim(out, sizeof out, "%s", args);
+    if (st)
+        print_error("args: %s\nstatus %d\noutput: %s\n", args, st, out);
+    assert_int_equal(st, 0);
+}
+
+static void write_bytes(const char *path, const char *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Arrival files (--job ...,arrivals=PATH): one time in seconds a line. */
+static void test_arrival_files(void **state)
+{
+    char path[128], line[400];
+#define ARRIVALS(name) " --policy mps --duration 0.2 --warmup 0.1 --db %s/arr.db --job trace=" INFER \
+                       ",role=inference,arrivals=%s/" name, tmp, tmp
+    /* a folder opens but does not read: it said "no arrival times" */
+    snprintf(path, sizeof path, "%s/adir", tmp);
+    assert_int_equal(mkdir(path, 0755), 0);
+    expect_fail(EX_NOINPUT, "adir: cannot read the arrival file: Is a directory", NULL, ARRIVALS("adir"));
+    /* a NUL byte ended the line: "0.15<NUL>junk" read as 0.15, a NUL line skipped */
+    snprintf(path, sizeof path, "%s/nul.txt", tmp);
+    write_bytes(path, "0.12\n0.15\0junk\n", 15);
+    expect_fail(EX_DATAERR, "nul.txt:2: a NUL byte: not a text file of arrival times", NULL,
+                ARRIVALS("nul.txt"));
+    /* a line past 255 bytes was read as two: a wrong line number, or two times */
+    snprintf(path, sizeof path, "%s/long.txt", tmp);
+    memset(line, '0', sizeof line);
+    memcpy(line, "0.1", 3);
+    memcpy(line + 300, "1\n0.2\n", 6);
+    write_bytes(path, line, 306);
+    expect_ok("--quiet" ARRIVALS("long.txt"));
+    snprintf(path, sizeof path, "%s/longbad.txt", tmp);
+    memset(line, ' ', sizeof line);
+    memcpy(line, "0.12", 4);
+    memcpy(line + 300, "x\n", 2);
+    write_bytes(path, line, 302);
+    expect_fail(EX_DATAERR, "longbad.txt:1: '0.12", "is not an arrival time in seconds from 0 to 1e6",
+                ARRIVALS("longbad.txt"));
+    /* past the upper bound: the message said only ">= 0" */
+    snprintf(path, sizeof path, "%s/huge.txt", tmp);
+    write_bytes(path, "0.12\n1e300\n", 11);
+    expect_fail(EX_DATAERR, "huge.txt:2: '1e300' is not an arrival time in seconds from 0 to 1e6",
+                NULL, ARRIVALS("huge.txt"));
+    /* CRLF lines, blank ones included, are fine */
+    snprintf(path, sizeof path, "%s/crlf.txt", tmp);
+    write_bytes(path, "0.12\r\n\r\n0.15\r\n", 14);
+    expect_ok("--quiet" ARRIVALS("crlf.txt"));
+#undef ARRIVALS
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_kill9_resume),
         cmocka_unit_test(test_merge_and_db_checks),
+        cmocka_unit_test(test_arrival_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
