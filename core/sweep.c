@@ -209,6 +209,16 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
                     int r = load_arrival_file(a, jc->arrival_path, err);
                     if (r < 0)
                         return r;
+                    /* Only arrivals inside the window are requests that count:
+                     * a file wholly outside it measures nothing (0 requests). */
+                    tl_ns from = e->warmup_ns, to = e->warmup_ns + e->duration_ns;
+                    bool inside = false;
+                    for (size_t k = 0; k < a->n && !inside; k++)
+                        inside = a->times[k] >= from && a->times[k] < to;
+                    if (!inside)
+                        return tl_errf(err, TL_ERANGE, "%s: none of its %zu arrival times falls in the "
+                                       "measured window, %g s to %g s after the run's start (the "
+                                       "warm-up included)", jc->arrival_path, a->n, from / 1e9, to / 1e9);
                 }
             }
         }

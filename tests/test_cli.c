@@ -433,6 +433,11 @@ static void test_arrival_files(void **state)
     snprintf(path, sizeof path, "%s/crlf.txt", tmp);
     write_bytes(path, "0.12\r\n\r\n0.15\r\n", 14);
     expect_ok("--quiet" ARRIVALS("crlf.txt"));
+    /* every time outside the measured window: 0 requests, exit 0 */
+    snprintf(path, sizeof path, "%s/late.txt", tmp);
+    write_bytes(path, "0.05\n5\n6\n", 9);
+    expect_fail(EX_DATAERR, "late.txt: none of its 3 arrival times falls in the measured window, 0.1 s "
+                "to 0.3 s", NULL, ARRIVALS("late.txt"));
 #undef ARRIVALS
 }
 
