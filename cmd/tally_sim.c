@@ -121,7 +121,7 @@ static void usage(FILE *f)
 "  -q, --quiet              no progress on stderr\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 73 cannot write the\n"
-"database, 70 internal error.\n");
+"database (convert: OUT, written whole or not at all), 70 internal error.\n");
 }
 
 enum { OPT_FORCE = 1000, OPT_STATS, OPT_LIST_POLICIES, OPT_LIST_GPUS, OPT_SKIP,
@@ -239,10 +239,20 @@ static int cmd_convert(int argc, char **argv)
         fprintf(stderr, "tally-sim convert: give IN and OUT\n");
         return EX_USAGE;
     }
+    const char *in = argv[optind], *out = argv[optind + 1];
+    if (!*out) {
+        fprintf(stderr, "tally-sim convert: OUT is empty: '' names no file\n");
+        return EX_USAGE;
+    }
     tl_trace t;
     tl_err err = { 0 };
+    const char *inputs[] = { in, NULL };
+    if (strcmp(out, "-") && tl_output_check(out, inputs, &err) < 0) {
+        fprintf(stderr, "tally-sim: %s\n", err.msg);
+        return EX_USAGE;
+    }
     tl_trace_init(&t);
-    int r = tl_trace_load(&t, argv[optind], NULL, &err);
+    int r = tl_trace_load(&t, in, NULL, &err);
     if (r == 0)
         r = tl_trace_scale_grid(&t, (uint32_t)scale, &err);
     tl_gpu_props g;
@@ -253,12 +263,28 @@ static int cmd_convert(int argc, char **argv)
         tl_graph_launch gl = tl_sim_params_graph_launch(&p);
         tl_trace_as_graph(&t, &gl);
     }
-    if (r == 0)
-        r = tl_trace_write_json(&t, argv[optind + 1], &err);
+    if (r < 0) {
+        tl_trace_close(&t);
+        fprintf(stderr, "tally-sim: %s\n", err.msg);
+        return tl_exit_code(r);
+    }
+    /* Written under a temporary name and renamed over OUT once complete: a
+     * failed write keeps the file OUT was, and OUT may not be IN. */
+    if (!strcmp(out, "-")) {
+        r = tl_trace_write_json(&t, out, &err);
+    } else {
+        FILE *f = tl_out_open(out, inputs, &err);
+        if (f) {
+            tl_trace_write_json_stream(&t, f);
+            r = tl_out_commit(f, &err);
+        } else {
+            r = err.code;
+        }
+    }
     tl_trace_close(&t);
     if (r < 0) {
         fprintf(stderr, "tally-sim: %s\n", err.msg);
-        return tl_exit_code(r);
+        return r == TL_EIO ? EX_CANTCREAT : tl_exit_code(r);
     }
     return 0;
 }

@@ -441,6 +441,37 @@ static void test_arrival_files(void **state)
 #undef ARRIVALS
 }
 
+/* convert writes OUT whole or not at all: a write that fails keeps the file
+ * that was there (it was truncated to 4096 bytes, exit 66 "no input"). */
+static void test_convert_output(void **state)
+{
+    char out[8192], cmd[1024], path[128];
+    snprintf(path, sizeof path, "%s/conv.json", tmp);
+    write_bytes(path, "keep\n", 5);
+    /* a file size limit of 8 KiB: the write fails part way (EFBIG) */
+    snprintf(cmd, sizeof cmd, "sh -c \"ulimit -f 8; trap '' XFSZ; exec %s convert %s %s\"", sim,
+             INFER, path);
+    int st = run(cmd, out, sizeof out);
+    if (st != EX_CANTCREAT || !strstr(out, "conv.json: write failed: File too large"))
+        print_error("status %d\noutput: %s\n", st, out);
+    assert_int_equal(st, EX_CANTCREAT);
+    assert_non_null(strstr(out, "(any earlier file of that name is kept)"));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(out, sizeof out, f));
+    fclose(f);
+    assert_string_equal(out, "keep\n");
+    expect_fail(EX_CANTCREAT, "/nonexistent-dir/c.json: cannot write", NULL,
+                "convert " INFER " /nonexistent-dir/c.json");
+    expect_fail(EX_USAGE, "OUT is empty: '' names no file", NULL, "convert " INFER " ''");
+    /* OUT may not be IN: the trace read would be lost */
+    snprintf(cmd, sizeof cmd, "%s convert " INFER " %s/conv2.json && %s convert %s/conv2.json "
+             "%s/./conv2.json", sim, tmp, sim, tmp, tmp);
+    assert_int_equal(run(cmd, out, sizeof out), EX_USAGE);
+    assert_non_null(strstr(out, "the output would overwrite"));
+    expect_ok("convert %s/conv2.json %s", tmp, path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_kill9_resume),
         cmocka_unit_test(test_merge_and_db_checks),
         cmocka_unit_test(test_arrival_files),
+        cmocka_unit_test(test_convert_output),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

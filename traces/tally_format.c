@@ -128,12 +128,8 @@ static void put_op(FILE *f, const tl_op *op)
     fputc('}', f);
 }
 
-int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err)
+void tl_trace_write_json_stream(const tl_trace *t, FILE *f)
 {
-    bool to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "w");
-    if (!f)
-        return tl_errf(err, TL_EIO, "%s: cannot create: %s", path, strerror(errno));
     fprintf(f, "{\"format\":\"tally-trace\",\"version\":%d,\n", TL_TRACE_FORMAT_VERSION);
     fputs("\"source\":", f);
     put_string(f, t->format ? t->format : "");
@@ -172,6 +168,15 @@ int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err)
         fputs("]}", f);
     }
     fputs("]}\n", f);
+}
+
+int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err)
+{
+    bool to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    if (!f)
+        return tl_errf(err, TL_EIO, "%s: cannot create: %s", path, strerror(errno));
+    tl_trace_write_json_stream(t, f);
     int bad = ferror(f);
     if (!to_stdout)
         bad |= fclose(f) != 0;

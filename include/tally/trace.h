@@ -170,7 +170,10 @@ int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, t
 int tl_trace_load_kineto(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err);
 int tl_trace_load_nsys(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err);
 int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err);
+/* Write t in Tally's JSON format to path ("-": standard output), in place. */
 int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err);
+/* The same to an open stream; the caller checks it (ferror, fclose). */
+void tl_trace_write_json_stream(const tl_trace *t, FILE *f);
 
 /* Read a whole file, gunzipping if it starts with the gzip magic. Caller frees *out. */
 int tl_read_file(const char *path, char **out, size_t *len, tl_err *err);
