@@ -155,12 +155,27 @@ static const struct option run_opts[] = {
     { NULL, 0, NULL, 0 },
 };
 
+/* An option getopt_long did not take: getopt has named an unknown one or a
+ * missing value ('?'); one it knows belongs to another command (the commands
+ * share run_opts) and is named here. li: its index in run_opts, or -1. */
+static int bad_option(const char *cmd, int c, int li)
+{
+    if (c == '?')
+        fprintf(stderr, "tally-sim %s: try --help\n", cmd);
+    else if (li >= 0)
+        fprintf(stderr, "tally-sim %s: --%s does not apply to %s (try --help)\n", cmd,
+                run_opts[li].name, cmd);
+    else
+        fprintf(stderr, "tally-sim %s: -%c does not apply to %s (try --help)\n", cmd, c, cmd);
+    return EX_USAGE;
+}
+
 static int cmd_info(int argc, char **argv)
 {
     tl_trace_options o = { 0 };
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", run_opts, NULL)) != -1) {
+    int c, li;
+    while ((li = -1, c = getopt_long(argc, argv, "h", run_opts, &li)) != -1) {
         switch (c) {
         case OPT_SKIP: {
             char *end;
@@ -181,8 +196,7 @@ static int cmd_info(int argc, char **argv)
             usage(stdout);
             return 0;
         default:
-            fprintf(stderr, "tally-sim info: unknown option (try --help)\n");
-            return EX_USAGE;
+            return bad_option("info", c, li);
         }
     }
     if (optind >= argc) {
@@ -214,8 +228,8 @@ static int cmd_convert(int argc, char **argv)
     long scale = 1;
     bool graph = false;
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", run_opts, NULL)) != -1) {
+    int c, li;
+    while ((li = -1, c = getopt_long(argc, argv, "h", run_opts, &li)) != -1) {
         if (c == 'h') {
             usage(stdout);
             return 0;
@@ -224,10 +238,8 @@ static int cmd_convert(int argc, char **argv)
             graph = true;
             continue;
         }
-        if (c != OPT_SCALE_GRID) {
-            fprintf(stderr, "tally-sim convert: unknown option (try --help)\n");
-            return EX_USAGE;
-        }
+        if (c != OPT_SCALE_GRID)
+            return bad_option("convert", c, li);
         char *end;
         scale = strtol(optarg, &end, 10);
         if (*end || scale < 1 || scale > 1000000) {
@@ -295,8 +307,8 @@ static int cmd_fidelity(int argc, char **argv)
     const char *gpu_name = NULL;
     char params[4096] = "";
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "g:h", run_opts, NULL)) != -1) {
+    int c, li;
+    while ((li = -1, c = getopt_long(argc, argv, "g:h", run_opts, &li)) != -1) {
         if (c == 'h') {
             usage(stdout);
             return 0;
@@ -313,10 +325,8 @@ static int cmd_fidelity(int argc, char **argv)
             strcat(params, optarg);
             continue;
         }
-        if (c != 'g') {
-            fprintf(stderr, "tally-sim fidelity: unknown option (try --help)\n");
-            return EX_USAGE;
-        }
+        if (c != 'g')
+            return bad_option("fidelity", c, li);
         gpu_name = optarg;
     }
     if (optind >= argc) {
@@ -487,9 +497,9 @@ static int sim_main(int argc, char **argv)
     tl_sweep_options so = { .db_path = "results.db", .kind = "sim", .open_device = tl_sweep_open_sim };
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     so.workers = ncpu > 0 ? (int)ncpu : 1;
-    int c;
+    int c, li;
     double v;
-    while ((c = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kj:qhV", run_opts, NULL)) != -1) {
+    while ((li = -1, c = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kj:qhV", run_opts, &li)) != -1) {
         switch (c) {
         case 'h':
             usage(stdout);
@@ -563,8 +573,7 @@ static int sim_main(int argc, char **argv)
                 so.workers = (int)v;
             break;
         default:
-            fprintf(stderr, "tally-sim: try --help\n");
-            return EX_USAGE;
+            return bad_option("run", c, li);
         }
     }
     if (optind < argc) {

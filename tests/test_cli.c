@@ -145,6 +145,15 @@ static void test_bad_input(void **state)
     expect_fail(EX_DATAERR, "policies 0 and 1 are the same", NULL,
                 "--policy mps --policy mps --db %s/a.db" JOBS, tmp);
     expect_fail(EX_USAGE, "--skip: 'abc'", NULL, "info --skip abc " INFER);
+    /* another command's option: it said "unknown option" (run: "try --help") */
+    expect_fail(EX_USAGE, "tally-sim info: --scale-grid does not apply to info", NULL,
+                "info --scale-grid 2 " INFER);
+    expect_fail(EX_USAGE, "tally-sim convert: --skip does not apply to convert", NULL,
+                "convert --skip 1 " INFER " %s/c.json", tmp);
+    expect_fail(EX_USAGE, "tally-sim fidelity: --graph does not apply to fidelity", NULL,
+                "fidelity --graph " INFER);
+    expect_fail(EX_USAGE, "tally-sim run: --iteration-kernel does not apply to run", NULL,
+                "--iteration-kernel conv --policy mps" JOBS);
     /* a kernel the GPU cannot launch (an H100 GEMM's shared memory on an A100) */
     expect_fail(EX_DATAERR, "so CUDA would not launch it", NULL,
                 "--policy mps --gpu A100-SXM4-80GB --db %s/a.db --job "
