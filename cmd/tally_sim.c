@@ -190,6 +190,12 @@ static int cmd_info(int argc, char **argv)
             break;
         }
         case OPT_ITER_KERNEL:
+            /* "" would split as if the option were not given */
+            if (!*optarg) {
+                fprintf(stderr, "tally-sim info: --iteration-kernel: give a part of a kernel name, "
+                        "not ''\n");
+                return EX_USAGE;
+            }
             o.iteration_start_kernel = optarg;
             break;
         case 'h':
@@ -314,7 +320,13 @@ static int cmd_fidelity(int argc, char **argv)
             return 0;
         }
         if (c == OPT_SIM_PARAM) {
-            /* joined as tl_sim_params_apply reads them; a ';' inside would split */
+            /* joined as tl_sim_params_apply reads them; a ';' inside would split,
+             * an empty one would vanish */
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg) {
+                fprintf(stderr, "tally-sim fidelity: --sim-param '%s': expected KEY=VALUE\n", optarg);
+                return EX_USAGE;
+            }
             if (strchr(optarg, ';') || strlen(params) + strlen(optarg) + 2 > sizeof params) {
                 fprintf(stderr, "tally-sim fidelity: --sim-param '%s': one KEY=VALUE per option\n",
                         optarg);

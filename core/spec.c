@@ -249,6 +249,9 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
     }
     if ((r = get_string(o, "iteration_kernel", &s, origin, where, err)) < 0)
         return r;
+    if (s && !*s) /* it would split as if it were not there */
+        return tl_errf(err, TL_ERANGE, "%s: %s: iteration_kernel is empty (give a part of a kernel "
+                       "name, or leave it out)", origin, where);
     if (s)
         j->iteration_kernel = tl_xstrdup(s);
     json_t *g = json_object_get(o, "graph");

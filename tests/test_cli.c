@@ -154,6 +154,10 @@ static void test_bad_input(void **state)
                 "fidelity --graph " INFER);
     expect_fail(EX_USAGE, "tally-sim run: --iteration-kernel does not apply to run", NULL,
                 "--iteration-kernel conv --policy mps" JOBS);
+    /* '' was taken for no option: no split kernel, no parameter */
+    expect_fail(EX_USAGE, "--iteration-kernel: give a part of a kernel name, not ''", NULL,
+                "info --iteration-kernel '' " INFER);
+    expect_fail(EX_USAGE, "--sim-param '': expected KEY=VALUE", NULL, "fidelity --sim-param '' " INFER);
     /* a kernel the GPU cannot launch (an H100 GEMM's shared memory on an A100) */
     expect_fail(EX_DATAERR, "so CUDA would not launch it", NULL,
                 "--policy mps --gpu A100-SXM4-80GB --db %s/a.db --job "

@@ -80,6 +80,9 @@ static void test_errors_name_the_field(void **state)
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
                  "\"arrival\":{\"kind\":\"file\",\"path\":\"\"}}]}", TL_ERANGE,
                  "job 0: arrival 'path' is empty");
+    /* "" split the trace as if iteration_kernel were not given */
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"training\","
+                 "\"iteration_kernel\":\"\"}]}", TL_ERANGE, "job 0: iteration_kernel is empty");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"gaming\"}]}",
                  TL_EUNKNOWN, "unknown role 'gaming'");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"x\",\"role\":\"inference\","
