@@ -79,6 +79,12 @@ static bool parse_ms(const char *s, tl_ns *out)
     return true;
 }
 
+/* A comma-separated list with no empty item ("", "a,,b", "a," are not). */
+static bool list_ok(const char *s)
+{
+    return *s && *s != ',' && !strstr(s, ",,") && s[strlen(s) - 1] != ',';
+}
+
 enum { OPT_FROM = 256, OPT_TO, OPT_NO_RENDER };
 
 static int run(int argc, char **argv)
@@ -109,6 +115,13 @@ static int run(int argc, char **argv)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":d:O:e:r:p:k:f:o:m:qhV", longopts, NULL)) != -1) {
+        /* '' is no folder, file, name or policy: it used to mean this folder
+         * (--out-dir), every run (--experiment, --policy) or to be refused
+         * only after the report was printed (--markdown) */
+        if (optarg && !*optarg && c > 0 && c < 128 && strchr("Oeom", c))
+            return usage_error("%s: '' is empty (give a name)",
+                               c == 'O' ? "--out-dir" : c == 'e' ? "--experiment"
+                               : c == 'o' ? "--output" : "--markdown");
         switch (c) {
         case 'd': db = optarg; break;
         case 'O': po.out_dir = optarg; break;
@@ -122,7 +135,11 @@ static int run(int argc, char **argv)
             flt.run_id = v;
             break;
         }
-        case 'p': flt.policies = optarg; break;
+        case 'p':
+            if (!list_ok(optarg))
+                return usage_error("--policy: '%s' has an empty policy name", optarg);
+            flt.policies = optarg;
+            break;
         case 'k':
             if (strcmp(optarg, "sim") && strcmp(optarg, "hw"))
                 return usage_error("--kind: '%s' is neither sim nor hw", optarg);

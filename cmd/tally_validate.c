@@ -211,6 +211,13 @@ static int run(int argc, char **argv)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":s:H:d:e:S:j:m:c:P:f:C:kqhV", longopts, NULL)) != -1) {
+        /* '' is no file, folder or name: --plot-dir '' plotted into this
+         * folder, --combined-db '' failed as "tally-validate: : cannot write",
+         * --markdown '' and --csv '' were refused only after the simulation */
+        if (optarg && !*optarg && c > 0 && c < 128 && strchr("emcPC", c))
+            return usage_error("%s: '' is empty (give a name)",
+                               c == 'e' ? "--experiment" : c == 'm' ? "--markdown"
+                               : c == 'c' ? "--csv" : c == 'P' ? "--plot-dir" : "--combined-db");
         switch (c) {
         case 's': spec = optarg; break;
         case 'H': hw_db = optarg; break;

@@ -1141,6 +1141,23 @@ static void test_command(void **state)
     assert_int_equal(run_cmd(NULL, a), EX_DATAERR);
     assert_true(err_has("not a Tally results database"));
 
+    /* '' as a name: --out-dir '' wrote into this folder, --experiment '' and
+     * --policy '' selected every run, --markdown '' failed after the report */
+    static const char *const empties[] = {"--out-dir", "--experiment", "--markdown"};
+    for (int i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(a, sizeof a, "report --db '%s' %s ''", db_path, empties[i]);
+        assert_int_equal(run_cmd(NULL, a), EX_USAGE);
+        snprintf(want, sizeof want, "%s: '' is empty", empties[i]);
+        assert_true(err_has(want));
+        assert_int_equal(file_size(path_in("cmd.out")), 0);
+    }
+    static const char *const lists[] = {"", "mps,,tally", "mps,", ",mps"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(a, sizeof a, "report --db '%s' --policy '%s'", db_path, lists[i]);
+        assert_int_equal(run_cmd(NULL, a), EX_USAGE);
+        assert_true(err_has("has an empty policy name"));
+    }
     snprintf(a, sizeof a, "report --db '%s' --experiment nope", db_path);
     assert_int_equal(run_cmd(NULL, a), EX_DATAERR);
     assert_true(err_has("no finished runs match --experiment nope"));

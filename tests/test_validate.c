@@ -1005,6 +1005,17 @@ static void test_command(void **state)
              path_in("same.out"), path_in("same.out"));
     assert_int_equal(run_validate(a, NULL), EX_USAGE);
     assert_int_equal(file_size(db_path), size);
+    /* '' as a name: --plot-dir '' plotted into this folder (exit 0),
+     * --combined-db '' said "tally-validate: : cannot write" */
+    static const char *const empties[] = {"--plot-dir", "--combined-db", "--markdown", "--csv",
+                                          "--experiment"};
+    for (int i = 0; i < 5; i++) {
+        char want[64];
+        snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' %s ''", db_path, db_path, empties[i]);
+        assert_int_equal(run_validate(a, NULL), EX_USAGE);
+        snprintf(want, sizeof want, "%s: '' is empty", empties[i]);
+        assert_true(err_has(want));
+    }
     snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' --csv '%s'", db_path, db_path,
              path_in("cmd.csv"));
     assert_int_equal(run_validate(a, NULL), EX_OK);
