@@ -34,11 +34,12 @@ static const char usage_text[] =
     "  -O, --out-dir DIR      folder for plots (default: plots; created if missing)\n"
     "  -e, --experiment NAME  only runs of this experiment\n"
     "  -r, --run-id N         only this run (required by timeline and chrome)\n"
-    "  -p, --policy LIST      only these policies (comma-separated)\n"
+    "  -p, --policy LIST      only these policies (comma-separated; repeatable)\n"
     "  -k, --kind sim|hw      only simulated or only hardware runs\n"
     "      --from-ms T        timeline window start (ms since the run's start)\n"
     "      --to-ms T          timeline window end (default: the whole run)\n"
-    "  -f, --format LIST      png,svg,pdf (default: png,svg, and pdf if gnuplot has pdfcairo)\n"
+    "  -f, --format LIST      png,svg,pdf (repeatable; default: png,svg, and pdf if gnuplot\n"
+    "                         has pdfcairo)\n"
     "      --no-render        write .dat and .gp only; do not run gnuplot\n"
     "  -o, --output FILE      chrome: output file (default: OUT-DIR/runN.json)\n"
     "  -m, --markdown FILE    report: also write the table as Markdown\n"
@@ -86,6 +87,8 @@ static bool list_ok(const char *s)
 }
 
 enum { OPT_FROM = 256, OPT_TO, OPT_NO_RENDER };
+
+static char *policies; /* the --policy lists, joined */
 
 static int run(int argc, char **argv)
 {
@@ -138,7 +141,15 @@ static int run(int argc, char **argv)
         case 'p':
             if (!list_ok(optarg))
                 return usage_error("--policy: '%s' has an empty policy name", optarg);
-            flt.policies = optarg;
+            /* repeated, the lists add up (the last one alone was used) */
+            if (policies) {
+                size_t n = strlen(policies) + strlen(optarg) + 2;
+                policies = tl_xrealloc(policies, n);
+                strcat(strcat(policies, ","), optarg);
+            } else {
+                policies = tl_xstrdup(optarg);
+            }
+            flt.policies = policies;
             break;
         case 'k':
             if (strcmp(optarg, "sim") && strcmp(optarg, "hw"))
@@ -155,10 +166,13 @@ static int run(int argc, char **argv)
                 return usage_error("--to-ms: '%s' is not a time in ms", optarg);
             to_set = true;
             break;
-        case 'f':
-            if (tl_plot_parse_formats(optarg, &po.formats, &err) < 0)
+        case 'f': {
+            unsigned f; /* repeated, the lists add up */
+            if (tl_plot_parse_formats(optarg, &f, &err) < 0)
                 return usage_error("%s", err.msg);
+            po.formats |= f;
             break;
+        }
         case OPT_NO_RENDER: po.no_render = true; break;
         case 'o': output = optarg; break;
         case 'm': markdown = optarg; break;

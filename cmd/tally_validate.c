@@ -56,8 +56,8 @@ static const char usage_text[] =
     "  -c, --csv FILE           also write one CSV row per policy and job\n"
     "  -P, --plot-dir DIR       make the simulated-vs-hardware plot there (tally-plot simhw:\n"
     "                           EXPERIMENT_simhw.dat, .gp and images)\n"
-    "  -f, --format LIST        plot formats png,svg,pdf (default: png,svg, and pdf if\n"
-    "                           gnuplot has pdfcairo)\n"
+    "  -f, --format LIST        plot formats png,svg,pdf (repeatable; default: png,svg,\n"
+    "                           and pdf if gnuplot has pdfcairo)\n"
     "      --no-render          plot: write .dat and .gp only\n"
     "  -C, --combined-db FILE   keep the database of both kinds the plot is made from\n"
     "                           (tally-plot reads it; default: a temporary file)\n"
@@ -234,10 +234,13 @@ static int run(int argc, char **argv)
         case 'm': markdown = optarg; break;
         case 'c': csv = optarg; break;
         case 'P': plot_dir = optarg; break;
-        case 'f':
-            if (tl_plot_parse_formats(optarg, &po.formats, &err) < 0)
+        case 'f': {
+            unsigned f; /* repeated, the lists add up */
+            if (tl_plot_parse_formats(optarg, &f, &err) < 0)
                 return usage_error("%s", err.msg);
+            po.formats |= f;
             break;
+        }
         case OPT_NO_RENDER: po.no_render = true; break;
         case 'C': combined = optarg; break;
         case 'k': kernels = true; break;

@@ -1158,6 +1158,15 @@ static void test_command(void **state)
         assert_int_equal(run_cmd(NULL, a), EX_USAGE);
         assert_true(err_has("has an empty policy name"));
     }
+    /* --policy twice: both lists (the last one alone was used) */
+    snprintf(a, sizeof a, "report --db '%s' --experiment exp1 --kind sim --policy tgs --policy tally",
+             db_path);
+    assert_int_equal(run_cmd(NULL, a), EX_OK);
+    o = slurp(path_in("cmd.out"));
+    assert_non_null(strstr(o, " tgs "));
+    assert_non_null(strstr(o, " tally "));
+    assert_null(strstr(o, " alone "));
+    free(o);
     snprintf(a, sizeof a, "report --db '%s' --experiment nope", db_path);
     assert_int_equal(run_cmd(NULL, a), EX_DATAERR);
     assert_true(err_has("no finished runs match --experiment nope"));
