@@ -99,6 +99,17 @@ static int gunzip(const char *path, const unsigned char *in, size_t in_len, size
             /* Concatenated gzip members (gzip a b > c) are legal: go on. */
             if (z.avail_in == 0 && left == 0)
                 break;
+            /* Anything else after a member (padding zeros, a log line
+             * appended) is no gzip header: say so, not "incorrect header
+             * check" as if the data were corrupt. */
+            size_t rest = z.avail_in + left;
+            if (rest < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
+                size_t at = in_len - rest;
+                inflateEnd(&z);
+                free(buf);
+                return tl_errf(err, TL_EFORMAT, "%s: %zu bytes of something else after the gzip "
+                               "data ends at byte %zu", path, rest, at);
+            }
             if (inflateReset(&z) != Z_OK)
                 break;
             continue;
@@ -149,6 +160,13 @@ int tl_read_file_max(const char *path, size_t max, char **out, size_t *len, tl_e
     if (n >= 2 && (unsigned char)raw[0] == 0x1f && (unsigned char)raw[1] == 0x8b) {
         r = gunzip(path, (unsigned char *)raw, n, max, out, len, err);
         free(raw);
+        if (r == 0 && *len >= 2 && (unsigned char)(*out)[0] == 0x1f && (unsigned char)(*out)[1] == 0x8b) {
+            free(*out);
+            *out = NULL;
+            *len = 0;
+            return tl_errf(err, TL_EFORMAT, "%s: gzip data inside gzip data (compressed twice?): "
+                           "gunzip it once", path);
+        }
         return r;
     }
     *out = raw;
