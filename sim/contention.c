@@ -572,8 +572,11 @@ int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_e
     if (d->type == P_DOUBLE) {
         *(double *)at = v;
     } else {
-        if (v != floor(v) || v < -1e15 || v > 1e15)
+        if (v != floor(v))
             return tl_errf(err, TL_ERANGE, "sim params: %s: '%s' must be a whole number", key, value);
+        if (v < -1e15 || v > 1e15)
+            return tl_errf(err, TL_ERANGE, "sim params: %s: '%s' is out of range (-1e15 to 1e15)",
+                           key, value);
         if (d->type == P_NS)
             *(tl_ns *)at = (tl_ns)v;
         else if (v < -1e9 || v > 1e9)

@@ -538,6 +538,11 @@ static void test_timeslice_slice_restart(void **st)
     assert_int_equal(tl_sim_params_set(&p, "launch_latency_ns", "1e15", &err), 0);
     assert_true(tl_sim_params_validate(&p, &err) < 0);
     assert_non_null(strstr(err.msg, "launch_latency_ns must be in [0, 10 ms]"));
+    /* 1e30 is a whole number: it was refused as "must be a whole number" */
+    assert_int_equal(tl_sim_params_set(&p, "launch_latency_ns", "1e30", &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "launch_latency_ns: '1e30' is out of range (-1e15 to 1e15)"));
+    assert_int_equal(tl_sim_params_set(&p, "launch_latency_ns", "2.5", &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "launch_latency_ns: '2.5' must be a whole number"));
 }
 
 /* slice_overtime: A (alone, from 0) queues 100 kernels of 50 us (no gaps); B's
