@@ -349,6 +349,16 @@ static int run(int argc, char **argv)
     memset(&v, 0, sizeof v);
     if (r == 0)
         r = tl_validation_load(&v, sim_db, hw_db, experiment, &err);
+    /* A spec that is not what tally-run ran still matches some runs: say so,
+     * quiet or not, for the report alone would not (fuzz round 2). */
+    if (r == 0 && v.matched < v.hw_runs)
+        fprintf(stderr, "tally-validate: warning: %zu of the %zu hardware runs in %s have no "
+                        "simulated twin (another policy, job set, load, seed, repetition, "
+                        "duration or warm-up than the spec's): the report leaves them out\n",
+                v.hw_runs - v.matched, v.hw_runs, hw_db);
+    if (r == 0 && v.sim_gpu && v.hw_gpu && !strstr(v.hw_gpu, v.sim_gpu))
+        fprintf(stderr, "tally-validate: warning: the simulated GPU (%s) is not the one the "
+                        "hardware runs used (%s)\n", v.sim_gpu, v.hw_gpu);
     /* reports name a temporary simulated database by what it is, not by its path */
     char *sim_real = v.sim_path;
     if (r == 0 && sim_db == sim_buf)

@@ -1020,6 +1020,10 @@ static void test_command(void **state)
              path_in("cmd.csv"));
     assert_int_equal(run_validate(a, NULL), EX_OK);
     assert_true(file_size(path_in("cmd.csv")) > 0);
+    /* the time-slicing hardware run has no simulated twin: warned of on
+     * stderr (the report alone leaves it out without a word) */
+    assert_true(err_has("warning: 1 of the 7 hardware runs in"));
+    assert_true(err_has("have no simulated twin"));
     /* standard output that cannot be written: exit 73 */
     snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s'", db_path, db_path);
     char redirect[300];
