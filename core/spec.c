@@ -377,30 +377,48 @@ static int parse_policies(tl_experiment *e, const json_t *arr, const char *origi
     return 0;
 }
 
+/* A spec's policies: "policies", or its one-policy spelling "policy"; NULL
+ * when neither is there. */
+static const json_t *spec_policies(const json_t *spec)
+{
+    const json_t *pol = json_object_get(spec, "policies");
+    return pol ? pol : json_object_get(spec, "policy");
+}
+
+/* A spec's job sets: the one of "jobs", else those of "job_sets" (the caller
+ * has checked that one of the two is there). */
+static int parse_job_sets(tl_experiment *e, const json_t *spec, const char *origin,
+                          const char *base_dir, tl_err *err)
+{
+    const json_t *jobs = json_object_get(spec, "jobs"), *sets = json_object_get(spec, "job_sets");
+    if (jobs) {
+        e->n_sets = 1;
+        e->sets = tl_xcalloc(1, sizeof *e->sets);
+        return parse_jobs(jobs, &e->sets[0], origin, base_dir, err);
+    }
+    if (!json_is_array(sets) || json_array_size(sets) == 0)
+        return tl_errf(err, TL_ETYPE, "%s: 'job_sets' must be a non-empty array of job arrays", origin);
+    e->n_sets = (int)json_array_size(sets);
+    e->sets = tl_xcalloc((size_t)e->n_sets, sizeof *e->sets);
+    for (int i = 0; i < e->n_sets; i++) {
+        int r = parse_jobs(json_array_get(sets, (size_t)i), &e->sets[i], origin, base_dir, err);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 int tl_spec_check_replaced(const json_t *spec, bool policies, bool jobs, const char *origin,
                            const char *base_dir, tl_err *err)
 {
     tl_experiment scratch;
     tl_experiment_init(&scratch);
     int r = 0;
-    const json_t *pol = json_object_get(spec, "policies");
-    if (!pol)
-        pol = json_object_get(spec, "policy");
+    const json_t *pol = spec_policies(spec);
     if (policies && pol)
         r = parse_policies(&scratch, pol, origin, err);
-    const json_t *js = json_object_get(spec, "jobs"), *sets = json_object_get(spec, "job_sets");
-    if (r == 0 && jobs && js) {
-        scratch.n_sets = 1;
-        scratch.sets = tl_xcalloc(1, sizeof *scratch.sets);
-        r = parse_jobs(js, &scratch.sets[0], origin, base_dir, err);
-    } else if (r == 0 && jobs && sets) {
-        if (!json_is_array(sets) || json_array_size(sets) == 0)
-            r = tl_errf(err, TL_ETYPE, "%s: 'job_sets' must be a non-empty array of job arrays", origin);
-        scratch.n_sets = r == 0 ? (int)json_array_size(sets) : 0;
-        scratch.sets = tl_xcalloc((size_t)scratch.n_sets + 1, sizeof *scratch.sets);
-        for (int i = 0; i < scratch.n_sets && r == 0; i++)
-            r = parse_jobs(json_array_get(sets, (size_t)i), &scratch.sets[i], origin, base_dir, err);
-    }
+    if (r == 0 && jobs && (json_object_get(spec, "jobs") || json_object_get(spec, "job_sets")))
+        r = parse_job_sets(&scratch, spec, origin, base_dir, err);
     tl_experiment_close(&scratch);
     return r;
 }
@@ -566,30 +584,15 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     }
     if ((r = parse_sim_params(e, json_object_get(spec, "sim_params"), origin, err)) < 0)
         return r;
-    json_t *pol = json_object_get(spec, "policies");
-    if (!pol)
-        pol = json_object_get(spec, "policy");
+    const json_t *pol = spec_policies(spec);
     if (!pol)
         return tl_errf(err, TL_EMISSING, "%s: missing 'policies'", origin);
     if ((r = parse_policies(e, pol, origin, err)) < 0)
         return r;
-    json_t *jobs = json_object_get(spec, "jobs"), *sets = json_object_get(spec, "job_sets");
-    if (!!jobs == !!sets)
+    if (!json_object_get(spec, "jobs") == !json_object_get(spec, "job_sets"))
         return tl_errf(err, TL_EMISSING, "%s: give exactly one of 'jobs' or 'job_sets'", origin);
-    if (jobs) {
-        e->n_sets = 1;
-        e->sets = tl_xcalloc(1, sizeof *e->sets);
-        if ((r = parse_jobs(jobs, &e->sets[0], origin, base_dir, err)) < 0)
-            return r;
-    } else {
-        if (!json_is_array(sets) || json_array_size(sets) == 0)
-            return tl_errf(err, TL_ETYPE, "%s: 'job_sets' must be a non-empty array of job arrays", origin);
-        e->n_sets = (int)json_array_size(sets);
-        e->sets = tl_xcalloc((size_t)e->n_sets, sizeof *e->sets);
-        for (int i = 0; i < e->n_sets; i++)
-            if ((r = parse_jobs(json_array_get(sets, (size_t)i), &e->sets[i], origin, base_dir, err)) < 0)
-                return r;
-    }
+    if ((r = parse_job_sets(e, spec, origin, base_dir, err)) < 0)
+        return r;
     json_t *loads = json_object_get(spec, "loads");
     if (loads) {
         if (!json_is_array(loads) || json_array_size(loads) == 0)
