@@ -59,6 +59,13 @@ static int read_plain(FILE *f, const char *path, size_t max, char **out, size_t 
     return 0;
 }
 
+/* Do these n bytes start with the gzip magic (RFC 1952)? */
+static bool gzip_magic(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    return n >= 2 && b[0] == 0x1f && b[1] == 0x8b;
+}
+
 static int gunzip(const char *path, const unsigned char *in, size_t in_len, size_t max,
                   char **out, size_t *len, tl_err *err)
 {
@@ -103,7 +110,7 @@ static int gunzip(const char *path, const unsigned char *in, size_t in_len, size
              * appended) is no gzip header: say so, not "incorrect header
              * check" as if the data were corrupt. */
             size_t rest = z.avail_in + left;
-            if (rest < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) {
+            if (!gzip_magic(z.next_in, rest)) {
                 size_t at = in_len - rest;
                 inflateEnd(&z);
                 free(buf);
@@ -157,10 +164,10 @@ int tl_read_file_max(const char *path, size_t max, char **out, size_t *len, tl_e
     fclose(f);
     if (r < 0)
         return r;
-    if (n >= 2 && (unsigned char)raw[0] == 0x1f && (unsigned char)raw[1] == 0x8b) {
+    if (gzip_magic(raw, n)) {
         r = gunzip(path, (unsigned char *)raw, n, max, out, len, err);
         free(raw);
-        if (r == 0 && *len >= 2 && (unsigned char)(*out)[0] == 0x1f && (unsigned char)(*out)[1] == 0x8b) {
+        if (r == 0 && gzip_magic(*out, *len)) {
             free(*out);
             *out = NULL;
             *len = 0;
