@@ -124,7 +124,21 @@ struct tl_runtime {
     bool window_over;
     tl_task *free_tasks;  /* recycled task structs (chained through runner_data) */
     int error;
+    /* The first job whose waiting requests passed TL_RUN_MAX_WAITING (-1:
+     * none), and when: its arrivals stopped there (see arrival_timer). */
+    int overloaded_job;
+    tl_ns overloaded_at;
 };
+
+/* An offered load far beyond what the GPU serves (a rate of 1e7/s, an
+ * arrival file of millions of times in a second) would queue requests without
+ * bound and then drain for simulated hours: a run that seems never to end,
+ * and a "throughput" that is the offered rate. Two limits turn that into an
+ * error naming the job. Both sit far above legitimate growing queues: the
+ * bundled specs' worst (MobileNetV3 under time-slicing at load 0.5) has a few
+ * thousand requests waiting and drains in less than the window's length. */
+#define TL_RUN_MAX_WAITING ((size_t)1 << 20) /* requests waiting in one job */
+#define TL_RUN_DRAIN_FACTOR 10               /* drain at most 10x warm-up + window */
 
 static void host_continue(job_rt *j);
 static void start_iteration(job_rt *j, uint32_t slot, tl_ns now);
@@ -746,6 +760,16 @@ static void arrival_timer(void *arg, tl_ns now)
     tl_runtime *rt = j->rt;
     if (now >= rt->window_end)
         return; /* no arrivals after the window: the run drains */
+    if (j->q_len >= TL_RUN_MAX_WAITING) {
+        /* Stop this job's arrivals and drop its backlog, so that the run ends
+         * soon; tl_run reports the overload as its error. */
+        if (rt->overloaded_job < 0) {
+            rt->overloaded_job = j->id;
+            rt->overloaded_at = now;
+        }
+        j->q_len = 0;
+        return;
+    }
     queue_push(j, now);
     tl_policy_request_arrived(&rt->policy, j->job);
     bool none;
@@ -893,6 +917,38 @@ static void runtime_close(tl_runtime *rt)
     free(rt->stats_at_start);
 }
 
+static const char *job_name(const tl_runtime *rt, int i)
+{
+    return rt->cfg->jobs[i].name ? rt->cfg->jobs[i].name : "?";
+}
+
+/* After tl_dev_run: did a job's queue pass TL_RUN_MAX_WAITING, or is work
+ * left at the drain's limit? Either means an offered load the GPU cannot serve. */
+static int check_overload(const tl_runtime *rt, tl_err *err)
+{
+    const char *policy = rt->cfg->policy->name;
+    if (rt->overloaded_job >= 0)
+        return tl_errf(err, TL_ERANGE,
+                       "policy %s: job %s: over %zu requests waiting at %.3f s: the offered load far "
+                       "exceeds what the GPU serves; lower the job's rate or load",
+                       policy, job_name(rt, rt->overloaded_job), TL_RUN_MAX_WAITING,
+                       (double)rt->overloaded_at / 1e9);
+    for (int i = 0; i < rt->n_jobs; i++) {
+        const job_rt *j = &rt->jrt[i];
+        size_t live = j->q_len;
+        for (uint32_t s = 0; s < MAX_INFLIGHT; s++)
+            live += j->slots[s].in_use;
+        if (live)
+            return tl_errf(err, TL_ERANGE,
+                           "policy %s: job %s: %zu requests unfinished %.1f s after the window ended "
+                           "(the drain's limit, %dx warm-up plus window): the offered load far exceeds "
+                           "what the GPU serves; lower the job's rate or load, or shorten the run",
+                           policy, job_name(rt, i), live,
+                           (double)(tl_dev_now(rt->dev) - rt->window_end) / 1e9, TL_RUN_DRAIN_FACTOR);
+    }
+    return 0;
+}
+
 int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -912,6 +968,7 @@ int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err 
     rt.out = out;
     rt.window_start = cfg->warmup_ns;
     rt.window_end = cfg->warmup_ns + cfg->duration_ns;
+    rt.overloaded_job = -1;
     rt.jobs = tl_xcalloc((size_t)cfg->n_jobs, sizeof *rt.jobs);
     rt.jrt = tl_xcalloc((size_t)cfg->n_jobs, sizeof *rt.jrt);
     rt.stats_at_start = tl_xcalloc((size_t)cfg->n_jobs, sizeof *rt.stats_at_start);
@@ -942,7 +999,11 @@ int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err 
         job_start(&rt.jrt[i]);
     /* Run to the end of the window, then drain: no new training steps or
      * arrivals; requests that arrived inside the window finish. */
-    r = tl_dev_run(dev, -1, err);
+    tl_ns drain_end = rt.window_end <= INT64_MAX / (TL_RUN_DRAIN_FACTOR + 2)
+                          ? rt.window_end * (TL_RUN_DRAIN_FACTOR + 1) : INT64_MAX / 2;
+    r = tl_dev_run(dev, drain_end, err);
+    if (r == 0)
+        r = check_overload(&rt, err);
     if (r == 0 && rt.policy.error.code) { /* a hook met a failure it could not return */
         if (err)
             *err = rt.policy.error;

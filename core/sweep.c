@@ -48,7 +48,7 @@ typedef struct sweep_ctx {
     tl_results db;
 } sweep_ctx;
 
-/* One arrival time in seconds a line, sorted, from the run's start (the
+/* One arrival time in seconds a line (decimal), sorted, from the run's start (the
  * warm-up included); blank lines and '#' comments are skipped. A line is read
  * whole however long it is, and a NUL byte (a binary file) is refused rather
  * than ending the line early. */
@@ -77,9 +77,11 @@ static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
             continue;
         char *end;
         double s = strtod(p, &end);
+        /* strtod also reads hex ("0x1p-3"), "inf" and "nan": decimal only */
+        bool decimal = strspn(p, "0123456789.eE+-") >= (size_t)(end - p);
         while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
             end++;
-        if (end == p || *end || !isfinite(s) || s < 0 || s > 1e6) {
+        if (end == p || *end || !decimal || !isfinite(s) || s < 0 || s > 1e6) {
             size_t n = strcspn(p, "\r\n");
             r = tl_errf(err, TL_EFORMAT, "%s:%d: '%.*s%s' is not an arrival time in seconds from 0 "
                         "to 1e6", path, lineno, (int)(n > 40 ? 40 : n), p, n > 40 ? "..." : "");

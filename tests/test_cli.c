@@ -442,6 +442,17 @@ static void test_arrival_files(void **state)
     write_bytes(path, "0.12\n1e300\n", 11);
     expect_fail(EX_DATAERR, "huge.txt:2: '1e300' is not an arrival time in seconds from 0 to 1e6",
                 NULL, ARRIVALS("huge.txt"));
+    /* strtod's hex floats were read as times: 0x1p-3 as 0.125 s */
+    snprintf(path, sizeof path, "%s/hex.txt", tmp);
+    write_bytes(path, "0.12\n0x1p-3\n", 12);
+    expect_fail(EX_DATAERR, "hex.txt:2: '0x1p-3' is not an arrival time in seconds from 0 to 1e6",
+                NULL, ARRIVALS("hex.txt"));
+    /* far more requests than the GPU serves: refused naming the job, where
+     * the run drained for simulated hours (an arrival every microsecond
+     * queues a million requests of MobileNetV3 in a second) */
+    expect_fail(EX_DATAERR, "job mobilenetv3_infer_b1: over 1048576 requests waiting at",
+                "the offered load far exceeds what the GPU serves", " --policy mps --duration 2 "
+                "--db %s/flood.db --job trace=" INFER ",role=inference,rate=2e6", tmp);
     /* CRLF lines, blank ones included, are fine */
     snprintf(path, sizeof path, "%s/crlf.txt", tmp);
     write_bytes(path, "0.12\r\n\r\n0.15\r\n", 14);
