@@ -138,7 +138,8 @@ struct tl_runtime {
  * bundled specs' worst (MobileNetV3 under time-slicing at load 0.5) has a few
  * thousand requests waiting and drains in less than the window's length. */
 #define TL_RUN_MAX_WAITING ((size_t)1 << 20) /* requests waiting in one job */
-#define TL_RUN_DRAIN_FACTOR 10               /* drain at most 10x warm-up + window */
+#define TL_RUN_DRAIN_FACTOR 10               /* drain at most 10x warm-up + window, */
+#define TL_RUN_DRAIN_MIN_NS (60 * TL_NS_PER_S) /* or 60 s (a short window's long request) */
 
 static void host_continue(job_rt *j);
 static void start_iteration(job_rt *j, uint32_t slot, tl_ns now);
@@ -941,10 +942,12 @@ static int check_overload(const tl_runtime *rt, tl_err *err)
         if (live)
             return tl_errf(err, TL_ERANGE,
                            "policy %s: job %s: %zu requests unfinished %.1f s after the window ended "
-                           "(the drain's limit, %dx warm-up plus window): the offered load far exceeds "
-                           "what the GPU serves; lower the job's rate or load, or shorten the run",
+                           "(the drain's limit: %dx warm-up plus window, at least %d s): the offered "
+                           "load far exceeds what the GPU serves; lower the job's rate or load, or "
+                           "shorten the run",
                            policy, job_name(rt, i), live,
-                           (double)(tl_dev_now(rt->dev) - rt->window_end) / 1e9, TL_RUN_DRAIN_FACTOR);
+                           (double)(tl_dev_now(rt->dev) - rt->window_end) / 1e9, TL_RUN_DRAIN_FACTOR,
+                           (int)(TL_RUN_DRAIN_MIN_NS / TL_NS_PER_S));
     }
     return 0;
 }
@@ -999,8 +1002,9 @@ int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err 
         job_start(&rt.jrt[i]);
     /* Run to the end of the window, then drain: no new training steps or
      * arrivals; requests that arrived inside the window finish. */
-    tl_ns drain_end = rt.window_end <= INT64_MAX / (TL_RUN_DRAIN_FACTOR + 2)
-                          ? rt.window_end * (TL_RUN_DRAIN_FACTOR + 1) : INT64_MAX / 2;
+    tl_ns drain = rt.window_end <= INT64_MAX / (4 * TL_RUN_DRAIN_FACTOR)
+                      ? rt.window_end * TL_RUN_DRAIN_FACTOR : INT64_MAX / 4;
+    tl_ns drain_end = rt.window_end + (drain > TL_RUN_DRAIN_MIN_NS ? drain : TL_RUN_DRAIN_MIN_NS);
     r = tl_dev_run(dev, drain_end, err);
     if (r == 0)
         r = check_overload(&rt, err);

@@ -371,18 +371,18 @@ static void test_tiny_rate_no_arrivals(void **state)
     (void)state;
 }
 
-/* An inference job of 100 us requests (one at a time) fed by an arrival
- * file of n requests, one every 5 us from 0: tl_run's result and message. */
-static int overload_run(size_t n, tl_run_result *res, tl_err *err)
+/* An inference job of requests of dur (one at a time) fed by an arrival
+ * file of n requests, gap apart from 0, in a 10 ms window: tl_run's result. */
+static int overload_run(size_t n, tl_ns dur, tl_ns gap, tl_run_result *res, tl_err *err)
 {
-    tl_op ops[] = { kernel(0, 0, 0, 100 * US), sync_op(TL_SYNC_STREAM, 0, -1, 0, 0) };
+    tl_op ops[] = { kernel(0, 0, 0, dur), sync_op(TL_SYNC_STREAM, 0, -1, 0, 0) };
     tl_trace t;
     tl_iteration it;
     make_trace(&t, &it, ops, 2, 0);
     tl_ns *arrivals = malloc(n * sizeof *arrivals);
     assert_non_null(arrivals);
     for (size_t i = 0; i < n; i++)
-        arrivals[i] = (tl_ns)i * 5 * US / (n > 100000 ? 1000 : 1); /* the cap's case: 5 ns apart */
+        arrivals[i] = (tl_ns)i * gap;
     tl_job_spec job = { .name = "flood", .trace = &t, .role = TL_ROLE_INFERENCE,
                         .arrival = TL_ARRIVAL_FILE, .arrival_times = arrivals,
                         .n_arrival_times = n };
@@ -397,32 +397,33 @@ static int overload_run(size_t n, tl_run_result *res, tl_err *err)
     return r;
 }
 
-/* Requests arriving 20x faster than they are served. 150 of them (15 ms of
- * work) drain 5 ms after the 10 ms window: every one is served, as before.
- * 2,000 (200 ms of work) would drain for 190 ms, past the drain's limit
- * (10x the 10 ms run): the run fails naming the job instead of draining on,
- * which at a rate of millions a second took simulated hours. 1,100,000
- * arrivals 5 ns apart pass the cap on waiting requests (2^20) first. */
+/* Requests arriving faster than they are served. 150 of 100 us, 5 us apart,
+ * drain 5 ms after the 10 ms window: every one is served, as before; so do
+ * two of 30 s (a long request in a short window). 10,000 of 10 ms, 1 us
+ * apart (100 s of work) would drain past the drain's limit (10x the run, at
+ * least 60 s): the run fails naming the job instead of draining on, which at
+ * a rate of millions a second took simulated hours. 1,100,000 arrivals 5 ns
+ * apart pass the cap on waiting requests (2^20) first. */
 static void test_overload_refused(void **state)
 {
     (void)state;
     tl_run_result res;
     tl_err err = { 0 };
-    assert_int_equal(overload_run(150, &res, &err), 0);
+    assert_int_equal(overload_run(150, 100 * US, 5 * US, &res, &err), 0);
     assert_int_equal(res.n_recs, 150);
     assert_int_equal(res.recs[149].end_ns, 150 * 100 * US);
     tl_run_result_close(&res);
+    assert_int_equal(overload_run(2, 30 * TL_NS_PER_S, 1, &res, &err), 0);
+    assert_int_equal(res.n_recs, 2);
+    tl_run_result_close(&res);
 
-    assert_int_equal(overload_run(2000, &res, &err), TL_ERANGE);
-    assert_non_null(strstr(err.msg, "job flood"));
-    assert_non_null(strstr(err.msg, "unfinished"));
-    assert_non_null(strstr(err.msg, "after the window ended"));
+    assert_int_equal(overload_run(10000, 10 * 1000 * US, 1 * US, &res, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "job flood: 3999 requests unfinished 60.0 s after the window ended"));
     assert_int_equal(res.n_recs, 0); /* the failed run's result is released */
 
     memset(&err, 0, sizeof err);
-    assert_int_equal(overload_run(1100000, &res, &err), TL_ERANGE);
-    assert_non_null(strstr(err.msg, "job flood"));
-    assert_non_null(strstr(err.msg, "over 1048576 requests waiting"));
+    assert_int_equal(overload_run(1100000, 100 * US, 5, &res, &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "job flood: over 1048576 requests waiting"));
 }
 
 /* The runner calls the device's begin hook once, after the policy's setup
