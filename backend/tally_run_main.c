@@ -905,8 +905,11 @@ int main(int argc, char **argv)
     c.sleep_us = c.threshold_us = c.timer_slack_ns = NAN;
     c.duration_s = c.warmup_s = -1; /* not given */
     const char *sub = "run";
+    static char prog[64]; /* getopt names argv[0] in its messages: "tally-run fidelity" */
     if (argc > 1 && argv[1][0] != '-') {
         sub = argv[1];
+        snprintf(prog, sizeof prog, "tally-run %s", sub);
+        argv[1] = prog;
         argc--;
         argv++;
     }

@@ -490,19 +490,27 @@ static bool out_of_range(const char *opt, const char *s, double v, bool zero_ok)
     return true;
 }
 
+/* A subcommand's argv, its argv[0] the full name getopt puts in its messages
+ * ("tally-sim info: unrecognized option"). */
+static char **sub_argv(char **argv, const char *full)
+{
+    argv[1] = (char *)full;
+    return argv + 1;
+}
+
 static int sim_main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "info"))
-        return cmd_info(argc - 1, argv + 1);
+        return cmd_info(argc - 1, sub_argv(argv, "tally-sim info"));
     if (argc > 1 && !strcmp(argv[1], "convert"))
-        return cmd_convert(argc - 1, argv + 1);
+        return cmd_convert(argc - 1, sub_argv(argv, "tally-sim convert"));
     if (argc > 1 && !strcmp(argv[1], "fidelity"))
-        return cmd_fidelity(argc - 1, argv + 1);
+        return cmd_fidelity(argc - 1, sub_argv(argv, "tally-sim fidelity"));
     if (argc > 1 && !strcmp(argv[1], "merge"))
-        return cmd_merge(argc - 1, argv + 1);
+        return cmd_merge(argc - 1, sub_argv(argv, "tally-sim merge"));
     if (argc > 1 && !strcmp(argv[1], "run")) {
         argc--;
-        argv++;
+        argv = sub_argv(argv, "tally-sim run");
     }
     tl_spec_overrides ov;
     tl_spec_overrides_init(&ov);

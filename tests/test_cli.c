@@ -116,6 +116,9 @@ static void expect_fail(int want, const char *needle1, const char *needle2, cons
 static void test_bad_input(void **state)
 {
     expect_fail(EX_USAGE, "try --help", NULL, "--frobnicate");
+    /* getopt's own line named the subcommand alone ("info: unrecognized option") */
+    expect_fail(EX_USAGE, "tally-sim info: unrecognized option '--frobnicate'", NULL, "info --frobnicate");
+    expect_fail(EX_USAGE, "tally-sim run: unrecognized option '--frobnicate'", NULL, "run --frobnicate");
     expect_fail(0, "Z80", NULL, "--policy mps --gpu Z80 --db %s/a.db" JOBS, tmp);
     expect_fail(0, "unknown policy 'nope'", NULL, "--policy nope --db %s/a.db" JOBS, tmp);
     expect_fail(0, "truncated_gzip.json.gz", "gzip",
