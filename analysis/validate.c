@@ -25,6 +25,7 @@ typedef struct vjob {
     bool grows;      /* inference: its queue grows through the run */
     double p99_lo, p99_hi; /* inference, hardware runs: tl_val_p99_range (else NaN) */
     int slow;        /* inference: tl_slow_phases; -1 unknown */
+    bool recounted;  /* inference: throughput counted from its requests (load_growth) */
 } vjob;
 
 typedef struct vrun {
@@ -39,6 +40,7 @@ typedef struct vrun {
     int n_jobs;
     double sys;      /* system throughput, NaN unknown */
     long long window_end; /* warm-up + duration (ns): the measured window's end, 0 unknown */
+    long long window_ns;  /* duration (ns): the measured window's length, 0 unknown */
     bool used;       /* matched already */
 } vrun;
 
@@ -247,7 +249,7 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
     sqlite3_bind_int64(st, 1, r->id);
     sqlite3_bind_int(st, 2, j->job_id);
     double *lat = NULL, *arr = NULL, *svc = NULL, svc_sum = 0;
-    size_t n = 0, cap = 0, unfinished = 0, svc_n = 0;
+    size_t n = 0, cap = 0, unfinished = 0, svc_n = 0, served = 0;
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (sqlite3_column_int(st, 0)) {
@@ -261,6 +263,7 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
             arr = tl_xrealloc(arr, cap * sizeof *arr);
             svc = tl_xrealloc(svc, cap * sizeof *svc);
         }
+        served += r->window_end > 0 && end < r->window_end;
         if (r->window_end > 0 && end < r->window_end && sqlite3_column_type(st, 3) != SQLITE_NULL) {
             svc[svc_n] = (double)end - (double)sqlite3_column_int64(st, 3); /* any values: no overflow */
             svc_sum += svc[svc_n++];
@@ -281,6 +284,16 @@ static int load_growth(tl_analysis *a, const vrun *r, vjob *j, bool range, tl_er
         j->v[TL_M_MEAN_SERVICE] = svc_sum / (double)svc_n;
         j->has[TL_M_MEAN_SERVICE] = true;
         j->slow = tl_slow_phases(svc, svc_n);
+    }
+    /* Throughput as model revision 22 defines it (include/tally/metrics.h): the
+     * requests served inside the window. Databases written before it counted
+     * every request that arrived, however late it ended (a growing queue's
+     * offered rate); recounted here, both worlds compare one definition. The
+     * relative figures follow (fill_derived). */
+    if (rc == 0 && r->window_end > 0 && r->window_ns > 0 && n + unfinished > 0) {
+        j->v[TL_M_THROUGHPUT] = (double)served / ((double)r->window_ns / 1e9);
+        j->has[TL_M_THROUGHPUT] = true;
+        j->recounted = true;
     }
     j->p99_lo = j->p99_hi = NAN;
     if (rc == 0 && range)
@@ -395,10 +408,15 @@ static void fill_derived(vdb *d)
                 j->v[TL_M_P99_OVERHEAD] = j->v[TL_M_P99] / base - 1.0;
                 j->has[TL_M_P99_OVERHEAD] = true;
             }
-            if (!j->has[TL_M_THROUGHPUT_REL] && j->has[TL_M_THROUGHPUT] &&
+            /* an inference job's throughput recounted from its requests
+             * (load_growth): its relative figure, and the system's, again */
+            bool recounted = j->recounted;
+            if ((recounted || !j->has[TL_M_THROUGHPUT_REL]) && j->has[TL_M_THROUGHPUT] &&
                 alone_value(d, j, TL_M_THROUGHPUT, &base)) {
                 j->v[TL_M_THROUGHPUT_REL] = j->v[TL_M_THROUGHPUT] / base;
                 j->has[TL_M_THROUGHPUT_REL] = true;
+                if (recounted)
+                    r->sys = NAN;
             }
             all_rel &= j->has[TL_M_THROUGHPUT_REL];
             sum += j->v[TL_M_THROUGHPUT_REL];
@@ -414,7 +432,8 @@ static int load_db(tl_analysis *a, const char *kind, const char *experiment, vdb
     int rc = tl_an_prepare(a,
                            "SELECT run_id, COALESCE(experiment,''), policy, "
                            "COALESCE(policy_params,''), COALESCE(gpu,''), load, config, "
-                           "COALESCE(warmup_ns, 0) + COALESCE(duration_ns, 0) FROM runs "
+                           "COALESCE(warmup_ns, 0) + COALESCE(duration_ns, 0), "
+                           "COALESCE(duration_ns, 0) FROM runs "
                            "WHERE COALESCE(status,'done')='done' AND kind=?1 "
                            "AND (?2 IS NULL OR experiment=?2) ORDER BY run_id",
                            &st, err);
@@ -443,6 +462,7 @@ static int load_db(tl_analysis *a, const char *kind, const char *experiment, vdb
             r->params[0] = '\0';
         r->gpu = text_col(st, 4);
         r->window_end = sqlite3_column_int64(st, 7);
+        r->window_ns = sqlite3_column_int64(st, 8);
         r->has_load = sqlite3_column_type(st, 5) != SQLITE_NULL;
         r->load = sqlite3_column_double(st, 5);
         r->key = key;

@@ -95,14 +95,21 @@ void tl_metrics_compute(const tl_run_result *r, const tl_run_config *cfg, int sm
     for (int j = 0; j < cfg->n_jobs; j++) {
         tl_job_metrics *x = &m[j];
         memset(x, 0, sizeof *x);
-        size_t n = 0, within = 0;
+        size_t n = 0, within = 0, served = 0;
+        bool inference = cfg->jobs[j].role == TL_ROLE_INFERENCE;
         double sum = 0, sum_service = 0;
         for (size_t i = 0; i < r->n_recs; i++) {
             const tl_request_rec *q = &r->recs[i];
             if (q->job != j)
                 continue;
             /* Training "latency" is the iteration time: from its start. */
-            tl_ns from = cfg->jobs[j].role == TL_ROLE_INFERENCE ? q->arrival_ns : q->start_ns;
+            tl_ns from = inference ? q->arrival_ns : q->start_ns;
+            /* Throughput counts what was served inside the window. A training
+             * iteration is recorded only then; a request that arrived inside it
+             * is recorded however late it ends (the run drains), and one whose
+             * queue grows ends after the window: counting it would report the
+             * offered rate, not what the GPU served. */
+            served += !inference || q->end_ns < r->window_end_ns;
             double l = (double)(q->end_ns - from);
             lat[n++] = l;
             sum += l;
@@ -124,7 +131,7 @@ void tl_metrics_compute(const tl_run_result *r, const tl_run_config *cfg, int sm
             var += (lat[i] - x->mean_latency_ns) * (lat[i] - x->mean_latency_ns);
         x->turnaround_var_ns2 = n > 1 ? var / (double)(n - 1) : 0;
         x->slo_attainment = cfg->jobs[j].slo_ns > 0 && n ? (double)within / (double)n : NAN;
-        x->throughput = window_s > 0 ? (double)n / window_s : 0;
+        x->throughput = window_s > 0 ? (double)served / window_s : 0;
         double denom = (double)sms * (double)(r->window_end_ns - r->window_start_ns);
         x->util = denom > 0 && r->job_stats ? (double)r->job_stats[j].sm_busy_ns / denom : 0;
         x->throughput_rel = NAN;

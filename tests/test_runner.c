@@ -412,6 +412,14 @@ static void test_overload_refused(void **state)
     assert_int_equal(overload_run(150, 100 * US, 5 * US, &res, &err), 0);
     assert_int_equal(res.n_recs, 150);
     assert_int_equal(res.recs[149].end_ns, 150 * 100 * US);
+    /* throughput counts the requests served inside the window: the k-th ends
+     * at k x 100 us, so 99 of the 150 before 10 ms (not the 150 that arrived) */
+    tl_job_spec job = { .role = TL_ROLE_INFERENCE };
+    tl_run_config cfg = { .jobs = &job, .n_jobs = 1 };
+    tl_job_metrics m;
+    tl_metrics_compute(&res, &cfg, 1, &m);
+    assert_int_equal(m.count, 150);
+    assert_true(m.throughput == 9900.0);
     tl_run_result_close(&res);
     assert_int_equal(overload_run(2, 30 * TL_NS_PER_S, 1, &res, &err), 0);
     assert_int_equal(res.n_recs, 2);

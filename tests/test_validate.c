@@ -213,7 +213,7 @@ static void make_db(const char *path, bool with_sim, bool with_hw)
         shared(db, 3, false, "tally", 11, 0, 8.8, NAN, 8, 1.8);
         shared(db, 4, false, "tally", 12, 1, 9.6, 0.2, 6, 1.6);
         shared(db, 5, false, "mps", 11, 0, 16, 1.0, 10, 2.0);
-        requests(db, 5, 40, 16, 0, 0, 6.4); /* a steady queue */
+        requests(db, 5, 50, 16, 0, 0, 6.4); /* a steady queue */
         shared(db, 6, false, "tgs", 11, 0, 12, 0.5, 4, 1.4);
         shared(db, 7, false, "tally", 99, 0, 50, 5.0, 1, 1.1);
     }
@@ -229,8 +229,13 @@ static void make_db(const char *path, bool with_sim, bool with_hw)
         shared(db, 10, true, "tally", 11, 0, 11, 0.1, 6.4, 1.8);
         shared(db, 11, true, "tally", 12, 1, 12, 0.2, 5.6, 1.7);
         shared(db, 12, true, "mps", 11, 0, 30, 2.0, 8, 2.0);
-        requests(db, 12, 40, 1, 1, 0, 11); /* one that grows: 1 ms to 40 ms */
-        drained(db, 12, 40, 5); /* served after the window: not in the service time */
+        requests(db, 12, 50, 1, 1, 0, 11); /* one that grows: 1 ms to 50 ms */
+        drained(db, 12, 50, 5); /* served after the window: not in the service time */
+        /* as written before model revision 22: throughput by arrival (55 a
+         * second), system 55/50 + 1 */
+        tl_test_exec_sql(db, "UPDATE metrics SET value = 55 WHERE run_id = 12 AND job_id = 0 "
+                             "AND name = 'throughput';");
+        tl_test_exec_sql(db, "UPDATE metrics SET value = 2.1 WHERE run_id = 12 AND job_id = -1;");
         shared(db, 13, true, "tgs", 11, 0, 13, 0.3, 3.2, 1.9);
         shared(db, 14, true, "time-slicing", 11, 0, 40, 3.0, 5, 1.5);
     }
@@ -518,6 +523,14 @@ static void test_csv_markdown(void **state)
     row = strstr(csv, "exp,bert+resnet,,tally,,bert,inference,2,");
     assert_non_null(strstr(row, ",0,0,3.68,4.6,-0.2"));
     assert_true(strstr(row, ",0,0,3.68,4.6,-0.2") < strchr(row, '\n'));
+    /* throughput counts the requests served inside the window, recounted from
+     * the requests whatever the metrics table says: 50 of 50 simulated, 50 of
+     * 55 on the hardware (the 5 drained after the window are not; its table
+     * said 55/s, the arrivals); relative to alone's 50/s 1.0, and the
+     * system's 2.0, not the table's 2.1 */
+    assert_non_null(strstr(csv, "exp,bert+resnet,,mps,,bert,inference,1,8,15,-0.466666667,16,30,"
+                                "-0.466666667,50,50,0,1,2,1,1,"));
+    assert_non_null(strstr(csv, "exp,bert+resnet,,mps,,system,,1,,,,,,,2,2,0,"));
     free(csv);
     char *md = slurp(path_in("v.md"));
     assert_non_null(strstr(md, "Made with `tally-validate x y`"));

@@ -11,7 +11,8 @@ typedef struct tl_job_metrics {
     double mean_latency_ns;
     double mean_service_ns;     /* start->end */
     double slo_attainment;      /* fraction of requests within the SLO; NAN if none */
-    double throughput;          /* per second of the window */
+    double throughput;          /* per second of the window: iterations that ended in it,
+                                   requests that arrived and were served in it */
     double util;                /* SM-time occupied / (SMs x window) */
     double turnaround_var_ns2;  /* variance of latency (Gilman & Walls) */
     /* relative to running alone (NAN when unknown) */

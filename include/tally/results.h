@@ -30,7 +30,9 @@
  *   metrics(run_id, job_id, name, value,            -- job_id -1: whole system
  *            PRIMARY KEY(run_id, job_id, name))
  *      names: p50_ns p90_ns p95_ns p99_ns p999_ns mean_latency_ns slo_attainment
- *             mean_service_ns requests throughput (iterations or requests per s)
+ *             mean_service_ns requests throughput (per s of the window: iterations
+ *             that ended in it, requests that arrived and were served in it; before
+ *             model revision 22 a request counted however late it ended)
  *             throughput_rel (vs alone) p99_overhead (p99 / alone p99 - 1)
  *             util (SM-time occupied / (sms x time)) turnaround_var_ns2
  *             system: system_throughput util, and the device's own figures

@@ -238,8 +238,10 @@ typedef struct tl_sim_stats {
  * host learns of a graph's kernels at its end (core/runner.c); 21:
  * graph_tail_ns 1600 on the H100 (a graph kernel behind one whose last wave
  * filled every SM with blocks of <= 64 threads starts 1.6 us later: session
- * 24's probes). */
-#define TL_SIM_MODEL_REVISION 21
+ * 24's probes); 22: the metrics (both devices): an inference job's
+ * throughput counts the requests served inside the window, not every one that
+ * arrived in it (a growing queue reported its offered rate; core/metrics.c). */
+#define TL_SIM_MODEL_REVISION 22
 
 /* Defaults for a GPU (fitted values where we have them, documented guesses else). */
 /* Crowding: the time of a compute-bound block with k blocks of its kernel (w
