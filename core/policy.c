@@ -174,6 +174,7 @@ typedef struct plain_launch {
     tl_task *t;
     tl_task_done_fn done;
     struct plain_launch *next; /* in p->spare_launches while unused */
+    struct plain_launch *all;  /* every record, from p->all_launches */
 } plain_launch;
 
 static plain_launch *launch_get(tl_policy *p)
@@ -181,8 +182,11 @@ static plain_launch *launch_get(tl_policy *p)
     plain_launch *pl = p->spare_launches;
     if (pl)
         p->spare_launches = pl->next;
-    else
+    else {
         pl = tl_xmalloc(sizeof *pl);
+        pl->all = p->all_launches;
+        p->all_launches = pl;
+    }
     return pl;
 }
 
@@ -252,11 +256,12 @@ void tl_policy_close(tl_policy *p)
 {
     if (!p)
         return;
-    while (p->spare_launches) {
-        plain_launch *pl = p->spare_launches;
-        p->spare_launches = pl->next;
+    while (p->all_launches) { /* spare ones and any still in flight */
+        plain_launch *pl = p->all_launches;
+        p->all_launches = pl->all;
         free(pl);
     }
+    p->spare_launches = NULL;
     if (!p->ops)
         return;
     if (p->ops->teardown)

@@ -123,6 +123,8 @@ struct tl_runtime {
     tl_job_stats *stats_at_start;
     bool window_over;
     tl_task *free_tasks;  /* recycled task structs (chained through runner_data) */
+    struct task_chunk *task_chunks; /* where every task struct lives: freed at the
+                                       end, with any a run cut short left in flight */
     int error;
     /* The first job whose waiting requests passed TL_RUN_MAX_WAITING (-1:
      * none), and when: its arrivals stopped there (see arrival_timer). */
@@ -155,6 +157,12 @@ static void push_rec(tl_run_result *out, const tl_request_rec *r)
     out->recs[out->n_recs++] = *r;
 }
 
+typedef struct task_chunk {
+    struct task_chunk *next;
+    uint32_t used;
+    tl_task tasks[256];
+} task_chunk;
+
 static tl_task *task_alloc(tl_runtime *rt)
 {
     tl_task *t = rt->free_tasks;
@@ -163,7 +171,13 @@ static tl_task *task_alloc(tl_runtime *rt)
         memset(t, 0, sizeof *t);
         return t;
     }
-    return tl_xcalloc(1, sizeof *t);
+    task_chunk *c = rt->task_chunks;
+    if (!c || c->used == sizeof c->tasks / sizeof c->tasks[0]) {
+        c = tl_xcalloc(1, sizeof *c);
+        c->next = rt->task_chunks;
+        rt->task_chunks = c;
+    }
+    return &c->tasks[c->used++];
 }
 
 static void task_free(tl_runtime *rt, tl_task *t)
@@ -908,11 +922,12 @@ static void runtime_close(tl_runtime *rt)
         for (int s = 0; s < MAX_INFLIGHT; s++)
             free(j->slots[s].ivs);
     }
-    while (rt->free_tasks) {
-        tl_task *t = rt->free_tasks;
-        rt->free_tasks = t->runner_data;
-        free(t);
+    while (rt->task_chunks) {
+        task_chunk *c = rt->task_chunks;
+        rt->task_chunks = c->next;
+        free(c);
     }
+    rt->free_tasks = NULL;
     free(rt->jrt);
     free(rt->jobs);
     free(rt->stats_at_start);

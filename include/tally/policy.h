@@ -109,9 +109,11 @@ struct tl_policy {
      * so that nothing hangs, and the runner reports it after the run. */
     tl_err error;
     /* Framework-owned: records of finished tl_policy_run_plain_then launches,
-     * kept for reuse (one malloc per launch showed in profiles); freed by
-     * tl_policy_close. */
+     * kept for reuse (one malloc per launch showed in profiles), and every
+     * record made (with those of launches still in flight when a run was cut
+     * short); freed by tl_policy_close. */
     void *spare_launches;
+    void *all_launches;
 };
 
 /* Registry. */
