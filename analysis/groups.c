@@ -50,6 +50,7 @@ typedef struct run_job {
     long long alone_run_id;
     double v[TL_M_COUNT];
     bool has[TL_M_COUNT];
+    bool recounted; /* inference: throughput counted from its requests (served_rate) */
 } run_job;
 
 typedef struct run_data {
@@ -73,6 +74,33 @@ static void run_data_free(run_data *r)
 static char *col_text(sqlite3_stmt *st, int i)
 {
     return tl_an_clean_label((const char *)sqlite3_column_text(st, i));
+}
+
+/* An inference job's throughput as model revision 22 defines it
+ * (include/tally/metrics.h): its requests served inside the measured window,
+ * per second of it, counted from the requests table, so that a database
+ * written before that revision (which counted every request that arrived)
+ * reads the same. False when the run has no requests of the job or no window. */
+static bool served_rate(tl_analysis *a, long long run_id, int job_id, double *out)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(a->db,
+                           "SELECT COUNT(*), SUM(q.end_ns IS NOT NULL AND q.end_ns < "
+                           "COALESCE(r.warmup_ns, 0) + COALESCE(r.duration_ns, 0)), "
+                           "COALESCE(r.duration_ns, 0) FROM requests q JOIN runs r ON "
+                           "r.run_id = q.run_id WHERE q.run_id=?1 AND q.job_id=?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, job_id);
+    bool ok = false;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0 &&
+        sqlite3_column_int64(st, 2) > 0) {
+        *out = (double)sqlite3_column_int64(st, 1) / ((double)sqlite3_column_int64(st, 2) / 1e9);
+        ok = true;
+    }
+    sqlite3_finalize(st);
+    return ok;
 }
 
 static int load_run(tl_analysis *a, long long run_id, run_data *rd, tl_err *err)
@@ -135,6 +163,15 @@ static int load_run(tl_analysis *a, long long run_id, run_data *rd, tl_err *err)
             }
     }
     sqlite3_finalize(st);
+    for (int i = 0; i < rd->n_jobs; i++) {
+        run_job *j = &rd->jobs[i];
+        double v;
+        if (j->role && !strcmp(j->role, "inference") && served_rate(a, run_id, j->job_id, &v)) {
+            j->v[TL_M_THROUGHPUT] = v;
+            j->has[TL_M_THROUGHPUT] = true;
+            j->recounted = true; /* its relative figure follows (fill_derived) */
+        }
+    }
     return 0;
 }
 
@@ -163,9 +200,29 @@ static bool alone_metric(tl_analysis *a, long long alone_run, const char *job_na
     return ok;
 }
 
+/* The alone throughput of a recounted inference job: recounted the same way
+ * (served_rate) in the alone run's job of the same name, or its only job. */
+static bool alone_served(tl_analysis *a, long long alone_run, const char *job_name, double *out)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(a->db,
+                           "SELECT job_id FROM jobs WHERE run_id=?1 AND (name=?2 OR "
+                           "(SELECT COUNT(*) FROM jobs WHERE run_id=?1)=1) "
+                           "ORDER BY (name=?2) DESC, job_id LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, alone_run);
+    sqlite3_bind_text(st, 2, job_name, -1, SQLITE_STATIC);
+    bool ok = sqlite3_step(st) == SQLITE_ROW &&
+              served_rate(a, alone_run, sqlite3_column_int(st, 0), out) && *out > 0;
+    sqlite3_finalize(st);
+    return ok;
+}
+
 /* Derived metrics the writer may have left out, computed as results.h defines them. */
 static void fill_derived(tl_analysis *a, run_data *rd)
 {
+    bool rederived = false; /* a recounted job's relative throughput: the system's again */
     for (int i = 0; i < rd->n_jobs; i++) {
         run_job *j = &rd->jobs[i];
         double base;
@@ -174,13 +231,17 @@ static void fill_derived(tl_analysis *a, run_data *rd)
             j->v[TL_M_P99_OVERHEAD] = j->v[TL_M_P99] / base - 1.0;
             j->has[TL_M_P99_OVERHEAD] = true;
         }
-        if (!j->has[TL_M_THROUGHPUT_REL] && j->has[TL_M_THROUGHPUT] && j->has_alone &&
-            alone_metric(a, j->alone_run_id, j->name, "throughput", &base)) {
+        if (j->recounted && j->has_alone && alone_served(a, j->alone_run_id, j->name, &base)) {
+            j->v[TL_M_THROUGHPUT_REL] = j->v[TL_M_THROUGHPUT] / base;
+            j->has[TL_M_THROUGHPUT_REL] = true;
+            rederived = true;
+        } else if (!j->has[TL_M_THROUGHPUT_REL] && j->has[TL_M_THROUGHPUT] && j->has_alone &&
+                   alone_metric(a, j->alone_run_id, j->name, "throughput", &base)) {
             j->v[TL_M_THROUGHPUT_REL] = j->v[TL_M_THROUGHPUT] / base;
             j->has[TL_M_THROUGHPUT_REL] = true;
         }
     }
-    if (!rd->sys_has[TL_SYS_THROUGHPUT] && rd->n_jobs > 0) {
+    if ((!rd->sys_has[TL_SYS_THROUGHPUT] || rederived) && rd->n_jobs > 0) {
         double s = 0;
         bool all = true;
         for (int i = 0; i < rd->n_jobs; i++) {

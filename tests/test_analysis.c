@@ -442,6 +442,53 @@ static void test_groups_mean_and_derived(void **state)
     tl_analysis_close(&a);
 }
 
+/* A database written before model revision 22 stored an inference job's
+ * throughput as every request that arrived in the window (the run drains after
+ * it): an overloaded queue read 1.000 of alone. Groups recount it from the
+ * requests, served inside the window (warm-up 0.1 s + 1 s): alone 4 of 4 (4/s),
+ * mps 3 of 5 (the two ending after 1.1 s are not): 3/s, 0.75 of alone, and the
+ * system 0.75 + 0.9 = 1.65, not the stored 5/s, 1.25 and 2.15. */
+static void test_groups_recount_served(void **state)
+{
+    (void)state;
+    const char *data =
+        "INSERT INTO runs(run_id, run_key, experiment, kind, policy, seed, repetition, load, status,"
+        " duration_ns, warmup_ns) VALUES (1,'a','old','hw','alone',1,0,0.5,'done',1000000000,100000000),"
+        " (2,'b','old','hw','alone',1,0,0.5,'done',1000000000,100000000),"
+        " (3,'c','old','hw','mps',1,0,0.5,'done',1000000000,100000000);"
+        "INSERT INTO jobs(run_id, job_id, name, role, priority, slo_ns, alone_run_id) VALUES"
+        " (1,0,'bert','inference',0,0,NULL), (2,0,'resnet','training',1,0,NULL),"
+        " (3,0,'bert','inference',0,0,1), (3,1,'resnet','training',1,0,2);"
+        "INSERT INTO metrics VALUES (1,0,'throughput',4), (2,0,'throughput',10),"
+        " (3,0,'throughput',5), (3,0,'throughput_rel',1.25), (3,1,'throughput',9),"
+        " (3,1,'throughput_rel',0.9), (3,-1,'system_throughput',2.15);"
+        "INSERT INTO requests VALUES"
+        " (1,0,0, 200000000,200000000,210000000, 10000000,10000000),"
+        " (1,0,1, 400000000,400000000,410000000, 10000000,10000000),"
+        " (1,0,2, 600000000,600000000,610000000, 10000000,10000000),"
+        " (1,0,3, 800000000,800000000,810000000, 10000000,10000000),"
+        " (3,0,0, 200000000,200000000,300000000, 100000000,100000000),"
+        " (3,0,1, 400000000,400000000,700000000, 300000000,300000000),"
+        " (3,0,2, 600000000,700000000,1000000000, 400000000,300000000),"
+        " (3,0,3, 800000000,1000000000,1300000000, 500000000,300000000),"
+        " (3,0,4, 1000000000,1300000000,1600000000, 600000000,300000000);";
+    make_db(path_in("old.db"), schema_sql, data);
+    tl_analysis a;
+    tl_err err = {0};
+    assert_int_equal(tl_analysis_open(&a, path_in("old.db"), &err), 0);
+    tl_groups g;
+    tl_filter f = {0};
+    assert_int_equal(tl_groups_load(&a, &f, &g, &err), 0);
+    const tl_group *m = find_group(&g, "mps", "hw");
+    assert_non_null(m);
+    assert_near(tl_group_job_mean(&m->jobs[0], TL_M_THROUGHPUT), 3.0);
+    assert_near(tl_group_job_mean(&m->jobs[0], TL_M_THROUGHPUT_REL), 0.75);
+    assert_near(tl_group_job_mean(&m->jobs[1], TL_M_THROUGHPUT_REL), 0.9); /* training: as stored */
+    assert_near(tl_group_sys_mean(m, TL_SYS_THROUGHPUT), 1.65);
+    tl_groups_close(&g);
+    tl_analysis_close(&a);
+}
+
 /* ---- plots ------------------------------------------------------------------ */
 
 static void test_tradeoff_data(void **state)
@@ -1255,6 +1302,7 @@ int main(void)
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_open_accepts_writer_schema),
         cmocka_unit_test(test_groups_mean_and_derived),
+        cmocka_unit_test(test_groups_recount_served),
         cmocka_unit_test(test_tradeoff_data),
         cmocka_unit_test(test_cdf_data),
         cmocka_unit_test(test_bars_data),
