@@ -24,7 +24,7 @@ static const char usage_text[] =
     "  bars       p50/p99 latency, throughput vs alone, utilization per policy and job\n"
     "  timeline   SM occupancy per job with request arrivals/completions, one run\n"
     "             (--run-id, window --from-ms/--to-ms) (runN_timeline.*)\n"
-    "  simhw      simulated vs hardware runs per policy: p99 and throughput, error %%\n"
+    "  simhw      simulated vs hardware runs per policy: p99 and throughput, error %\n"
     "  chrome     Chrome trace event JSON of one run (--run-id; Perfetto, chrome://tracing)\n"
     "  report     comparison table on stdout (--markdown FILE writes it as Markdown too)\n"
     "  all        tradeoff, cdf and bars\n"
