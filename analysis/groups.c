@@ -175,34 +175,9 @@ static int load_run(tl_analysis *a, long long run_id, run_data *rd, tl_err *err)
     return 0;
 }
 
-/* The job's metric in its 'alone' baseline run: the job of the same name there,
- * or the only job of that run. */
-static bool alone_metric(tl_analysis *a, long long alone_run, const char *job_name,
-                         const char *metric, double *out)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(a->db,
-                           "SELECT m.value FROM metrics m JOIN jobs j ON j.run_id=m.run_id AND "
-                           "j.job_id=m.job_id WHERE m.run_id=?1 AND m.name=?2 AND (j.name=?3 OR "
-                           "(SELECT COUNT(*) FROM jobs WHERE run_id=?1)=1) "
-                           "ORDER BY (j.name=?3) DESC, j.job_id LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_int64(st, 1, alone_run);
-    sqlite3_bind_text(st, 2, metric, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, job_name, -1, SQLITE_STATIC);
-    bool ok = false;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-        *out = sqlite3_column_double(st, 0);
-        ok = isfinite(*out) && *out > 0;
-    }
-    sqlite3_finalize(st);
-    return ok;
-}
-
-/* The alone throughput of a recounted inference job: recounted the same way
- * (served_rate) in the alone run's job of the same name, or its only job. */
-static bool alone_served(tl_analysis *a, long long alone_run, const char *job_name, double *out)
+/* The job of an 'alone' baseline run that stands for job_name: the job of
+ * that name there, or the run's only job. */
+static bool alone_job(tl_analysis *a, long long alone_run, const char *job_name, int *job_id)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(a->db,
@@ -213,10 +188,41 @@ static bool alone_served(tl_analysis *a, long long alone_run, const char *job_na
         return false;
     sqlite3_bind_int64(st, 1, alone_run);
     sqlite3_bind_text(st, 2, job_name, -1, SQLITE_STATIC);
-    bool ok = sqlite3_step(st) == SQLITE_ROW &&
-              served_rate(a, alone_run, sqlite3_column_int(st, 0), out) && *out > 0;
+    bool ok = sqlite3_step(st) == SQLITE_ROW;
+    if (ok)
+        *job_id = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     return ok;
+}
+
+/* The job's metric in its 'alone' baseline run (alone_job). */
+static bool alone_metric(tl_analysis *a, long long alone_run, const char *job_name,
+                         const char *metric, double *out)
+{
+    int job;
+    sqlite3_stmt *st;
+    if (!alone_job(a, alone_run, job_name, &job) ||
+        sqlite3_prepare_v2(a->db, "SELECT value FROM metrics WHERE run_id=?1 AND job_id=?2 AND name=?3",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, alone_run);
+    sqlite3_bind_int(st, 2, job);
+    sqlite3_bind_text(st, 3, metric, -1, SQLITE_STATIC);
+    bool ok = false;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        *out = sqlite3_column_double(st, 0);
+        ok = isfinite(*out) && *out > 0;
+    }
+    sqlite3_finalize(st);
+    return ok;
+}
+
+/* The alone throughput of a recounted inference job: recounted the same way
+ * (served_rate) in its alone run's job (alone_job). */
+static bool alone_served(tl_analysis *a, long long alone_run, const char *job_name, double *out)
+{
+    int job;
+    return alone_job(a, alone_run, job_name, &job) && served_rate(a, alone_run, job, out) && *out > 0;
 }
 
 /* Derived metrics the writer may have left out, computed as results.h defines them. */

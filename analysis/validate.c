@@ -410,12 +410,11 @@ static void fill_derived(vdb *d)
             }
             /* an inference job's throughput recounted from its requests
              * (load_growth): its relative figure, and the system's, again */
-            bool recounted = j->recounted;
-            if ((recounted || !j->has[TL_M_THROUGHPUT_REL]) && j->has[TL_M_THROUGHPUT] &&
+            if ((j->recounted || !j->has[TL_M_THROUGHPUT_REL]) && j->has[TL_M_THROUGHPUT] &&
                 alone_value(d, j, TL_M_THROUGHPUT, &base)) {
                 j->v[TL_M_THROUGHPUT_REL] = j->v[TL_M_THROUGHPUT] / base;
                 j->has[TL_M_THROUGHPUT_REL] = true;
-                if (recounted)
+                if (j->recounted)
                     r->sys = NAN;
             }
             all_rel &= j->has[TL_M_THROUGHPUT_REL];

@@ -1033,7 +1033,7 @@ int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err 
     for (int i = 0; r == 0 && i < cfg->n_jobs; i++)
         if (rt.jrt[i].outstanding)
             r = tl_errf(err, TL_EINVAL, "policy %s: job %d (%s): %llu issued operations never completed",
-                        cfg->policy->name, i, cfg->jobs[i].name ? cfg->jobs[i].name : "?",
+                        cfg->policy->name, i, job_name(&rt, i),
                         (unsigned long long)rt.jrt[i].outstanding);
     dev->observer = NULL;
     dev->observer_arg = NULL;
