@@ -35,6 +35,12 @@ int tl_an_prepare(tl_analysis *a, const char *sql, sqlite3_stmt **st, tl_err *er
 FILE *tl_an_create(tl_analysis *a, const tl_plot_opts *o, const char *name, tl_err *err);
 int tl_an_finish(FILE *f, const tl_plot_opts *o, const char *name, tl_err *err);
 
+/* The databases a validation read (every source's hardware and simulated
+ * one), NULL-terminated, for tl_out_open and tl_output_check; free the array,
+ * not the paths (v's). */
+struct tl_validation;
+const char **tl_val_inputs(const struct tl_validation *v);
+
 /* Colour i of a 10-colour qualitative palette ("#rrggbb"). */
 const char *tl_an_colour(size_t i);
 

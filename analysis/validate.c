@@ -792,11 +792,45 @@ static void make_rankings(tl_validation *v)
 
 /* ---------- load ---------- */
 
-static int build(tl_validation *v, vdb *sim, vdb *hw)
+/* Cells being built: one per policy, parameters, job set and load. */
+typedef struct builder {
+    cell_sort *cs;
+    cell_acc **acc;
+    size_t nc;
+} builder;
+
+static tl_val_cell *new_cell(builder *b, const vrun *h)
 {
-    cell_sort *cs = NULL;
-    cell_acc **acc = NULL;
-    size_t nc = 0;
+    b->cs = tl_xrealloc(b->cs, (b->nc + 1) * sizeof *b->cs);
+    b->acc = tl_xrealloc(b->acc, (b->nc + 1) * sizeof *b->acc);
+    b->acc[b->nc] = tl_xcalloc(1, sizeof **b->acc);
+    tl_val_cell *c = &b->cs[b->nc++].cell;
+    memset(c, 0, sizeof *c);
+    c->experiment = tl_xstrdup(h->experiment);
+    c->policy = tl_xstrdup(h->policy);
+    c->params = tl_xstrdup(h->params);
+    c->has_load = h->has_load;
+    c->load = h->load;
+    c->jobsig = tl_xstrdup(h->jobsig);
+    c->n_jobs = h->n_jobs < 64 ? h->n_jobs : 64;
+    c->jobs = tl_xcalloc(c->n_jobs ? (size_t)c->n_jobs : 1, sizeof *c->jobs);
+    c->hp = -1;
+    for (int j = 0; j < c->n_jobs; j++) {
+        c->jobs[j].name = tl_xstrdup(h->jobs[j].name);
+        c->jobs[j].role = tl_xstrdup(h->jobs[j].role);
+        c->jobs[j].priority = h->jobs[j].priority;
+        if (!strcmp(c->jobs[j].role, "inference") &&
+            (c->hp < 0 || c->jobs[j].priority < c->jobs[c->hp].priority))
+            c->hp = j;
+    }
+    return c;
+}
+
+/* Match the hardware runs of one source with its simulated runs and add the
+ * pairs to their cells. */
+static void match_source(tl_validation *v, builder *b, vdb *sim, vdb *hw, int src)
+{
+    tl_val_source *so = &v->sources[src];
     for (size_t i = 0; i < hw->n; i++) {
         vrun *h = &hw->runs[i];
         vrun *s = NULL;
@@ -812,66 +846,67 @@ static int build(tl_validation *v, vdb *sim, vdb *hw)
         if (!s)
             continue;
         s->used = true;
+        if (!so->matched++)
+            so->sim_params = tl_xstrdup(s->sim_params);
         if (!v->matched++) {
             v->hw_gpu = tl_xstrdup(h->gpu);
             v->sim_gpu = tl_xstrdup(s->gpu);
-            v->sim_params = tl_xstrdup(s->sim_params);
         }
         size_t ci = 0;
-        while (ci < nc && !same_cell(&cs[ci].cell, h))
+        while (ci < b->nc && !same_cell(&b->cs[ci].cell, h))
             ci++;
-        if (ci == nc) {
-            cs = tl_xrealloc(cs, (nc + 1) * sizeof *cs);
-            acc = tl_xrealloc(acc, (nc + 1) * sizeof *acc);
-            acc[nc] = tl_xcalloc(1, sizeof **acc);
-            tl_val_cell *c = &cs[nc].cell;
-            memset(c, 0, sizeof *c);
-            c->experiment = tl_xstrdup(h->experiment);
-            c->policy = tl_xstrdup(h->policy);
-            c->params = tl_xstrdup(h->params);
-            c->has_load = h->has_load;
-            c->load = h->load;
-            c->jobsig = tl_xstrdup(h->jobsig);
-            c->n_jobs = h->n_jobs < 64 ? h->n_jobs : 64;
-            c->jobs = tl_xcalloc(c->n_jobs ? (size_t)c->n_jobs : 1, sizeof *c->jobs);
-            c->hp = -1;
-            for (int j = 0; j < c->n_jobs; j++) {
-                c->jobs[j].name = tl_xstrdup(h->jobs[j].name);
-                c->jobs[j].role = tl_xstrdup(h->jobs[j].role);
-                c->jobs[j].priority = h->jobs[j].priority;
-                if (!strcmp(c->jobs[j].role, "inference") &&
-                    (c->hp < 0 || c->jobs[j].priority < c->jobs[c->hp].priority))
-                    c->hp = j;
-            }
-            nc++;
-        }
-        add_pair(&cs[ci].cell, acc[ci], s, h);
+        tl_val_cell *c = ci < b->nc ? &b->cs[ci].cell : new_cell(b, h);
+        add_pair(c, b->acc[ci], s, h);
+        c->src = tl_xrealloc(c->src, (size_t)c->n_pairs * sizeof *c->src);
+        c->src[c->n_pairs - 1] = src;
     }
+}
+
+/* The order of first appearance among the hardware runs of every source, in
+ * order. */
+static size_t first_index_all(const vdb *hws, size_t n, bool by_policy, const tl_val_cell *c)
+{
+    size_t base = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = first_index(&hws[i], by_policy, c);
+        if (k < hws[i].n)
+            return base + k;
+        base += hws[i].n;
+    }
+    return base;
+}
+
+/* Means over each cell's pairs, the cells in report order, the rankings. */
+static void finish(tl_validation *v, builder *b, const vdb *hws, size_t n_src)
+{
+    cell_sort *cs = b->cs;
+    size_t nc = b->nc;
     for (size_t i = 0; i < nc; i++) {
         tl_val_cell *c = &cs[i].cell;
+        cell_acc *acc = b->acc[i];
         for (int j = 0; j < c->n_jobs; j++) {
-            int nr = acc[i]->range_n[j];
-            c->jobs[j].p99_hw_lo = nr ? acc[i]->range_sum[j][0] / nr : NAN;
-            c->jobs[j].p99_hw_hi = nr ? acc[i]->range_sum[j][1] / nr : NAN;
-            int n0 = acc[i]->slow_n[0][j], n1 = acc[i]->slow_n[1][j];
-            c->jobs[j].slow_sim = n0 ? acc[i]->slow_sum[0][j] / n0 : NAN;
-            c->jobs[j].slow_hw = n1 ? acc[i]->slow_sum[1][j] / n1 : NAN;
+            int nr = acc->range_n[j];
+            c->jobs[j].p99_hw_lo = nr ? acc->range_sum[j][0] / nr : NAN;
+            c->jobs[j].p99_hw_hi = nr ? acc->range_sum[j][1] / nr : NAN;
+            int n0 = acc->slow_n[0][j], n1 = acc->slow_n[1][j];
+            c->jobs[j].slow_sim = n0 ? acc->slow_sum[0][j] / n0 : NAN;
+            c->jobs[j].slow_hw = n1 ? acc->slow_sum[1][j] / n1 : NAN;
         }
         for (int j = 0; j < c->n_jobs; j++)
             for (int m = 0; m < TL_M_COUNT; m++) {
-                int ns = acc[i]->n[0][j][m], nh = acc[i]->n[1][j][m];
-                c->jobs[j].sim[m] = ns ? acc[i]->sum[0][j][m] / ns : NAN;
-                c->jobs[j].hw[m] = nh ? acc[i]->sum[1][j][m] / nh : NAN;
+                int ns = acc->n[0][j][m], nh = acc->n[1][j][m];
+                c->jobs[j].sim[m] = ns ? acc->sum[0][j][m] / ns : NAN;
+                c->jobs[j].hw[m] = nh ? acc->sum[1][j][m] / nh : NAN;
             }
-        c->sys_sim = acc[i]->sys_n[0] ? acc[i]->sys_sum[0] / acc[i]->sys_n[0] : NAN;
-        c->sys_hw = acc[i]->sys_n[1] ? acc[i]->sys_sum[1] / acc[i]->sys_n[1] : NAN;
+        c->sys_sim = acc->sys_n[0] ? acc->sys_sum[0] / acc->sys_n[0] : NAN;
+        c->sys_hw = acc->sys_n[1] ? acc->sys_sum[1] / acc->sys_n[1] : NAN;
         if (is_alone(c)) /* a job alone has no system throughput to speak of */
             c->sys_sim = c->sys_hw = NAN;
-        cs[i].set_order = first_index(hw, false, c);
-        cs[i].policy_order = first_index(hw, true, c);
-        free(acc[i]);
+        cs[i].set_order = first_index_all(hws, n_src, false, c);
+        cs[i].policy_order = first_index_all(hws, n_src, true, c);
+        free(acc);
     }
-    free(acc);
+    free(b->acc);
     if (nc)
         qsort(cs, nc, sizeof *cs, cmp_cells);
     v->cells = tl_xcalloc(nc ? nc : 1, sizeof *v->cells);
@@ -879,58 +914,106 @@ static int build(tl_validation *v, vdb *sim, vdb *hw)
         v->cells[i] = cs[i].cell;
     v->n_cells = nc;
     free(cs);
+    memset(b, 0, sizeof *b);
     make_rankings(v);
-    return 0;
+}
+
+/* Read one source's two databases. */
+static int load_source(tl_val_source *so, const char *experiment, vdb *sim, vdb *hw, tl_err *err)
+{
+    tl_analysis as, ah;
+    int r = tl_analysis_open(&ah, so->hw_path, err);
+    if (r < 0)
+        return r;
+    if ((r = tl_analysis_open(&as, so->sim_path, err)) < 0) {
+        tl_analysis_close(&ah);
+        return r;
+    }
+    r = load_db(&ah, "hw", experiment, hw, err);
+    if (r == 0)
+        r = load_db(&as, "sim", NULL, sim, err);
+    tl_analysis_close(&as);
+    tl_analysis_close(&ah);
+    if (r == 0) {
+        char cal[32];
+        int m = tl_validation_hw_meta(so->hw_path, "hw_graph_calibration", cal, sizeof cal, err);
+        if (m < 0)
+            r = m;
+        else if (m == 1)
+            so->hw_graph_calib = tl_xstrdup(cal);
+    }
+    so->hw_runs = hw->n;
+    so->sim_runs = sim->n;
+    if (r == 0 && hw->n == 0)
+        r = tl_errf(err, TL_EMISSING, "%s: no finished hardware runs (kind 'hw')%s%s",
+                    so->hw_path, experiment ? " of experiment " : "", experiment ? experiment : "");
+    else if (r == 0 && sim->n == 0)
+        r = tl_errf(err, TL_EMISSING, "%s: no finished simulated runs (kind 'sim')", so->sim_path);
+    return r;
+}
+
+int tl_validation_load_many(tl_validation *v, size_t n, const char *const *sim_dbs,
+                            const char *const *hw_dbs, const char *experiment, tl_err *err)
+{
+    memset(v, 0, sizeof *v);
+    if (n == 0)
+        return tl_errf(err, TL_EINVAL, "no hardware database to validate");
+    v->sources = tl_xcalloc(n, sizeof *v->sources);
+    v->n_sources = n;
+    for (size_t i = 0; i < n; i++) {
+        v->sources[i].hw_path = tl_xstrdup(hw_dbs[i]);
+        v->sources[i].sim_path = tl_xstrdup(sim_dbs[i]);
+    }
+    v->hw_path = tl_xstrdup(hw_dbs[0]);
+    v->sim_path = tl_xstrdup(sim_dbs[0]);
+    vdb *sims = tl_xcalloc(n, sizeof *sims), *hws = tl_xcalloc(n, sizeof *hws);
+    builder b = {0};
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        tl_val_source *so = &v->sources[i];
+        r = load_source(so, experiment, &sims[i], &hws[i], err);
+        v->hw_runs += so->hw_runs;
+        v->sim_runs += so->sim_runs;
+        if (r == 0)
+            match_source(v, &b, &sims[i], &hws[i], (int)i);
+        if (r == 0 && so->matched == 0)
+            r = tl_errf(err, TL_EMISSING,
+                        "%s: none of its %zu simulated runs has the config of one of the %zu "
+                        "hardware runs of %s (same policy, jobs, load, seed, repetition, "
+                        "duration and warm-up needed; hardware run with another --seed?)",
+                        so->sim_path, so->sim_runs, so->hw_runs, so->hw_path);
+    }
+    finish(v, &b, hws, n); /* the cells become v's: close frees them on errors too */
+    if (r == 0) {
+        v->sim_params = tl_xstrdup(v->sources[0].sim_params);
+        if (v->sources[0].hw_graph_calib)
+            v->hw_graph_calib = tl_xstrdup(v->sources[0].hw_graph_calib);
+    }
+    for (size_t i = 0; i < n; i++) {
+        vdb_free(&sims[i]);
+        vdb_free(&hws[i]);
+    }
+    free(sims);
+    free(hws);
+    if (r < 0)
+        tl_validation_close(v);
+    return r;
+}
+
+const char **tl_val_inputs(const tl_validation *v)
+{
+    const char **in = tl_xcalloc(2 * v->n_sources + 1, sizeof *in);
+    for (size_t i = 0; i < v->n_sources; i++) {
+        in[2 * i] = v->sources[i].hw_path;
+        in[2 * i + 1] = v->sources[i].sim_path;
+    }
+    return in;
 }
 
 int tl_validation_load(tl_validation *v, const char *sim_db, const char *hw_db,
                        const char *experiment, tl_err *err)
 {
-    memset(v, 0, sizeof *v);
-    tl_analysis as, ah;
-    int r = tl_analysis_open(&ah, hw_db, err);
-    if (r < 0)
-        return r;
-    if ((r = tl_analysis_open(&as, sim_db, err)) < 0) {
-        tl_analysis_close(&ah);
-        return r;
-    }
-    vdb sim = {0}, hw = {0};
-    r = load_db(&ah, "hw", experiment, &hw, err);
-    if (r == 0)
-        r = load_db(&as, "sim", NULL, &sim, err);
-    tl_analysis_close(&as);
-    tl_analysis_close(&ah);
-    v->hw_path = tl_xstrdup(hw_db);
-    v->sim_path = tl_xstrdup(sim_db);
-    if (r == 0) {
-        char cal[32];
-        int m = tl_validation_hw_meta(hw_db, "hw_graph_calibration", cal, sizeof cal, err);
-        if (m < 0)
-            r = m;
-        else if (m == 1)
-            v->hw_graph_calib = tl_xstrdup(cal);
-    }
-    v->hw_runs = hw.n;
-    v->sim_runs = sim.n;
-    if (r == 0 && hw.n == 0)
-        r = tl_errf(err, TL_EMISSING, "%s: no finished hardware runs (kind 'hw')%s%s", hw_db,
-                    experiment ? " of experiment " : "", experiment ? experiment : "");
-    else if (r == 0 && sim.n == 0)
-        r = tl_errf(err, TL_EMISSING, "%s: no finished simulated runs (kind 'sim')", sim_db);
-    if (r == 0)
-        r = build(v, &sim, &hw);
-    if (r == 0 && v->matched == 0)
-        r = tl_errf(err, TL_EMISSING,
-                    "%s: none of its %zu simulated runs has the config of one of the %zu hardware "
-                    "runs of %s (same policy, jobs, load, seed, repetition, duration and warm-up "
-                    "needed; hardware run with another --seed?)",
-                    sim_db, sim.n, hw.n, hw_db);
-    vdb_free(&sim);
-    vdb_free(&hw);
-    if (r < 0)
-        tl_validation_close(v);
-    return r;
+    return tl_validation_load_many(v, 1, &sim_db, &hw_db, experiment, err);
 }
 
 void tl_validation_close(tl_validation *v)
@@ -943,6 +1026,7 @@ void tl_validation_close(tl_validation *v)
         free(c->jobsig);
         free(c->sim_ids);
         free(c->hw_ids);
+        free(c->src);
         for (int j = 0; j < c->n_jobs; j++) {
             free(c->jobs[j].name);
             free(c->jobs[j].role);
@@ -970,5 +1054,13 @@ void tl_validation_close(tl_validation *v)
     free(v->hw_path);
     free(v->hw_graph_calib);
     free(v->sim_path);
+    for (size_t i = 0; i < v->n_sources; i++) {
+        tl_val_source *so = &v->sources[i];
+        free(so->hw_path);
+        free(so->sim_path);
+        free(so->sim_params);
+        free(so->hw_graph_calib);
+    }
+    free(v->sources);
     memset(v, 0, sizeof *v);
 }

@@ -316,19 +316,51 @@ static size_t scope_rows(const tl_validation *v, size_t i, row_t **rows, int *n)
     return k - i;
 }
 
+/* The header of a validation pooled from several pairs of databases: one
+ * line per pair (its runs, pairs, simulator parameters and graph calibration),
+ * as a Markdown list when md. */
+static void print_sources(FILE *f, const tl_validation *v, bool md)
+{
+    const char *q = md ? "`" : "";
+    fprintf(f, "Simulated (%s) vs hardware (%s) runs, pooled from %zu pairs of databases: %zu "
+               "pairs matched by run config, %zu of %zu hardware runs.%s",
+            v->sim_gpu ? v->sim_gpu : "?", v->hw_gpu ? v->hw_gpu : "?", v->n_sources, v->matched,
+            v->matched, v->hw_runs, md ? "\n\n" : "\n");
+    for (size_t i = 0; i < v->n_sources; i++) {
+        const tl_val_source *so = &v->sources[i];
+        fprintf(f, "%s%s%s%s (%zu runs) vs %s%s%s (%zu runs): %zu pairs; simulator parameters: "
+                   "%s%s%s",
+                md ? "- " : "  ", q, so->hw_path, q, so->hw_runs, q, so->sim_path, q, so->sim_runs,
+                so->matched, so->sim_params && *so->sim_params ? q : "",
+                so->sim_params && *so->sim_params ? so->sim_params : "the GPU's defaults",
+                so->sim_params && *so->sim_params ? q : "");
+        if (so->hw_graph_calib)
+            fprintf(f, "; graph kernels calibrated as: %s", so->hw_graph_calib);
+        fputs(".\n", f);
+    }
+    fprintf(f, "%sMeans over the matched repetitions of every pair of databases; err = sim / hw "
+               "- 1; p50, p99 in ms (training: iteration time);%sthroughput in requests or "
+               "iterations per s (system: sum of the jobs' throughput relative to alone).\n%s",
+            md ? "\n" : "", md ? " " : "\n", md ? "\n" : "");
+}
+
 void tl_validation_print(const tl_validation *v, FILE *out)
 {
-    fprintf(out,
-            "Simulated (%s: %zu runs, %s) vs hardware (%s: %zu runs, %s): %zu pairs matched.\n"
-            "Means over the matched repetitions; err = sim / hw - 1; p50, p99 in ms (training: "
-            "iteration time);\nthroughput in requests or iterations per s (system: sum of the "
-            "jobs' throughput relative to alone).\n",
-            v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
-            v->hw_gpu ? v->hw_gpu : "?", v->matched);
-    fprintf(out, "Simulator parameters: %s.\n",
-            v->sim_params && *v->sim_params ? v->sim_params : "the GPU's defaults");
-    if (v->hw_graph_calib)
-        fprintf(out, "Hardware graph jobs' kernels calibrated as: %s.\n", v->hw_graph_calib);
+    if (v->n_sources > 1) {
+        print_sources(out, v, false);
+    } else {
+        fprintf(out,
+                "Simulated (%s: %zu runs, %s) vs hardware (%s: %zu runs, %s): %zu pairs matched.\n"
+                "Means over the matched repetitions; err = sim / hw - 1; p50, p99 in ms (training: "
+                "iteration time);\nthroughput in requests or iterations per s (system: sum of the "
+                "jobs' throughput relative to alone).\n",
+                v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
+                v->hw_gpu ? v->hw_gpu : "?", v->matched);
+        fprintf(out, "Simulator parameters: %s.\n",
+                v->sim_params && *v->sim_params ? v->sim_params : "the GPU's defaults");
+        if (v->hw_graph_calib)
+            fprintf(out, "Hardware graph jobs' kernels calibrated as: %s.\n", v->hw_graph_calib);
+    }
     for (size_t i = 0; i < v->n_cells;) {
         char *t = scope_title(&v->cells[i]);
         fprintf(out, "\n== %s\n", t);
@@ -378,27 +410,34 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
                                  tl_err *err)
 {
     /* never one of the databases compared (the output is renamed into place) */
-    const char *inputs[] = {v->hw_path, v->sim_path, NULL};
+    const char **inputs = tl_val_inputs(v);
     FILE *f = tl_out_open(path, inputs, err);
+    free(inputs);
     if (!f)
         return err ? err->code : TL_EIO;
     fprintf(f, "# Simulator vs hardware\n\n");
     if (command)
         fprintf(f, "Made with `%s`.\n\n", command);
-    fprintf(f,
-            "Simulated runs: `%s` (%zu runs, %s); hardware runs: `%s` (%zu runs, %s); %zu pairs "
-            "matched by run config. Means over the matched repetitions; err = sim / hw - 1; p50 "
-            "and p99 in ms (for training jobs: iteration time); throughput in requests or "
-            "iterations per s; system: the sum of the jobs' throughput relative to alone.\n\n",
-            v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
-            v->hw_gpu ? v->hw_gpu : "?", v->matched);
-    if (v->sim_params && *v->sim_params)
-        fprintf(f, "Simulator parameters other than the GPU's defaults: `%s`.\n\n", v->sim_params);
-    else
-        fprintf(f, "Simulator parameters: the GPU's defaults.\n\n");
-    if (v->hw_graph_calib)
-        fprintf(f, "Hardware graph jobs' kernels calibrated as: %s (tally-run's meta "
-                   "hw_graph_calibration).\n\n", v->hw_graph_calib);
+    if (v->n_sources > 1) {
+        print_sources(f, v, true);
+    } else {
+        fprintf(f,
+                "Simulated runs: `%s` (%zu runs, %s); hardware runs: `%s` (%zu runs, %s); %zu "
+                "pairs matched by run config. Means over the matched repetitions; err = sim / hw "
+                "- 1; p50 and p99 in ms (for training jobs: iteration time); throughput in "
+                "requests or iterations per s; system: the sum of the jobs' throughput relative "
+                "to alone.\n\n",
+                v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
+                v->hw_gpu ? v->hw_gpu : "?", v->matched);
+        if (v->sim_params && *v->sim_params)
+            fprintf(f, "Simulator parameters other than the GPU's defaults: `%s`.\n\n",
+                    v->sim_params);
+        else
+            fprintf(f, "Simulator parameters: the GPU's defaults.\n\n");
+        if (v->hw_graph_calib)
+            fprintf(f, "Hardware graph jobs' kernels calibrated as: %s (tally-run's meta "
+                       "hw_graph_calibration).\n\n", v->hw_graph_calib);
+    }
     fprintf(f, "## Summary\n\n");
     print_summary(f, v, "- ");
     for (size_t i = 0; i < v->n_cells;) {
@@ -481,8 +520,9 @@ static void csv_num(FILE *f, double v)
 int tl_validation_write_csv(const tl_validation *v, const char *path, tl_err *err)
 {
     /* never one of the databases compared (the output is renamed into place) */
-    const char *inputs[] = {v->hw_path, v->sim_path, NULL};
+    const char **inputs = tl_val_inputs(v);
     FILE *f = tl_out_open(path, inputs, err);
+    free(inputs);
     if (!f)
         return err ? err->code : TL_EIO;
     fprintf(f, "experiment,job_set,load,policy,params,job,role,runs,"

@@ -434,11 +434,18 @@ static int exec_sql(tl_results *r, const char *sql, tl_err *err)
     return 0;
 }
 
-/* Copy the given runs of src (with their jobs, requests, iterations and
- * metrics) into r, keys prefixed, experiment names set per run. */
-static int copy_side(tl_results *r, const tl_validation *v, bool hw, tl_err *err)
+/* Copy the matched runs of one side of source si (with their jobs, requests,
+ * iterations and metrics) into r, keys prefixed ("hw:", "sim:"; with several
+ * sources "hw:N:", as two sessions may have run the same config), experiment
+ * names set per run. */
+static int copy_side(tl_results *r, const tl_validation *v, size_t si, bool hw, tl_err *err)
 {
-    const char *src = hw ? v->hw_path : v->sim_path;
+    const char *src = hw ? v->sources[si].hw_path : v->sources[si].sim_path;
+    char prefix[32];
+    if (v->n_sources > 1)
+        snprintf(prefix, sizeof prefix, "%s:%zu:", hw ? "hw" : "sim", si + 1);
+    else
+        snprintf(prefix, sizeof prefix, "%s:", hw ? "hw" : "sim");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK)
         return tl_errf(err, TL_EDB, "%s: attach: %s", r->path, sqlite3_errmsg(r->db));
@@ -463,10 +470,12 @@ static int copy_side(tl_results *r, const tl_validation *v, bool hw, tl_err *err
     for (size_t i = 0; rc == 0 && i < v->n_cells; i++) {
         const tl_val_cell *c = &v->cells[i];
         for (int k = 0; rc == 0 && k < c->n_pairs; k++) {
+            if ((size_t)c->src[k] != si)
+                continue;
             long long old = hw ? c->hw_ids[k] : c->sim_ids[k];
             sqlite3_reset(st);
             sqlite3_bind_int64(st, 1, old);
-            sqlite3_bind_text(st, 2, hw ? "hw:" : "sim:", -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, prefix, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 3, c->experiment, -1, SQLITE_STATIC);
             if (sqlite3_step(st) != SQLITE_DONE) {
                 rc = tl_errf(err, TL_EDB, "%s: copying run %lld of %s: %s", r->path, old, src,
@@ -507,8 +516,9 @@ int tl_validation_combine(const tl_validation *v, const char *out_path, tl_err *
 {
     /* Never one of the databases it is made from; an earlier combined
      * database is replaced only once the new one is complete. */
-    const char *inputs[] = {v->hw_path, v->sim_path, NULL};
+    const char **inputs = tl_val_inputs(v);
     int rc = tl_output_check(out_path, inputs, err);
+    free(inputs);
     if (rc == 0)
         rc = check_old(out_path, err);
     if (rc < 0)
@@ -532,10 +542,11 @@ int tl_validation_combine(const tl_validation *v, const char *out_path, tl_err *
         snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES('made_by', '%s');",
                  combined_mark);
         rc = exec_sql(&r, sql, err);
-        if (rc == 0)
-            rc = copy_side(&r, v, true, err);
-        if (rc == 0)
-            rc = copy_side(&r, v, false, err);
+        for (size_t i = 0; rc == 0 && i < v->n_sources; i++) {
+            rc = copy_side(&r, v, i, true, err);
+            if (rc == 0)
+                rc = copy_side(&r, v, i, false, err);
+        }
         /* back to a journal of its own: the file is complete by itself */
         if (rc == 0 && sqlite3_exec(r.db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK)
             rc = tl_errf(err, TL_EDB, "%s: %s", out_path, sqlite3_errmsg(r.db));

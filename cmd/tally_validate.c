@@ -2,6 +2,7 @@
  * (simulated vs measured latency and throughput per policy and job, the errors,
  * whether the policies rank the same), from the results databases of
  * tally-sim and tally-run. The logic lives in analysis/validate*.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -14,8 +15,12 @@
 #include "tally/results.h"
 #include "tally/validate.h"
 
+/* Hardware databases one validation may pool (and the same as text). */
+#define TL_VALIDATE_MAX_HW 256
+#define TL_VALIDATE_MAX_HW_S "256"
+
 static const char usage_text[] =
-    "usage: tally-validate [options] SPEC HW.db\n"
+    "usage: tally-validate [options] SPEC HW.db [HW.db ...]\n"
     "       tally-validate [options] --spec SPEC --hw-db HW.db [--sim-db SIM.db]\n"
     "       tally-validate [options] --hw-db HW.db --sim-db SIM.db\n"
     "\n"
@@ -41,10 +46,15 @@ static const char usage_text[] =
     "Runs are matched by their run config (policy, jobs, load, seed, repetition,\n"
     "duration), whatever device ran them. With a spec, the simulator first runs it with\n"
     "the policies, duration, warm-up and repetitions of the hardware runs.\n"
+    "Several hardware databases of one spec (e.g. runs of other seeds, made in other\n"
+    "sessions) are pooled: each is simulated with its own seed and what it recorded of\n"
+    "its replay, runs are matched within each, and every row is the mean over the\n"
+    "pairs of all of them.\n"
     "\n"
     "options:\n"
     "  -s, --spec FILE          experiment spec the hardware runs were made from\n"
-    "  -H, --hw-db FILE         hardware results database (runs of kind 'hw')\n"
+    "  -H, --hw-db FILE         hardware results database (runs of kind 'hw');\n"
+    "                           repeatable (pooled; needs --spec, not --sim-db or --seed)\n"
     "  -d, --sim-db FILE        simulated results database: with --spec the simulated runs\n"
     "                           are written there (runs already there are reused), else\n"
     "                           read only (default with --spec: a temporary file)\n"
@@ -132,14 +142,19 @@ static void scratch_remove(scratch *s)
 {
     if (!s->made)
         return;
-    static const char *const names[] = {"sim.db", "combined.db"};
-    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-    char p[400];
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 4; k++) {
-            snprintf(p, sizeof p, "%s/%s%s", s->dir, names[i], sfx[k]);
-            unlink(p);
-        }
+    /* the folder is ours alone: everything in it (databases and their
+     * journals) goes */
+    DIR *d = opendir(s->dir);
+    if (d) {
+        struct dirent *e;
+        char p[600];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                snprintf(p, sizeof p, "%s/%s", s->dir, e->d_name);
+                unlink(p);
+            }
+        closedir(d);
+    }
     rmdir(s->dir);
 }
 
@@ -176,6 +191,55 @@ static void name_temporary(char *msg, size_t cap, const char *tmp_path, const ch
     }
 }
 
+/* What simulating the twin of a hardware database takes from the command line. */
+typedef struct twin_opts {
+    const char *spec, *experiment;
+    long long seed;              /* < 0: the hardware runs' own */
+    bool kernels;
+    const char *const *sim_params;
+    int n_sim_params;
+    int jobs;                    /* workers; 0: one per core */
+    bool quiet;
+} twin_opts;
+
+/* Simulate the spec as the runs of hw_db were made (their policies, seed,
+ * duration and what tally-run recorded of its replay) into sim_db. */
+static int simulate_twin(const twin_opts *o, const char *hw_db, const char *sim_db, tl_err *err)
+{
+    long long seed = o->seed;
+    int r = 0;
+    if (seed < 0) {
+        /* hardware runs made with another --seed than the spec's */
+        int f = tl_validation_hw_seed(o->spec, hw_db, o->experiment, &seed, err);
+        if (f < 0)
+            return f;
+        if (f > 0 && !o->quiet)
+            fprintf(stderr, "tally-validate: %s: the hardware runs were made with seed %lld, "
+                            "not the spec's: simulating with it (--seed overrides)\n",
+                    hw_db, seed);
+    }
+    tl_experiment e;
+    tl_experiment_init(&e);
+    r = tl_validation_experiment(&e, o->spec, hw_db, o->experiment, seed, err);
+    if (r == 0 && o->kernels)
+        e.record_kernels = true; /* the grid copies the hardware runs' choice: false */
+    for (int i = 0; i < o->n_sim_params && r == 0; i++)
+        r = tl_experiment_set_sim_param(&e, o->sim_params[i], err);
+    char applied[256] = "";
+    if (r == 0)
+        r = tl_validation_hw_params(&e, hw_db, applied, sizeof applied, err);
+    if (r == 0 && *applied && !o->quiet)
+        fprintf(stderr, "tally-validate: simulating with what %s recorded of its replay: %s "
+                        "(--sim-param overrides)\n", hw_db, applied);
+    if (r == 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int workers = o->jobs > 0 ? o->jobs : ncpu > 0 ? (int)ncpu : 1;
+        r = tl_validation_simulate(&e, sim_db, workers, o->quiet, err);
+    }
+    tl_experiment_close(&e);
+    return r;
+}
+
 enum { OPT_NO_RENDER = 256, OPT_SIM_PARAM };
 
 static int run(int argc, char **argv)
@@ -200,7 +264,9 @@ static int run(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    const char *spec = NULL, *hw_db = NULL, *sim_db = NULL, *experiment = NULL;
+    const char *spec = NULL, *sim_db = NULL, *experiment = NULL;
+    const char *hw_dbs[TL_VALIDATE_MAX_HW];
+    size_t n_hw = 0;
     const char *markdown = NULL, *csv = NULL, *plot_dir = NULL, *combined = NULL;
     long long seed = -1, jobs = 0;
     bool quiet = false, kernels = false;
@@ -220,7 +286,11 @@ static int run(int argc, char **argv)
                                : c == 'c' ? "--csv" : c == 'P' ? "--plot-dir" : "--combined-db");
         switch (c) {
         case 's': spec = optarg; break;
-        case 'H': hw_db = optarg; break;
+        case 'H':
+            if (n_hw == TL_VALIDATE_MAX_HW)
+                return usage_error("at most %s hardware databases", TL_VALIDATE_MAX_HW_S);
+            hw_dbs[n_hw++] = optarg;
+            break;
         case 'd': sim_db = optarg; break;
         case 'e': experiment = optarg; break;
         case 'S':
@@ -255,18 +325,32 @@ static int run(int argc, char **argv)
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    /* positional form: SPEC HW.db */
+    /* positional form: SPEC HW.db [HW.db ...] */
     if (optind < argc && !spec)
         spec = argv[optind++];
-    if (optind < argc && !hw_db)
-        hw_db = argv[optind++];
-    if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!hw_db)
+    for (; optind < argc; optind++) {
+        if (n_hw == TL_VALIDATE_MAX_HW)
+            return usage_error("at most %s hardware databases", TL_VALIDATE_MAX_HW_S);
+        hw_dbs[n_hw++] = argv[optind];
+    }
+    if (!n_hw)
         return usage_error("%s", "no hardware database: give SPEC HW.db or --hw-db FILE");
     if (!spec && !sim_db)
         return usage_error("%s", "give the spec to simulate (--spec FILE) or simulated runs "
                                  "(--sim-db FILE)");
+    if (n_hw > 1 && !spec)
+        return usage_error("%s", "several hardware databases need the spec (--spec FILE): "
+                                 "each is simulated with what it recorded");
+    if (n_hw > 1 && sim_db)
+        return usage_error("%s", "--sim-db takes the twins of one hardware database; with "
+                                 "several each is simulated into a temporary database");
+    if (n_hw > 1 && seed >= 0)
+        return usage_error("%s", "--seed applies to one hardware database; with several each "
+                                 "one's seed is found from its runs");
+    for (size_t i = 0; i < n_hw; i++)
+        for (size_t k = 0; k < i; k++)
+            if (tl_results_same_file(hw_dbs[i], hw_dbs[k]))
+                return usage_error("hardware database '%s' given twice", hw_dbs[i]);
     if (!spec && seed >= 0)
         return usage_error("%s", "--seed needs --spec (it is the seed to simulate with)");
     if (!plot_dir && (po.formats || po.no_render))
@@ -281,7 +365,15 @@ static int run(int argc, char **argv)
     /* No output may replace an input (with --spec the simulated database is
      * written, not replaced: it may be an existing one). */
     {
-        const char *inputs[] = {hw_db, spec, sim_db, NULL};
+        const char *inputs[TL_VALIDATE_MAX_HW + 3];
+        size_t ni = 0;
+        for (size_t i = 0; i < n_hw; i++)
+            inputs[ni++] = hw_dbs[i];
+        if (spec)
+            inputs[ni++] = spec;
+        if (sim_db)
+            inputs[ni++] = sim_db;
+        inputs[ni] = NULL;
         const char *const outs[][2] = {{"--markdown", markdown}, {"--csv", csv},
                                        {"--combined-db", combined}};
         for (int i = 0; i < 3; i++) {
@@ -291,9 +383,11 @@ static int run(int argc, char **argv)
             if (in) {
                 fprintf(stderr, "tally-validate: %s '%s' is %s, read to make it: not "
                                 "overwritten\nTry 'tally-validate --help'.\n",
-                        outs[i][0], outs[i][1], in == hw_db ? "the hardware database (--hw-db)"
-                                               : in == spec ? "the spec (--spec)"
-                                                            : "the simulated database (--sim-db)");
+                        outs[i][0], outs[i][1],
+                        in == spec     ? "the spec (--spec)"
+                        : in == sim_db ? "the simulated database (--sim-db)"
+                        : n_hw == 1    ? "the hardware database (--hw-db)"
+                                       : "a hardware database (--hw-db)");
                 return EX_USAGE;
             }
             for (int k = 0; k < i; k++)
@@ -306,63 +400,62 @@ static int run(int argc, char **argv)
     }
 
     scratch tmp = {0};
-    char sim_buf[400], comb_buf[400];
+    /* the simulated database of each hardware one (the user's --sim-db, or
+     * temporaries named by sim_tmp) */
+    const char *sim_dbs[TL_VALIDATE_MAX_HW];
+    char (*sim_tmp)[400] = calloc(n_hw, sizeof *sim_tmp);
+    char comb_buf[400];
     int r = 0;
     bool writing = false; /* a TL_EIO is then ours to write, not an input to read */
-    if (spec) {
-        if (!sim_db && !(sim_db = scratch_path(&tmp, "sim.db", sim_buf, sizeof sim_buf))) {
-            r = tl_errf(&err, TL_EIO, "cannot create a temporary folder: %s", strerror(errno));
-            writing = true;
+    if (!sim_tmp)
+        return fail(&(tl_err){TL_ENOMEM, "out of memory"});
+    for (size_t i = 0; i < n_hw && r == 0; i++) {
+        sim_dbs[i] = sim_db;
+        if (spec && !sim_db) {
+            char name[32];
+            snprintf(name, sizeof name, n_hw > 1 ? "sim-%zu.db" : "sim.db", i + 1);
+            if (!(sim_dbs[i] = scratch_path(&tmp, name, sim_tmp[i], sizeof sim_tmp[i]))) {
+                r = tl_errf(&err, TL_EIO, "cannot create a temporary folder: %s", strerror(errno));
+                writing = true;
+                break;
+            }
         }
-        tl_experiment e;
-        tl_experiment_init(&e);
-        if (r == 0 && seed < 0) {
-            /* hardware runs made with another --seed than the spec's */
-            int f = tl_validation_hw_seed(spec, hw_db, experiment, &seed, &err);
-            if (f < 0)
-                r = f;
-            else if (f > 0 && !quiet)
-                fprintf(stderr, "tally-validate: %s: the hardware runs were made with seed %lld, "
-                                "not the spec's: simulating with it (--seed overrides)\n",
-                        hw_db, seed);
+        if (spec) {
+            if (n_hw > 1 && !quiet)
+                fprintf(stderr, "tally-validate: [%zu/%zu] %s\n", i + 1, n_hw, hw_dbs[i]);
+            const twin_opts to = {spec, experiment, seed, kernels, sim_params, n_sim_params,
+                                  (int)jobs, quiet};
+            r = simulate_twin(&to, hw_dbs[i], sim_dbs[i], &err);
         }
-        if (r == 0)
-            r = tl_validation_experiment(&e, spec, hw_db, experiment, seed, &err);
-        if (r == 0 && kernels)
-            e.record_kernels = true; /* the grid copies the hardware runs' choice: false */
-        for (int i = 0; i < n_sim_params && r == 0; i++)
-            r = tl_experiment_set_sim_param(&e, sim_params[i], &err);
-        char applied[256] = "";
-        if (r == 0)
-            r = tl_validation_hw_params(&e, hw_db, applied, sizeof applied, &err);
-        if (r == 0 && *applied && !quiet)
-            fprintf(stderr, "tally-validate: simulating with what %s recorded of its replay: %s "
-                            "(--sim-param overrides)\n", hw_db, applied);
-        if (r == 0) {
-            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-            int workers = jobs > 0 ? (int)jobs : ncpu > 0 ? (int)ncpu : 1;
-            r = tl_validation_simulate(&e, sim_db, workers, quiet, &err);
-        }
-        tl_experiment_close(&e);
     }
     tl_validation v;
     memset(&v, 0, sizeof v);
     if (r == 0)
-        r = tl_validation_load(&v, sim_db, hw_db, experiment, &err);
+        r = tl_validation_load_many(&v, n_hw, sim_dbs, hw_dbs, experiment, &err);
     /* A spec that is not what tally-run ran still matches some runs: say so,
      * quiet or not, for the report alone would not (fuzz round 2). */
-    if (r == 0 && v.matched < v.hw_runs)
-        fprintf(stderr, "tally-validate: warning: %zu of the %zu hardware runs in %s have no "
-                        "simulated twin (another policy, job set, load, seed, repetition, "
-                        "duration or warm-up than the spec's): the report leaves them out\n",
-                v.hw_runs - v.matched, v.hw_runs, hw_db);
+    for (size_t i = 0; r == 0 && i < v.n_sources; i++)
+        if (v.sources[i].matched < v.sources[i].hw_runs)
+            fprintf(stderr, "tally-validate: warning: %zu of the %zu hardware runs in %s have no "
+                            "simulated twin (another policy, job set, load, seed, repetition, "
+                            "duration or warm-up than the spec's): the report leaves them out\n",
+                    v.sources[i].hw_runs - v.sources[i].matched, v.sources[i].hw_runs,
+                    v.sources[i].hw_path);
     if (r == 0 && v.sim_gpu && v.hw_gpu && !strstr(v.hw_gpu, v.sim_gpu))
         fprintf(stderr, "tally-validate: warning: the simulated GPU (%s) is not the one the "
                         "hardware runs used (%s)\n", v.sim_gpu, v.hw_gpu);
     /* reports name a temporary simulated database by what it is, not by its path */
+    char **real = calloc(v.n_sources ? v.n_sources : 1, sizeof *real);
     char *sim_real = v.sim_path;
-    if (r == 0 && sim_db == sim_buf)
+    if (r == 0 && sim_tmp[0][0])
         v.sim_path = "simulated now, temporary";
+    for (size_t i = 0; r == 0 && real && i < v.n_sources; i++) {
+        real[i] = v.sources[i].sim_path;
+        if (sim_tmp[i][0])
+            v.sources[i].sim_path = "simulated now, temporary";
+    }
+    if (r == 0 && !real)
+        r = tl_errf(&err, TL_ENOMEM, "out of memory");
     if (r == 0) {
         tl_validation_print(&v, stdout);
         fflush(stdout);
@@ -381,6 +474,10 @@ static int run(int argc, char **argv)
             fprintf(po.log, "wrote %s\n", csv);
     }
     v.sim_path = sim_real;
+    for (size_t i = 0; real && i < v.n_sources; i++)
+        if (real[i])
+            v.sources[i].sim_path = real[i];
+    free(real);
     if (r == 0 && (plot_dir || combined)) {
         if (!combined && !(combined = scratch_path(&tmp, "combined.db", comb_buf, sizeof comb_buf)))
             r = tl_errf(&err, TL_EIO, "cannot create a temporary folder: %s", strerror(errno));
@@ -395,18 +492,21 @@ static int run(int argc, char **argv)
     scratch_remove(&tmp);
     if (r < 0) {
         /* the temporary databases are gone: say what they were, not where */
-        if (sim_db == sim_buf)
-            name_temporary(err.msg, sizeof err.msg, sim_buf,
-                           "simulated now, temporary (not kept; --sim-db FILE keeps it)");
+        for (size_t i = 0; i < n_hw; i++)
+            if (sim_tmp[i][0])
+                name_temporary(err.msg, sizeof err.msg, sim_tmp[i],
+                               "simulated now, temporary (not kept; --sim-db FILE keeps it)");
         if (combined == comb_buf)
             name_temporary(err.msg, sizeof err.msg, comb_buf,
                            "combined now, temporary (not kept; --combined-db FILE keeps it)");
+        free(sim_tmp);
         if (r == TL_EIO && writing) {
             fprintf(stderr, "tally-validate: %s\n", err.msg);
             return EX_CANTCREAT;
         }
         return fail(&err);
     }
+    free(sim_tmp);
     return EX_OK;
 }
 

@@ -423,6 +423,75 @@ static char *slurp(const char *path)
  * behind by 10% of the time (the last quarter waits 30 ms longer, 300 ms
  * after the first), one behind by 1% only, one that leaves requests
  * unfinished, and too few requests to tell. */
+/* Two pairs of databases pooled: pairs matched within each, cells' means over
+ * all, the combined database keeps both sources' runs apart. The second is a
+ * copy whose hardware tally run of seed 11 measured a p99 of 21 ms (11 in the
+ * first): tally's hardware p99 is the mean of 11, 12, 21 and 12. */
+static void test_pooled_sources(void **state)
+{
+    (void)state;
+    const char *second = path_in("second.db");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    char sql[512];
+    unlink(second);
+    snprintf(sql, sizeof sql, "VACUUM INTO '%s'", second);
+    tl_test_exec_sql(db, sql);
+    sqlite3_close(db);
+    assert_int_equal(sqlite3_open(second, &db), SQLITE_OK);
+    tl_test_exec_sql(db, "UPDATE metrics SET value = 21e6 WHERE run_id = 10 AND job_id = 0 "
+                         "AND name = 'p99_ns'");
+    sqlite3_close(db);
+    const char *sims[] = {db_path, second}, *hws[] = {db_path, second};
+    tl_validation v;
+    tl_err err = {0};
+    assert_int_equal(tl_validation_load_many(&v, 2, sims, hws, NULL, &err), 0);
+    assert_int_equal(v.n_sources, 2);
+    assert_int_equal(v.matched, 12);
+    assert_int_equal(v.hw_runs, 14);
+    assert_int_equal(v.sources[1].matched, 6);
+    assert_string_equal(v.sources[1].hw_path, second);
+    assert_int_equal(v.n_cells, 5); /* the same cells as one source's */
+    const tl_val_cell *t = find_cell(&v, "tally", "bert+resnet");
+    assert_non_null(t);
+    assert_int_equal(t->n_pairs, 4);
+    assert_int_equal(t->src[0], 0);
+    assert_int_equal(t->src[3], 1);
+    assert_float_equal(t->jobs[0].hw[TL_M_P99], 14e6, 1);
+    assert_float_equal(t->jobs[0].sim[TL_M_P99], 9.2e6, 1);
+    /* the report names both sources */
+    const char *md = path_in("pooled.md");
+    assert_int_equal(tl_validation_write_markdown(&v, md, NULL, &err), 0);
+    char *text = slurp(md);
+    assert_non_null(strstr(text, "pooled from 2 pairs of databases"));
+    assert_non_null(strstr(text, "second.db"));
+    free(text);
+    /* the combined database: every run once, keys told apart by source */
+    const char *comb = path_in("pooled_combined.db");
+    assert_int_equal(tl_validation_combine(&v, comb, &err), 0);
+    assert_int_equal(sqlite3_open(comb, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*), SUM(run_key LIKE 'hw:2:%'), "
+                                            "COUNT(DISTINCT run_key) FROM runs", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 24);
+    assert_int_equal(sqlite3_column_int(st, 1), 6);
+    assert_int_equal(sqlite3_column_int(st, 2), 24);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    /* neither source's database may be the output */
+    assert_int_equal(tl_validation_combine(&v, second, &err), TL_EUNKNOWN);
+    tl_validation_close(&v);
+    /* a source that matches nothing is an error naming it */
+    assert_int_equal(sqlite3_open(second, &db), SQLITE_OK);
+    tl_test_exec_sql(db, "DELETE FROM runs WHERE kind = 'sim'");
+    sqlite3_close(db);
+    assert_int_equal(tl_validation_load_many(&v, 2, sims, hws, NULL, &err), TL_EMISSING);
+    assert_non_null(strstr(err.msg, "second.db"));
+    assert_int_equal(tl_validation_load_many(&v, 0, sims, hws, NULL, &err), TL_EINVAL);
+}
+
 static void test_queue_grows(void **state)
 {
     (void)state;
@@ -971,6 +1040,30 @@ static void test_self_validation(void **state)
     tl_experiment_close(&e);
 }
 
+/* "Hardware" runs written by the simulator (kind 'hw'): tally and mps on
+ * spec.json's jobs (test_self_validation writes it), 0.2 s, one repetition. */
+static void make_sim_hw(const char *path, long long seed)
+{
+    tl_spec_overrides ov;
+    tl_spec_overrides_init(&ov);
+    ov.spec_path = path_in("spec.json");
+    ov.policies[0] = "tally";
+    ov.policies[1] = "mps";
+    ov.n_policies = 2;
+    ov.duration_s = 0.2;
+    ov.warmup_s = 0.05;
+    ov.repetitions = 1;
+    ov.seed = seed;
+    tl_experiment e;
+    tl_err err = {0};
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &ov, &err), 0);
+    tl_sweep_options so = {.db_path = path, .workers = 1, .quiet = true, .kind = "hw",
+                           .open_device = sim_factory};
+    assert_int_equal(tl_sweep_run(&e, &so, NULL, &err), 0);
+    tl_experiment_close(&e);
+}
+
 /* ---- the command ------------------------------------------------------------------ */
 
 /* Run tally-validate with args (stdout and stderr to files): its exit status. */
@@ -1069,6 +1162,39 @@ static void test_command(void **state)
     if (strstr(last, "tally-validate-") || !strstr(last, "simulated now, temporary"))
         fail_msg("the last message names the temporary database: %s", last);
     free(e);
+
+    /* hardware databases of two seeds pooled: each simulated with its own
+     * seed (found from its runs), every run matched, nothing off (the
+     * "hardware" is the simulator); the report lists both */
+    const char *p5 = path_in("pool5.db"), *p7 = path_in("pool7.db");
+    make_sim_hw(p5, 5);
+    make_sim_hw(p7, 7);
+    snprintf(a, sizeof a, "-q -j 2 -m '%s' '%s' '%s' '%s'", path_in("pool.md"),
+             path_in("spec.json"), p5, p7);
+    assert_int_equal(run_validate(a, NULL), EX_OK);
+    char *out = slurp(path_in("cmd.out"));
+    assert_non_null(strstr(out, "pooled from 2 pairs of databases: 8 pairs matched"));
+    assert_non_null(strstr(out, "pool7.db (4 runs) vs simulated now, temporary (4 runs): 4 pairs"));
+    assert_null(strstr(out, "tally-validate-")); /* no temporary path */
+    free(out);
+    char *md = slurp(path_in("pool.md"));
+    assert_non_null(strstr(md, "- `"));
+    assert_non_null(strstr(md, "inference p99 latency within 10% of the hardware: 3 of 3 (mean |error| 0.0%)"));
+    free(md);
+    /* what several databases cannot take */
+    snprintf(a, sizeof a, "--sim-db '%s' '%s' '%s' '%s'", db_path, path_in("spec.json"), p5, p7);
+    assert_int_equal(run_validate(a, NULL), EX_USAGE);
+    assert_true(err_has("--sim-db takes the twins of one hardware database"));
+    snprintf(a, sizeof a, "--seed 5 '%s' '%s' '%s'", path_in("spec.json"), p5, p7);
+    assert_int_equal(run_validate(a, NULL), EX_USAGE);
+    snprintf(a, sizeof a, "--hw-db '%s' --hw-db '%s' --sim-db '%s'", p5, p7, db_path);
+    assert_int_equal(run_validate(a, NULL), EX_USAGE);
+    snprintf(a, sizeof a, "'%s' '%s' '%s'", path_in("spec.json"), p5, p5);
+    assert_int_equal(run_validate(a, NULL), EX_USAGE);
+    assert_true(err_has("given twice"));
+    snprintf(a, sizeof a, "-m '%s' '%s' '%s' '%s'", p7, path_in("spec.json"), p5, p7);
+    assert_int_equal(run_validate(a, NULL), EX_USAGE);
+    assert_true(err_has("is a hardware database (--hw-db)"));
 }
 
 int main(void)
@@ -1077,6 +1203,7 @@ int main(void)
         cmocka_unit_test(test_kendall),
         cmocka_unit_test(test_match_and_means),
         cmocka_unit_test(test_count_pairs),
+        cmocka_unit_test(test_pooled_sources),
         cmocka_unit_test(test_rankings),
         cmocka_unit_test(test_queue_grows),
         cmocka_unit_test(test_p99_range),

@@ -53,6 +53,7 @@ typedef struct tl_val_cell {
     char *jobsig;               /* job names joined by '+' */
     int n_pairs;                /* matched sim/hw run pairs (repetitions) */
     long long *sim_ids, *hw_ids;/* their run ids in each database */
+    int *src;                   /* the source (tl_validation.sources) of each pair */
     tl_val_job *jobs;
     int n_jobs;
     int hp;                     /* index of the high-priority inference job, -1 none */
@@ -91,6 +92,16 @@ typedef struct tl_val_ranking {
     double tau;                 /* Kendall tau-b; NaN when undefined */
 } tl_val_ranking;
 
+/* One pair of databases a validation reads: hardware runs and their twins. */
+typedef struct tl_val_source {
+    char *hw_path, *sim_path;
+    size_t hw_runs, sim_runs;   /* finished runs considered in each */
+    size_t matched;             /* pairs */
+    char *sim_params;           /* simulator parameters of its first matched simulated run
+                                   ("KEY=VALUE;...", "" for the GPU's defaults) */
+    char *hw_graph_calib;       /* meta hw_graph_calibration of hw_path; NULL if absent */
+} tl_val_source;
+
 typedef struct tl_validation {
     tl_val_cell *cells;         /* sorted: experiment, alone first, job set, load, policy */
     size_t n_cells;
@@ -105,12 +116,25 @@ typedef struct tl_validation {
     char *hw_graph_calib;       /* how tally-run calibrated graph jobs' kernels (meta
                                    hw_graph_calibration: "node" or "launch"); NULL when
                                    not recorded (runs before session 12: launches) */
+    /* The database pairs read, in order. With one, the fields above are its
+     * own; with several (hardware runs of one spec from several sessions,
+     * each simulated with what its database recorded) hw_runs, sim_runs and
+     * matched are sums, the paths, sim_params and hw_graph_calib the first
+     * source's, and a cell's pairs pool the repetitions of all. */
+    tl_val_source *sources;
+    size_t n_sources;
 } tl_validation;
 
 /* Match the runs of the two databases (only hardware runs of 'experiment' when
  * not NULL) and fill v. No pair at all: TL_EMISSING with a hint. */
 int tl_validation_load(tl_validation *v, const char *sim_db, const char *hw_db,
                        const char *experiment, tl_err *err);
+/* The same for n pairs of databases (sim_dbs[i] holds the twins of
+ * hw_dbs[i]'s runs): runs are matched within each pair only, and the pairs of
+ * every source pooled in one cell per policy, job set and load. Every source
+ * must match at least one pair. */
+int tl_validation_load_many(tl_validation *v, size_t n, const char *const *sim_dbs,
+                            const char *const *hw_dbs, const char *experiment, tl_err *err);
 void tl_validation_close(tl_validation *v);
 
 /* The report: per cell and job simulated vs measured p50, p99, throughput and
