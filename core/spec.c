@@ -193,12 +193,16 @@ static int parse_job(const json_t *o, tl_job_conf *j, int idx, const char *origi
         return tl_errf(err, TL_ERANGE, "%s: %s: 'name' is empty", origin, where);
     if (s) {
         j->name = tl_xstrdup(s);
-    } else { /* default: the trace's file name without folders and extensions */
+    } else { /* default: the trace's file name without folders and extensions
+                (a leading dot is the name's: '.x.json.gz' is '.x', not '') */
         const char *b = strrchr(j->trace_path, '/');
         j->name = tl_xstrdup(b ? b + 1 : j->trace_path);
-        char *dot = strchr(j->name, '.');
+        char *dot = j->name[0] ? strchr(j->name + 1, '.') : NULL;
         if (dot)
             *dot = 0;
+        if (!j->name[0])
+            return tl_errf(err, TL_ERANGE, "%s: %s: trace '%s' names no file (it ends in '/')",
+                           origin, where, j->trace_path);
     }
     if ((r = get_string(o, "role", &s, origin, where, err)) < 0)
         return r;

@@ -136,6 +136,14 @@ static void test_default_names_distinct(void **state)
     assert_string_equal(e.sets[0].jobs[2].name, "resnet50_infer_b8-2");
     assert_int_equal(e.n_policies, 2);
     tl_experiment_close(&e);
+    /* a file name that starts with a dot keeps it: the name is never empty */
+    r = parse("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"dir/.hidden.json.gz\",\"role\":\"training\"}]}",
+              &e, &err);
+    assert_int_equal(r, 0);
+    assert_string_equal(e.sets[0].jobs[0].name, ".hidden");
+    tl_experiment_close(&e);
+    expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"dir/\",\"role\":\"training\"}]}",
+                 TL_ERANGE, "names no file");
     (void)state;
 }
 
