@@ -813,6 +813,12 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
         }
         *eq = 0;
         const char *k = kv, *v = eq + 1;
+        /* a key given twice is a mistake, as in a spec (JSON_REJECT_DUPLICATES);
+         * the last one silently won */
+        if (json_object_get(job, !strcmp(k, "skip") ? "skip_iterations" : k)) {
+            r = tl_errf(err, TL_EUNKNOWN, "--job '%s': '%s' is given twice", text, k);
+            break;
+        }
         char *end;
         double num = strtod(v, &end);
         bool numeric = end != v && !*end && isfinite(num);

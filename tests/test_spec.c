@@ -231,6 +231,22 @@ static void test_overrides(void **state)
     assert_non_null(strstr(err.msg, "unknown key 'colour'"));
     tl_experiment_close(&e);
 
+    /* a key given twice is refused, not "the last one wins" (fuzzing) */
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=inference,load=0.5,trace=other.json";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "'trace' is given twice"));
+    tl_experiment_close(&e);
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=training,skip=1,skip=2";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "'skip' is given twice"));
+    tl_experiment_close(&e);
+
     /* --policy replaces a spec's policies, but a mistake in them still
      * surfaces: the spec is wrong whatever this command line runs (fuzzing) */
     char spec[256];
