@@ -741,6 +741,10 @@ static void test_nsys_bad_input(void **state)
                 "CUPTI_ACTIVITY_KIND_KERNEL row 2: demangledName 998 names no string in StringIds");
     make_nsys_db(db, true, "UPDATE NVTX_EVENTS SET textId = 999 WHERE rowid = 1;");
     expect_fail(db, NULL, TL_EFORMAT, "NVTX_EVENTS row 1: textId 999 names no string in StringIds");
+    /* a range that ends before it starts was dropped, and its iteration's ops with it */
+    make_nsys_db(db, true, "UPDATE NVTX_EVENTS SET end = start - 1 WHERE rowid = 2;");
+    expect_fail(db, NULL, TL_ERANGE, "NVTX_EVENTS row 2 ('ProfilerStep#2'): range ends before it "
+                                     "starts (end 199999 < start 200000)");
     /* an id given twice read every kernel named by it twice */
     make_nsys_db(db, false, "CREATE TABLE S2 (id INTEGER, value TEXT); INSERT INTO S2 SELECT * "
                             "FROM StringIds; INSERT INTO S2 VALUES (1, 'k1 again'); DROP TABLE "

@@ -474,8 +474,11 @@ static int nvtx_row(row_ctx *r, void *arg)
     if ((rc = col_int(r, 1, true, 0, INT64_MAX / 4, 0, &a)) < 0 ||
         (rc = col_int(r, 2, true, 0, INT64_MAX / 4, 0, &b)) < 0)
         return rc;
-    if (b < a)
-        return 0;
+    if (b < a) { /* Kineto's negative dur and our flat form's end_ns are refused too */
+        r->name = name;
+        return row_err(r, TL_ERANGE, "range ends before it starts (end %lld < start %lld)",
+                       (long long)b, (long long)a);
+    }
     tl_raw_marker *m = tl_raw_add_marker(r->c->raw);
     m->start = a;
     m->end = b;
