@@ -67,6 +67,9 @@ static void test_errors_name_the_field(void **state)
     expect_error(buf, TL_EUNKNOWN, "gpu");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"duration_s\":-1}", job);
     expect_error(buf, TL_ERANGE, "duration_s");
+    /* 0.4 ns rounds to a run of no time: refused here, not by the runner later */
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"duration_s\":4e-10}", job);
+    expect_error(buf, TL_ERANGE, "duration_s 4e-10 must be in (0, 86400] and at least 1 ns");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"seed\":\"x\"}", job);
     expect_error(buf, TL_ETYPE, "'seed' must be a number");
     expect_error("{\"policies\":[\"mps\"],\"jobs\":[{\"role\":\"training\"}]}", TL_EMISSING,
