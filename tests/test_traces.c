@@ -483,6 +483,13 @@ static void test_tally_bad_input(void **state)
     assert_false(t.has_gpu_props);
     tl_trace_close(&t);
 
+    /* a key given twice is malformed: the last one won ('dur_ns' 50 read as 9) */
+    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
+             "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
+             "\"gpu_start_ns\":10,\"dur_ns\":50,\"dur_ns\":9,\"grid\":[1,1,1],\"block\":[32,1,1]}");
+    write_text(tmp_path("dupkey.json"), buf);
+    expect_fail(tmp_path("dupkey.json"), NULL, TL_EFORMAT,
+                "dupkey.json: malformed JSON at line 1, column 265: duplicate object key near '\"dur_ns\"'");
     write_text(tmp_path("v2.json"), "{\"format\":\"tally-trace\",\"version\":2,\"iterations\":[]}");
     expect_fail(tmp_path("v2.json"), NULL, TL_EFORMAT,
                 "v2.json: tally-trace version 2 is not supported (this build reads version 1)");

@@ -792,7 +792,9 @@ int tl_tally_from_buffer(tl_trace *t, const char *path, const char *buf, size_t 
     json_error_t je;
     if (len == 0)
         return tl_errf(err, TL_EFORMAT, "%s: empty file", path);
-    json_t *root = json_loadb(buf, len, 0, &je);
+    /* A key given twice is malformed (our writers never do it); jansson's
+     * default kept the last one, so '"dur_ns": 5, "dur_ns": 9' read as 9. */
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return tl_errf(err, TL_EFORMAT, "%s: malformed JSON at line %d, column %d: %s", path,
                        je.line, je.column, je.text);
