@@ -80,12 +80,16 @@ static int check_schema(tl_analysis *a, tl_err *err)
         if (sqlite3_prepare_v2(a->db, "SELECT value FROM meta WHERE key='schema_version'", -1,
                                &st, NULL) == SQLITE_OK) {
             if (sqlite3_step(st) == SQLITE_ROW) {
-                long long v = sqlite3_column_int64(st, 0);
-                if (v != TL_RESULTS_SCHEMA_VERSION) {
+                /* compared as text: 'abc' read as the integer 0 and '1x' as 1 */
+                const char *v = (const char *)sqlite3_column_text(st, 0);
+                char want[16];
+                snprintf(want, sizeof want, "%d", TL_RESULTS_SCHEMA_VERSION);
+                if (!v || strcmp(v, want)) {
+                    int r = tl_errf(err, TL_EFORMAT,
+                                    "%s: meta.schema_version is '%.40s', this version of Tally "
+                                    "reads %s", a->path, v ? v : "NULL", want);
                     sqlite3_finalize(st);
-                    return tl_errf(err, TL_EFORMAT,
-                                   "%s: meta.schema_version is %lld, this tally-plot reads %d",
-                                   a->path, v, TL_RESULTS_SCHEMA_VERSION);
+                    return r;
                 }
             }
             sqlite3_finalize(st);

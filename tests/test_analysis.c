@@ -358,7 +358,12 @@ static void test_open_errors(void **state)
     const char *v2 = path_in("v2.db");
     make_db(v2, schema_sql, "UPDATE meta SET value='2' WHERE key='schema_version';");
     assert_int_equal(tl_analysis_open(&a, v2, &err), TL_EFORMAT);
-    assert_non_null(strstr(err.msg, "schema_version"));
+    assert_non_null(strstr(err.msg, "schema_version is '2', this version of Tally reads 1"));
+    /* compared as the writer does, as text: 'abc' was reported as version 0
+     * and '1x' read as 1 */
+    make_db(v2, schema_sql, "UPDATE meta SET value='1x' WHERE key='schema_version';");
+    assert_int_equal(tl_analysis_open(&a, v2, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, "schema_version is '1x'"));
 }
 
 /* The writer's own schema (core/results.c) must be readable: the contract holds. */
