@@ -137,6 +137,12 @@ void tl_metrics_compute(const tl_run_result *r, const tl_run_config *cfg, int sm
         x->throughput_rel = NAN;
         x->p99_overhead = NAN;
         x->slow_phases = cfg->jobs[j].role == TL_ROLE_INFERENCE ? job_slow_phases(r, j, n) : NAN;
+        if (n == 0) {
+            /* nothing finished in the window: no latency to speak of (unknown,
+             * so not stored), where 0 ms would read as a measurement */
+            x->p50_ns = x->p90_ns = x->p95_ns = x->p99_ns = x->p999_ns = NAN;
+            x->mean_latency_ns = x->mean_service_ns = x->turnaround_var_ns2 = NAN;
+        }
     }
     free(lat);
 }

@@ -293,6 +293,14 @@ static void test_slow_phases_metric(void **state)
     recs[4].end_ns = recs[4].start_ns + 1 * US; /* record 4 holds request 1: the phase is 2 long now */
     tl_metrics_compute(&res, &cfg, 1, m);
     assert_true(m[0].slow_phases == 0);
+    /* a job with nothing finished in the window has no latency (NAN: not
+     * stored, shown as '-'), not 0 ms; its throughput is a real 0 */
+    res.n_recs = 10;
+    tl_metrics_compute(&res, &cfg, 1, m);
+    assert_int_equal(m[1].count, 0);
+    assert_true(isnan(m[1].p50_ns) && isnan(m[1].p99_ns) && isnan(m[1].p999_ns));
+    assert_true(isnan(m[1].mean_latency_ns) && isnan(m[1].mean_service_ns));
+    assert_true(m[1].throughput == 0);
 }
 
 /* Stream 0: K1 (100 us), record e0; stream 1: wait e0, K2 (10 us); device

@@ -757,6 +757,11 @@ static void test_nsys_bad_input(void **state)
                             "FROM StringIds; INSERT INTO S2 VALUES (1, 'k1 again'); DROP TABLE "
                             "StringIds; ALTER TABLE S2 RENAME TO StringIds;");
     expect_fail(db, NULL, TL_EFORMAT, "bad.sqlite: StringIds has id 1 more than once");
+    /* a view in place of a table: one WITH RECURSIVE never ended (fuzz round 26) */
+    make_nsys_db(db, false, "ALTER TABLE StringIds RENAME TO S0; CREATE VIEW stringids AS WITH "
+                            "RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x "
+                            "AS id, 'k' || x AS value FROM c;");
+    expect_fail(db, NULL, TL_EFORMAT, "bad.sqlite: StringIds is a view, not a table");
     make_nsys_db(db, false, "ALTER TABLE StringIds RENAME COLUMN value TO v;");
     expect_fail(db, NULL, TL_EMISSING, "bad.sqlite: table StringIds has no column 'value'");
     /* a shortName that StringIds holds still names the kernel */

@@ -52,6 +52,19 @@ static bool has_table(ns_ctx *c, const char *name)
     return found;
 }
 
+static bool is_view(ns_ctx *c, const char *name)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type = 'view' "
+                           "AND name = ? COLLATE NOCASE",
+                           -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
 static bool has_column(ns_ctx *c, const char *table, const char *col)
 {
     char sql[160];
@@ -618,6 +631,18 @@ int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
         goto out;
     }
     sqlite3_finalize(probe);
+    /* Exports hold tables; a view in place of one is refused, for reading
+     * one could take without end (WITH RECURSIVE) */
+    static const char *const read_here[] = {T_KERNEL, T_RUNTIME, T_MEMCPY, T_MEMSET, T_SYNC,
+                                            T_EVENT, "StringIds", "NVTX_EVENTS",
+                                            "TARGET_INFO_GPU"};
+    for (size_t i = 0; i < sizeof read_here / sizeof *read_here; i++)
+        if (is_view(&c, read_here[i])) {
+            rc = tl_errf(err, TL_EFORMAT,
+                         "%s: %s is a view, not a table as Nsight Systems exports it: not read",
+                         path, read_here[i]);
+            goto out;
+        }
     static const char *const required[] = {T_KERNEL, T_RUNTIME, "StringIds"};
     for (size_t i = 0; i < 3; i++)
         if (!has_table(&c, required[i])) {

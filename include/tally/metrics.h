@@ -9,7 +9,8 @@ typedef struct tl_job_metrics {
     double p50_ns, p90_ns, p95_ns, p99_ns, p999_ns; /* latency (inference: arrival->end;
                                                        training: iteration time) */
     double mean_latency_ns;
-    double mean_service_ns;     /* start->end */
+    double mean_service_ns;     /* start->end; these six and turnaround_var_ns2 are NAN
+                                   (not stored) when count is 0 */
     double slo_attainment;      /* fraction of requests within the SLO; NAN if none */
     double throughput;          /* per second of the window: iterations that ended in it,
                                    requests that arrived and were served in it */
