@@ -919,7 +919,8 @@ static void finish(tl_validation *v, builder *b, const vdb *hws, size_t n_src)
 }
 
 /* Read one source's two databases. */
-static int load_source(tl_val_source *so, const char *experiment, vdb *sim, vdb *hw, tl_err *err)
+static int load_source(tl_val_source *so, const char *experiment, const char *sim_experiment,
+                       vdb *sim, vdb *hw, tl_err *err)
 {
     tl_analysis as, ah;
     int r = tl_analysis_open(&ah, so->hw_path, err);
@@ -931,7 +932,7 @@ static int load_source(tl_val_source *so, const char *experiment, vdb *sim, vdb 
     }
     r = load_db(&ah, "hw", experiment, hw, err);
     if (r == 0)
-        r = load_db(&as, "sim", NULL, sim, err);
+        r = load_db(&as, "sim", sim_experiment, sim, err);
     tl_analysis_close(&as);
     tl_analysis_close(&ah);
     if (r == 0) {
@@ -948,12 +949,15 @@ static int load_source(tl_val_source *so, const char *experiment, vdb *sim, vdb 
         r = tl_errf(err, TL_EMISSING, "%s: no finished hardware runs (kind 'hw')%s%s",
                     so->hw_path, experiment ? " of experiment " : "", experiment ? experiment : "");
     else if (r == 0 && sim->n == 0)
-        r = tl_errf(err, TL_EMISSING, "%s: no finished simulated runs (kind 'sim')", so->sim_path);
+        r = tl_errf(err, TL_EMISSING, "%s: no finished simulated runs (kind 'sim')%s%s",
+                    so->sim_path, sim_experiment ? " of experiment " : "",
+                    sim_experiment ? sim_experiment : "");
     return r;
 }
 
 int tl_validation_load_many(tl_validation *v, size_t n, const char *const *sim_dbs,
-                            const char *const *hw_dbs, const char *experiment, tl_err *err)
+                            const char *const *hw_dbs, const char *experiment,
+                            const char *sim_experiment, tl_err *err)
 {
     memset(v, 0, sizeof *v);
     if (n == 0)
@@ -971,7 +975,7 @@ int tl_validation_load_many(tl_validation *v, size_t n, const char *const *sim_d
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++) {
         tl_val_source *so = &v->sources[i];
-        r = load_source(so, experiment, &sims[i], &hws[i], err);
+        r = load_source(so, experiment, sim_experiment, &sims[i], &hws[i], err);
         v->hw_runs += so->hw_runs;
         v->sim_runs += so->sim_runs;
         if (r == 0)
@@ -1013,7 +1017,7 @@ const char **tl_val_inputs(const tl_validation *v)
 int tl_validation_load(tl_validation *v, const char *sim_db, const char *hw_db,
                        const char *experiment, tl_err *err)
 {
-    return tl_validation_load_many(v, 1, &sim_db, &hw_db, experiment, err);
+    return tl_validation_load_many(v, 1, &sim_db, &hw_db, experiment, NULL, err);
 }
 
 void tl_validation_close(tl_validation *v)

@@ -203,8 +203,10 @@ typedef struct twin_opts {
 } twin_opts;
 
 /* Simulate the spec as the runs of hw_db were made (their policies, seed,
- * duration and what tally-run recorded of its replay) into sim_db. */
-static int simulate_twin(const twin_opts *o, const char *hw_db, const char *sim_db, tl_err *err)
+ * duration and what tally-run recorded of its replay) into sim_db; the
+ * experiment's name in name (cap bytes). */
+static int simulate_twin(const twin_opts *o, const char *hw_db, const char *sim_db, char *name,
+                         size_t cap, tl_err *err)
 {
     long long seed = o->seed;
     int r = 0;
@@ -221,6 +223,8 @@ static int simulate_twin(const twin_opts *o, const char *hw_db, const char *sim_
     tl_experiment e;
     tl_experiment_init(&e);
     r = tl_validation_experiment(&e, o->spec, hw_db, o->experiment, seed, err);
+    if (r == 0)
+        snprintf(name, cap, "%s", e.name ? e.name : "");
     if (r == 0 && o->kernels)
         e.record_kernels = true; /* the grid copies the hardware runs' choice: false */
     for (int i = 0; i < o->n_sim_params && r == 0; i++)
@@ -405,6 +409,7 @@ static int run(int argc, char **argv)
     const char *sim_dbs[TL_VALIDATE_MAX_HW];
     char (*sim_tmp)[400] = calloc(n_hw, sizeof *sim_tmp);
     char comb_buf[400];
+    char sim_exp[256] = ""; /* the experiment simulated from the spec */
     int r = 0;
     bool writing = false; /* a TL_EIO is then ours to write, not an input to read */
     if (!sim_tmp)
@@ -425,13 +430,16 @@ static int run(int argc, char **argv)
                 fprintf(stderr, "tally-validate: [%zu/%zu] %s\n", i + 1, n_hw, hw_dbs[i]);
             const twin_opts to = {spec, experiment, seed, kernels, sim_params, n_sim_params,
                                   (int)jobs, quiet};
-            r = simulate_twin(&to, hw_dbs[i], sim_dbs[i], &err);
+            r = simulate_twin(&to, hw_dbs[i], sim_dbs[i], sim_exp, sizeof sim_exp, &err);
         }
     }
     tl_validation v;
     memset(&v, 0, sizeof v);
     if (r == 0)
-        r = tl_validation_load_many(&v, n_hw, sim_dbs, hw_dbs, experiment, &err);
+        /* with a spec, only what was simulated from it (a kept --sim-db may
+         * hold older runs of other specs, fuzz round 26) */
+        r = tl_validation_load_many(&v, n_hw, sim_dbs, hw_dbs, experiment,
+                                    spec && *sim_exp ? sim_exp : NULL, &err);
     /* A spec that is not what tally-run ran still matches some runs: say so,
      * quiet or not, for the report alone would not (fuzz round 2). */
     for (size_t i = 0; r == 0 && i < v.n_sources; i++)

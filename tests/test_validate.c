@@ -445,7 +445,7 @@ static void test_pooled_sources(void **state)
     const char *sims[] = {db_path, second}, *hws[] = {db_path, second};
     tl_validation v;
     tl_err err = {0};
-    assert_int_equal(tl_validation_load_many(&v, 2, sims, hws, NULL, &err), 0);
+    assert_int_equal(tl_validation_load_many(&v, 2, sims, hws, NULL, NULL, &err), 0);
     assert_int_equal(v.n_sources, 2);
     assert_int_equal(v.matched, 12);
     assert_int_equal(v.hw_runs, 14);
@@ -487,9 +487,9 @@ static void test_pooled_sources(void **state)
     assert_int_equal(sqlite3_open(second, &db), SQLITE_OK);
     tl_test_exec_sql(db, "DELETE FROM runs WHERE kind = 'sim'");
     sqlite3_close(db);
-    assert_int_equal(tl_validation_load_many(&v, 2, sims, hws, NULL, &err), TL_EMISSING);
+    assert_int_equal(tl_validation_load_many(&v, 2, sims, hws, NULL, NULL, &err), TL_EMISSING);
     assert_non_null(strstr(err.msg, "second.db"));
-    assert_int_equal(tl_validation_load_many(&v, 0, sims, hws, NULL, &err), TL_EINVAL);
+    assert_int_equal(tl_validation_load_many(&v, 0, sims, hws, NULL, NULL, &err), TL_EINVAL);
 }
 
 static void test_queue_grows(void **state)
@@ -1166,7 +1166,10 @@ static void test_command(void **state)
     /* hardware databases of two seeds pooled: each simulated with its own
      * seed (found from its runs), every run matched, nothing off (the
      * "hardware" is the simulator); the report lists both */
-    const char *p5 = path_in("pool5.db"), *p7 = path_in("pool7.db");
+    char p5[256], p7[256], keep[256]; /* path_in's buffers are reused */
+    snprintf(p5, sizeof p5, "%s", path_in("pool5.db"));
+    snprintf(p7, sizeof p7, "%s", path_in("pool7.db"));
+    snprintf(keep, sizeof keep, "%s", path_in("keep.db"));
     make_sim_hw(p5, 5);
     make_sim_hw(p7, 7);
     snprintf(a, sizeof a, "-q -j 2 -m '%s' '%s' '%s' '%s'", path_in("pool.md"),
@@ -1195,6 +1198,32 @@ static void test_command(void **state)
     snprintf(a, sizeof a, "-m '%s' '%s' '%s' '%s'", p7, path_in("spec.json"), p5, p7);
     assert_int_equal(run_validate(a, NULL), EX_USAGE);
     assert_true(err_has("is a hardware database (--hw-db)"));
+
+    /* with a spec, only its own simulated runs count: a kept --sim-db's older
+     * twins (here renamed to another experiment) do not stand in for a spec
+     * that matches none of the hardware runs (its inference job is another
+     * trace) */
+    snprintf(a, sizeof a, "-q -j 2 --sim-db '%s' '%s' '%s'", keep, path_in("spec.json"), p5);
+    assert_int_equal(run_validate(a, NULL), EX_OK);
+    assert_int_equal(sqlite3_open(keep, &db), SQLITE_OK);
+    tl_test_exec_sql(db, "UPDATE runs SET experiment = 'older'");
+    sqlite3_close(db);
+    char cwd[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    FILE *sf = fopen(path_in("other.json"), "w");
+    fprintf(sf,
+            "{\"name\": \"other\", \"gpu\": \"H100\", \"duration_s\": 1, \"seed\": 5,"
+            " \"policies\": [\"tally\"], \"jobs\": [{\"name\": \"vit\", \"trace\": \"%s/"
+            "traces/bundled/h100/vit_b16_infer_b1.json.gz\", \"role\": \"inference\","
+            " \"arrival\": {\"kind\": \"poisson\", \"load\": 0.5}, \"graph\": true},"
+            " {\"name\": \"train\", \"trace\": \"%s/traces/bundled/h100/"
+            "resnet50_train_b32_steps.json.gz\", \"role\": \"training\", \"graph\": true}]}",
+            cwd, cwd);
+    fclose(sf);
+    snprintf(a, sizeof a, "-q -j 2 --sim-db '%s' '%s' '%s'", keep, path_in("other.json"), p5);
+    assert_int_equal(run_validate(a, NULL), EX_DATAERR);
+    assert_true(err_has("no finished simulated runs (kind 'sim') of experiment other") ||
+                err_has("none of its"));
 }
 
 int main(void)

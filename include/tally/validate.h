@@ -132,9 +132,12 @@ int tl_validation_load(tl_validation *v, const char *sim_db, const char *hw_db,
 /* The same for n pairs of databases (sim_dbs[i] holds the twins of
  * hw_dbs[i]'s runs): runs are matched within each pair only, and the pairs of
  * every source pooled in one cell per policy, job set and load. Every source
- * must match at least one pair. */
+ * must match at least one pair. sim_experiment (NULL: any) keeps only the
+ * simulated runs of that experiment: those just simulated from a spec, not
+ * older runs a kept simulated database also holds. */
 int tl_validation_load_many(tl_validation *v, size_t n, const char *const *sim_dbs,
-                            const char *const *hw_dbs, const char *experiment, tl_err *err);
+                            const char *const *hw_dbs, const char *experiment,
+                            const char *sim_experiment, tl_err *err);
 void tl_validation_close(tl_validation *v);
 
 /* The report: per cell and job simulated vs measured p50, p99, throughput and
