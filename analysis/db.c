@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "an_internal.h"
@@ -106,6 +107,9 @@ int tl_analysis_open(tl_analysis *a, const char *path, tl_err *err)
     if (access(path, R_OK) != 0)
         return tl_errf(err, TL_EIO, "%s: cannot read the results database: %s", path,
                        strerror(errno));
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) /* SQLite said "disk I/O error" */
+        return tl_errf(err, TL_EIO, "%s: is a folder, not a results database", path);
     a->path = tl_xstrdup(path);
     if (sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         tl_errf(err, TL_EIO, "%s: cannot open: %s", path,

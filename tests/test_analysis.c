@@ -328,6 +328,9 @@ static void test_open_errors(void **state)
     assert_int_equal(tl_analysis_open(&a, "", &err), TL_EUNKNOWN);
     assert_non_null(strstr(err.msg, "no results database given"));
     assert_int_equal(tl_exit_code(err.code), EX_USAGE);
+    /* a folder: SQLite's own "disk I/O error" said nothing (fuzz round 26) */
+    assert_int_equal(tl_analysis_open(&a, "/tmp", &err), TL_EIO);
+    assert_non_null(strstr(err.msg, "/tmp: is a folder"));
 
     /* an SQLite file without our tables */
     const char *other = path_in("other.db");
