@@ -21,7 +21,7 @@ set output "tally-headline_simhw." . fmt
 set encoding utf8
 
 # data: tally-headline_simhw.dat; columns: 1 x, 2 label, 3 sim, 4 hw, 5 error % of sim vs hw
-set multiplot layout 2,1 title "tally-headline: simulated vs hardware (mean of 14 runs per policy; labels: sim error vs hw)"
+set multiplot layout 2,1 title "tally-headline: simulated vs hardware (mean of 15 runs per policy; labels: sim error vs hw)"
 set style fill solid 0.85 border lc rgb "black"
 set grid ytics
 set key outside right top
