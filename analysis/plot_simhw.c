@@ -85,7 +85,8 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
                "# err_pct = (sim - hw) / hw * 100. Block 0: throughput (requests or\n"
                "# iterations per s) of every job; block 1: p99 latency (ms) of inference jobs.\n",
             shown);
-    size_t n_lat = 0, n_tput = 0;
+    size_t n_lat = 0, n_tput = 0, longest = 0;
+    double vmin[2] = {INFINITY, INFINITY}, vmax[2] = {0, 0}; /* per block: positive values */
     for (int blk = 0; blk < 2; blk++) {
         fprintf(f, "%s# x label %s\n", blk ? "\n\n" : "",
                 blk ? "p99_sim_ms p99_hw_ms p99_err_pct" : "tput_sim tput_hw tput_err_pct");
@@ -106,12 +107,24 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
                     tl_sbuf_printf(&t, ": %s", s->jobs[j].name);
                 char *tick = tl_an_clean_label(t.s);
                 tl_sbuf_free(&t);
-                if (blk == 1)
-                    put_row(f, x++, tick, tl_group_job_mean(&s->jobs[j], TL_M_P99) / 1e6,
-                            tl_group_job_mean(&h->jobs[j], TL_M_P99) / 1e6);
-                else
-                    put_row(f, x++, tick, tl_group_job_mean(&s->jobs[j], TL_M_THROUGHPUT),
-                            tl_group_job_mean(&h->jobs[j], TL_M_THROUGHPUT));
+                if (strlen(tick) > longest)
+                    longest = strlen(tick);
+                double vs, vh;
+                if (blk == 1) {
+                    vs = tl_group_job_mean(&s->jobs[j], TL_M_P99) / 1e6;
+                    vh = tl_group_job_mean(&h->jobs[j], TL_M_P99) / 1e6;
+                } else {
+                    vs = tl_group_job_mean(&s->jobs[j], TL_M_THROUGHPUT);
+                    vh = tl_group_job_mean(&h->jobs[j], TL_M_THROUGHPUT);
+                }
+                put_row(f, x++, tick, vs, vh);
+                for (int k = 0; k < 2; k++) {
+                    double v = k ? vh : vs;
+                    if (v > 0 && isfinite(v)) {
+                        vmin[blk] = v < vmin[blk] ? v : vmin[blk];
+                        vmax[blk] = v > vmax[blk] ? v : vmax[blk];
+                    }
+                }
                 free(tick);
             }
         }
@@ -141,18 +154,27 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     free(sel);
     char *title = tl_an_gp_string(shown);
     int panels = (n_lat > 0) + (n_tput > 0);
-    tl_an_gp_preamble(f, base, 1100, 420 * panels + 60);
+    /* Room for every bar (a page wider with more of them) and for the tick
+     * labels, set at 45 degrees below each panel (bmargin in lines). */
+    size_t bars = n_lat > n_tput ? n_lat : n_tput;
+    int width = (int)(bars * 34 + 260), bmargin = (int)(longest * 0.42) + 3;
+    width = width < 1100 ? 1100 : width > 4000 ? 4000 : width;
+    bmargin = bmargin > 40 ? 40 : bmargin;
+    tl_an_gp_preamble(f, base, width, (380 + bmargin * 13) * panels + 60);
     fprintf(f, "# data: %s.dat; columns: 1 x, 2 label, 3 sim, 4 hw, 5 error %% of sim vs hw\n",
             base);
     fprintf(f,
             "set multiplot layout %d,1 title \"%s: simulated vs hardware (%s; labels: sim error "
             "vs hw)\"\n"
             "set style fill solid 0.85 border lc rgb \"black\"\n"
-            "set grid ytics\nset key outside right top\nset yrange [0:*]\n"
-            "set offsets 0, 0, graph 0.12, 0\n"
-            "set xtics rotate by -20 nomirror\nset lmargin 12\nset rmargin 18\n",
-            panels, title, reps);
+            "set grid ytics\nset key outside right top\n"
+            "set xtics rotate by 45 right nomirror\nset lmargin 12\nset rmargin 18\n"
+            "set bmargin %d\n",
+            panels, title, reps, bmargin);
     free(title);
+    /* p99s of queues that grow and of ones that do not, and the throughputs
+     * of inference and training, differ by orders of magnitude: on a linear
+     * axis the small bars vanish */
     static const char *what[2][2] = {{"throughput of every job", "throughput (requests or iterations / s)"},
                                      {"p99 latency of the inference jobs", "p99 latency (ms)"}};
     /* p99 first on the page; block 1 is last in the file, so an empty one is harmless */
@@ -160,15 +182,22 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
         size_t n = blk ? n_lat : n_tput;
         if (!n)
             continue;
+        bool log = vmax[blk] > 0 && vmax[blk] / vmin[blk] > 50;
+        if (log) /* the bars rise from below the smallest value */
+            fprintf(f, "\nset logscale y\nset yrange [%.6g:%.6g]\nset offsets 0, 0, 0, 0\n",
+                    vmin[blk] / 2, vmax[blk] * 8);
+        else
+            fprintf(f, "\nunset logscale y\nset yrange [0:*]\nset offsets 0, 0, graph 0.25, 0\n");
         fprintf(f,
-                "\nset title \"%s\"\nset ylabel \"%s\"\nset xrange [-0.6:%.1f]\n"
+                "set title \"%s%s\"\nset ylabel \"%s\"\nset xrange [-0.6:%.1f]\n"
                 "plot \"%s.dat\" index %d using ($1-0.2):3:(0.4):xticlabels(2) with boxes lc rgb "
                 "\"#1f77b4\" title \"simulated\", \\\n"
                 "     \"\" index %d using ($1+0.2):4:(0.4) with boxes lc rgb \"#ff7f0e\" title "
                 "\"hardware\", \\\n"
                 "     \"\" index %d using 1:($3>$4?$3:$4):(sprintf(\"%%+.1f%%%%\", $5)) with labels "
-                "offset char 0,0.8 notitle\n",
-                what[blk][0], what[blk][1], (double)n - 0.4, base, blk, blk, blk);
+                "rotate by 90 left offset char 0,0.5 notitle\n",
+                what[blk][0], log ? " (log scale)" : "", what[blk][1], (double)n - 0.4, base, blk,
+                blk, blk);
     }
     fprintf(f, "unset multiplot\n");
     free(pv);

@@ -780,6 +780,13 @@ static void test_simhw_data(void **state)
     assert_near(num(p, 3), 10.0);
     assert_near(num(p, 4), -8.0);
     free(d.rows);
+    /* values within a factor of 50 of each other: linear axes (a log axis
+     * only where bars would vanish beside others orders of magnitude taller) */
+    char *gp = slurp(path_in("simhw/exp1_simhw.gp"));
+    assert_null(strstr(gp, "\nset logscale y"));
+    assert_non_null(strstr(gp, "set yrange [0:*]"));
+    assert_non_null(strstr(gp, "rotate by 45 right"));
+    free(gp);
     if (have_gnuplot())
         assert_true(file_nonempty(path_in("simhw/exp1_simhw.png")));
     f = (tl_filter){.experiment = "exp2"};
