@@ -504,12 +504,14 @@ static bool is_alone(const tl_val_cell *c)
     return !strcmp(c->policy, "alone");
 }
 
-static void add_pair(tl_val_cell *c, cell_acc *acc, const vrun *s, const vrun *h)
+static void add_pair(tl_val_cell *c, cell_acc *acc, const vrun *s, const vrun *h, int src)
 {
     c->sim_ids = tl_xrealloc(c->sim_ids, (size_t)(c->n_pairs + 1) * sizeof *c->sim_ids);
     c->hw_ids = tl_xrealloc(c->hw_ids, (size_t)(c->n_pairs + 1) * sizeof *c->hw_ids);
+    c->src = tl_xrealloc(c->src, (size_t)(c->n_pairs + 1) * sizeof *c->src);
     c->sim_ids[c->n_pairs] = s->id;
     c->hw_ids[c->n_pairs] = h->id;
+    c->src[c->n_pairs] = src;
     c->n_pairs++;
     const vrun *rr[2] = {s, h};
     for (int side = 0; side < 2; side++) {
@@ -856,9 +858,7 @@ static void match_source(tl_validation *v, builder *b, vdb *sim, vdb *hw, int sr
         while (ci < b->nc && !same_cell(&b->cs[ci].cell, h))
             ci++;
         tl_val_cell *c = ci < b->nc ? &b->cs[ci].cell : new_cell(b, h);
-        add_pair(c, b->acc[ci], s, h);
-        c->src = tl_xrealloc(c->src, (size_t)c->n_pairs * sizeof *c->src);
-        c->src[c->n_pairs - 1] = src;
+        add_pair(c, b->acc[ci], s, h, src);
     }
 }
 
@@ -968,8 +968,6 @@ int tl_validation_load_many(tl_validation *v, size_t n, const char *const *sim_d
         v->sources[i].hw_path = tl_xstrdup(hw_dbs[i]);
         v->sources[i].sim_path = tl_xstrdup(sim_dbs[i]);
     }
-    v->hw_path = tl_xstrdup(hw_dbs[0]);
-    v->sim_path = tl_xstrdup(sim_dbs[0]);
     vdb *sims = tl_xcalloc(n, sizeof *sims), *hws = tl_xcalloc(n, sizeof *hws);
     builder b = {0};
     int r = 0;
@@ -988,11 +986,6 @@ int tl_validation_load_many(tl_validation *v, size_t n, const char *const *sim_d
                         so->sim_path, so->sim_runs, so->hw_runs, so->hw_path);
     }
     finish(v, &b, hws, n); /* the cells become v's: close frees them on errors too */
-    if (r == 0) {
-        v->sim_params = tl_xstrdup(v->sources[0].sim_params);
-        if (v->sources[0].hw_graph_calib)
-            v->hw_graph_calib = tl_xstrdup(v->sources[0].hw_graph_calib);
-    }
     for (size_t i = 0; i < n; i++) {
         vdb_free(&sims[i]);
         vdb_free(&hws[i]);
@@ -1054,10 +1047,6 @@ void tl_validation_close(tl_validation *v)
     free(v->ranks);
     free(v->hw_gpu);
     free(v->sim_gpu);
-    free(v->sim_params);
-    free(v->hw_path);
-    free(v->hw_graph_calib);
-    free(v->sim_path);
     for (size_t i = 0; i < v->n_sources; i++) {
         tl_val_source *so = &v->sources[i];
         free(so->hw_path);

@@ -346,6 +346,7 @@ static void print_sources(FILE *f, const tl_validation *v, bool md)
 
 void tl_validation_print(const tl_validation *v, FILE *out)
 {
+    const tl_val_source *so = &v->sources[0];
     if (v->n_sources > 1) {
         print_sources(out, v, false);
     } else {
@@ -354,12 +355,12 @@ void tl_validation_print(const tl_validation *v, FILE *out)
                 "Means over the matched repetitions; err = sim / hw - 1; p50, p99 in ms (training: "
                 "iteration time);\nthroughput in requests or iterations per s (system: sum of the "
                 "jobs' throughput relative to alone).\n",
-                v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
+                so->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", so->hw_path, v->hw_runs,
                 v->hw_gpu ? v->hw_gpu : "?", v->matched);
         fprintf(out, "Simulator parameters: %s.\n",
-                v->sim_params && *v->sim_params ? v->sim_params : "the GPU's defaults");
-        if (v->hw_graph_calib)
-            fprintf(out, "Hardware graph jobs' kernels calibrated as: %s.\n", v->hw_graph_calib);
+                so->sim_params && *so->sim_params ? so->sim_params : "the GPU's defaults");
+        if (so->hw_graph_calib)
+            fprintf(out, "Hardware graph jobs' kernels calibrated as: %s.\n", so->hw_graph_calib);
     }
     for (size_t i = 0; i < v->n_cells;) {
         char *t = scope_title(&v->cells[i]);
@@ -418,6 +419,7 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
     fprintf(f, "# Simulator vs hardware\n\n");
     if (command)
         fprintf(f, "Made with `%s`.\n\n", command);
+    const tl_val_source *so = &v->sources[0];
     if (v->n_sources > 1) {
         print_sources(f, v, true);
     } else {
@@ -427,16 +429,16 @@ int tl_validation_write_markdown(const tl_validation *v, const char *path, const
                 "- 1; p50 and p99 in ms (for training jobs: iteration time); throughput in "
                 "requests or iterations per s; system: the sum of the jobs' throughput relative "
                 "to alone.\n\n",
-                v->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", v->hw_path, v->hw_runs,
+                so->sim_path, v->sim_runs, v->sim_gpu ? v->sim_gpu : "?", so->hw_path, v->hw_runs,
                 v->hw_gpu ? v->hw_gpu : "?", v->matched);
-        if (v->sim_params && *v->sim_params)
+        if (so->sim_params && *so->sim_params)
             fprintf(f, "Simulator parameters other than the GPU's defaults: `%s`.\n\n",
-                    v->sim_params);
+                    so->sim_params);
         else
             fprintf(f, "Simulator parameters: the GPU's defaults.\n\n");
-        if (v->hw_graph_calib)
+        if (so->hw_graph_calib)
             fprintf(f, "Hardware graph jobs' kernels calibrated as: %s (tally-run's meta "
-                       "hw_graph_calibration).\n\n", v->hw_graph_calib);
+                       "hw_graph_calibration).\n\n", so->hw_graph_calib);
     }
     fprintf(f, "## Summary\n\n");
     print_summary(f, v, "- ");

@@ -452,18 +452,14 @@ static int run(int argc, char **argv)
     if (r == 0 && v.sim_gpu && v.hw_gpu && !strstr(v.hw_gpu, v.sim_gpu))
         fprintf(stderr, "tally-validate: warning: the simulated GPU (%s) is not the one the "
                         "hardware runs used (%s)\n", v.sim_gpu, v.hw_gpu);
-    /* reports name a temporary simulated database by what it is, not by its path */
-    char **real = calloc(v.n_sources ? v.n_sources : 1, sizeof *real);
-    char *sim_real = v.sim_path;
-    if (r == 0 && sim_tmp[0][0])
-        v.sim_path = "simulated now, temporary";
-    for (size_t i = 0; r == 0 && real && i < v.n_sources; i++) {
+    /* reports name a temporary simulated database by what it is, not by its
+     * path; the paths come back before the combined database is made */
+    char *real[TL_VALIDATE_MAX_HW];
+    for (size_t i = 0; i < v.n_sources; i++) {
         real[i] = v.sources[i].sim_path;
         if (sim_tmp[i][0])
             v.sources[i].sim_path = "simulated now, temporary";
     }
-    if (r == 0 && !real)
-        r = tl_errf(&err, TL_ENOMEM, "out of memory");
     if (r == 0) {
         tl_validation_print(&v, stdout);
         fflush(stdout);
@@ -481,11 +477,8 @@ static int run(int argc, char **argv)
         if (r == 0 && po.log)
             fprintf(po.log, "wrote %s\n", csv);
     }
-    v.sim_path = sim_real;
-    for (size_t i = 0; real && i < v.n_sources; i++)
-        if (real[i])
-            v.sources[i].sim_path = real[i];
-    free(real);
+    for (size_t i = 0; i < v.n_sources; i++)
+        v.sources[i].sim_path = real[i];
     if (r == 0 && (plot_dir || combined)) {
         if (!combined && !(combined = scratch_path(&tmp, "combined.db", comb_buf, sizeof comb_buf)))
             r = tl_errf(&err, TL_EIO, "cannot create a temporary folder: %s", strerror(errno));

@@ -657,7 +657,7 @@ static void test_graph_calibration_reported(void **state)
     tl_validation v;
     tl_err err = {0};
     assert_int_equal(tl_validation_load(&v, db_path, db_path, NULL, &err), 0);
-    assert_string_equal(v.hw_graph_calib, "node");
+    assert_string_equal(v.sources[0].hw_graph_calib, "node");
     assert_int_equal(tl_validation_write_markdown(&v, path_in("vc.md"), NULL, &err), 0);
     char *md = slurp(path_in("vc.md"));
     assert_non_null(strstr(md, "Hardware graph jobs' kernels calibrated as: node"));
@@ -905,7 +905,7 @@ static void test_self_validation(void **state)
 
     tl_validation v;
     assert_int_equal(tl_validation_load(&v, sim, hw, NULL, &err), 0);
-    assert_string_equal(v.sim_params, ""); /* the GPU's defaults, as the "hardware" */
+    assert_string_equal(v.sources[0].sim_params, ""); /* the GPU's defaults, as the "hardware" */
     assert_int_equal(v.matched, 2 * 2 + 3 * 2); /* alone: 2 jobs x 2 reps; 3 policies x 2 */
     assert_int_equal(v.matched, v.hw_runs);
     for (size_t i = 0; i < v.n_cells; i++)
@@ -966,7 +966,7 @@ static void test_self_validation(void **state)
     assert_int_equal(tl_validation_simulate(&e, gapdb, 1, true, &err), 0);
     tl_experiment_close(&e);
     assert_int_equal(tl_validation_load(&v, gapdb, hw, NULL, &err), 0);
-    assert_non_null(strstr(v.sim_params, "stream_gap_ns=6100"));
+    assert_non_null(strstr(v.sources[0].sim_params, "stream_gap_ns=6100"));
     assert_int_equal(v.matched, v.hw_runs);
     tl_validation_close(&v);
     assert_int_equal(hw_params_with(&e, spec_path, hw, "stream_gap_ns=0", applied, sizeof applied, &err), 0);

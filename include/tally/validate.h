@@ -99,7 +99,9 @@ typedef struct tl_val_source {
     size_t matched;             /* pairs */
     char *sim_params;           /* simulator parameters of its first matched simulated run
                                    ("KEY=VALUE;...", "" for the GPU's defaults) */
-    char *hw_graph_calib;       /* meta hw_graph_calibration of hw_path; NULL if absent */
+    char *hw_graph_calib;       /* how tally-run calibrated graph jobs' kernels (meta
+                                   hw_graph_calibration of hw_path: "node" or "launch");
+                                   NULL when not recorded (runs before session 12: launches) */
 } tl_val_source;
 
 typedef struct tl_validation {
@@ -107,20 +109,12 @@ typedef struct tl_validation {
     size_t n_cells;
     tl_val_ranking *ranks;
     size_t n_ranks;
-    size_t hw_runs, sim_runs;   /* finished runs considered in each database */
-    size_t matched;             /* pairs */
+    size_t hw_runs, sim_runs;   /* finished runs considered, summed over the sources */
+    size_t matched;             /* pairs, summed over the sources */
     char *hw_gpu, *sim_gpu;     /* runs.gpu of the first matched pair */
-    char *sim_params;           /* its simulated run's simulator parameters ("KEY=VALUE;...",
-                                   "" for the GPU's defaults) */
-    char *hw_path, *sim_path;
-    char *hw_graph_calib;       /* how tally-run calibrated graph jobs' kernels (meta
-                                   hw_graph_calibration: "node" or "launch"); NULL when
-                                   not recorded (runs before session 12: launches) */
-    /* The database pairs read, in order. With one, the fields above are its
-     * own; with several (hardware runs of one spec from several sessions,
-     * each simulated with what its database recorded) hw_runs, sim_runs and
-     * matched are sums, the paths, sim_params and hw_graph_calib the first
-     * source's, and a cell's pairs pool the repetitions of all. */
+    /* The database pairs read, in order (at least one): several are hardware
+     * runs of one spec from several sessions, each simulated with what its
+     * database recorded; a cell's pairs pool the repetitions of all. */
     tl_val_source *sources;
     size_t n_sources;
 } tl_validation;
