@@ -864,6 +864,17 @@ static void test_kineto_bad_input(void **state)
     tl_err oe;
     assert_int_equal(tl_trace_load(&ot, tmp_path("order.json"), NULL, &oe), 0);
     tl_trace_close(&ot);
+    /* a key given twice inside an event: refused at the key, not the last one read
+     * (it was: 'dur' 3 read as 900) */
+    write_text(tmp_path("dup_dur.json"),
+               "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+               "\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5,\"args\":{\"correlation\":4}},\n"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":3,\"dur\":900,"
+               "\"args\":{\"device\":0,\"stream\":7,\"correlation\":4,\"grid\":[1,1,1],\"block\":[32,1,1],"
+               "\"registers per thread\":16,\"shared memory\":0}}]}");
+    expect_fail(tmp_path("dup_dur.json"), NULL, TL_EFORMAT,
+                "dup_dur.json: malformed JSON at line 2, column");
+    expect_fail(tmp_path("dup_dur.json"), NULL, TL_EFORMAT, "duplicate object key near '\"dur\"'");
     expect_fail("tests/data/not_a_trace.json", NULL, TL_EMISSING, "no 'traceEvents' array");
     /* deviceProperties of a GPU the device table does not know, without numSms
      * and computeMajor (nothing to complete it from) */

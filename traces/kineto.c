@@ -412,13 +412,16 @@ static int parse_event(kin_state *k, const char *buf, size_t len, const span *sp
     ev_kind kind = sp->kind;
     json_error_t je;
     json_t *e;
+    /* a key given twice inside an event is damage, not a choice: jansson's
+     * default keeps the last one silently (a kernel's 'dur' or 'grid' read
+     * from whichever came second) */
     if (sp->nonfinite) {
         size_t n;
         char *copy = sanitize(buf + start, sp->end - start, &n);
-        e = json_loadb(copy, n, 0, &je);
+        e = json_loadb(copy, n, JSON_REJECT_DUPLICATES, &je);
         free(copy);
     } else {
-        e = json_loadb(buf + start, sp->end - start, 0, &je);
+        e = json_loadb(buf + start, sp->end - start, JSON_REJECT_DUPLICATES, &je);
     }
     if (!e) {
         int line, col;
