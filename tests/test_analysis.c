@@ -367,6 +367,35 @@ static void test_open_errors(void **state)
     make_db(v2, schema_sql, "UPDATE meta SET value='1x' WHERE key='schema_version';");
     assert_int_equal(tl_analysis_open(&a, v2, &err), TL_EFORMAT);
     assert_non_null(strstr(err.msg, "schema_version is '1x'"));
+
+    /* text or a fraction in a numeric column: sqlite3_column_int64 and SQL's
+     * sums read 'abc' as 0, a silent wrong answer (fuzz round 26); named at open */
+    const char *typed = path_in("typed.db");
+    make_db(typed, schema_sql,
+            "INSERT INTO runs(run_id, run_key, kind, policy) VALUES(1, 'k', 'sim', 'tally');"
+            "INSERT INTO requests VALUES(1, 0, 0, 0, 5, 10, 10, 5);"
+            "INSERT INTO requests VALUES(1, 0, 1, 20, 25, 30, 'abc', 5);");
+    assert_int_equal(tl_analysis_open(&a, typed, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, "typed.db: table 'requests', row 2: latency_ns is text 'abc' "
+                                    "(expected an integer or nothing)"));
+    make_db(typed, schema_sql,
+            "INSERT INTO runs(run_id, run_key, kind, policy) VALUES(1, 'k', 'sim', 'tally');"
+            "INSERT INTO requests VALUES(1, 0, 0, 0, 5, 10.5, 10, 5);");
+    assert_int_equal(tl_analysis_open(&a, typed, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, "row 1: end_ns is a fraction '10.5'"));
+    make_db(typed, schema_sql,
+            "INSERT INTO runs(run_id, run_key, kind, policy) VALUES(1, 'k', 'sim', 'tally');"
+            "INSERT INTO metrics VALUES(1, 0, 'x', 'fast');");
+    assert_int_equal(tl_analysis_open(&a, typed, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, "table 'metrics', row 1: value is text 'fast' "
+                                    "(expected a number or nothing)"));
+    /* numbers where they belong, and NULLs, are accepted */
+    make_db(typed, schema_sql,
+            "INSERT INTO runs(run_id, run_key, kind, policy, load) VALUES(1, 'k', 'sim', 'tally', 1);"
+            "INSERT INTO requests VALUES(1, 0, 0, 0, NULL, NULL, NULL, NULL);"
+            "INSERT INTO metrics VALUES(1, 0, 'x', 2.5);");
+    assert_int_equal(tl_analysis_open(&a, typed, &err), 0);
+    tl_analysis_close(&a);
 }
 
 /* The writer's own schema (core/results.c) must be readable: the contract holds. */
