@@ -6,6 +6,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
@@ -506,9 +509,20 @@ static void progress_show(progress *p, bool final)
 
 typedef struct msg { int32_t worker, item, status; } msg;
 
-static void worker_main(sweep_ctx *c, int in_fd, int out_fd, int id)
+static void worker_main(sweep_ctx *c, int in_fd, int out_fd, int id, pid_t parent)
 {
     tl_err err = { 0 };
+#ifdef __linux__
+    /* A parent killed outright (kill -9) cannot tell its workers; without
+     * this they finished their current run, minutes of CPU for nothing. A run
+     * killed mid-way leaves its transaction uncommitted, so the database keeps
+     * only complete runs, and a resumed sweep redoes the lost one. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* it died before the call */
+        _exit(EX_SOFTWARE);
+#else
+    (void)parent;
+#endif
     if (tl_results_open(&c->db, c->o->db_path, &err) < 0) {
         fprintf(stderr, "tally: worker %d: %s\n", id, err.msg);
         _exit(EX_CANTCREAT);
@@ -577,6 +591,7 @@ static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, prog
     /* A crashed worker's pipe must give EPIPE here, not kill the parent. */
     void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
     fflush(NULL);
+    pid_t self = getpid();
     for (int w = 0; w < workers; w++) {
         int fd[2];
         if (pipe(fd) < 0)
@@ -589,7 +604,7 @@ static int run_pool(sweep_ctx *c, const size_t *idx, size_t n, int workers, prog
             close(back[0]);
             for (int k = 0; k < w; k++)
                 close(to[k]);
-            worker_main(c, fd[0], back[1], w);
+            worker_main(c, fd[0], back[1], w, self);
         }
         close(fd[0]);
         to[w] = fd[1];

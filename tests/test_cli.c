@@ -307,6 +307,72 @@ static void test_kill9_resume(void **state)
                                "AND m.name='requests')"), 0);
 }
 
+#ifdef __linux__
+/* The processes of process group pgid (from /proc). */
+static int group_size(pid_t pgid)
+{
+    int n = 0;
+    FILE *p = popen("cat /proc/[0-9]*/stat 2>/dev/null", "r");
+    if (!p)
+        return -1;
+    char line[4096];
+    while (fgets(line, sizeof line, p)) {
+        char *close_paren = strrchr(line, ')'); /* the name may hold spaces */
+        char state;
+        int ppid, pgrp;
+        if (close_paren && sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+            pgrp == (int)pgid && state != 'Z')
+            n++;
+    }
+    pclose(p);
+    return n;
+}
+
+/* A sweep's parent killed outright: its workers end with it instead of
+ * finishing their runs (each run here is minutes of simulated time, so a
+ * worker left alone would live for seconds or more). */
+static void test_kill9_parent_ends_workers(void **state)
+{
+    (void)state;
+    char spec[256], db[256];
+    snprintf(spec, sizeof spec, "%s/long.json", tmp);
+    snprintf(db, sizeof db, "%s/long.db", tmp);
+    FILE *f = fopen(spec, "w");
+    fprintf(f, "{\"name\":\"long\",\"duration_s\":3000,\"warmup_s\":0,"
+               "\"policies\":[\"priority-streams\",\"mps\"],\"loads\":[0.5],"
+               "\"jobs\":[{\"trace\":\"%s\",\"role\":\"inference\"},"
+               "{\"trace\":\"%s\",\"role\":\"training\"}]}", INFER, TRAIN);
+    fclose(f);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(sim, sim, "run", "--quiet", "--jobs", "2", "--spec", spec, "--db", db, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    int n = 0;
+    for (int i = 0; i < 1000 && n < 3; i++) { /* the parent and its two workers */
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        n = group_size(pid);
+    }
+    assert_int_equal(n, 3);
+    kill(pid, SIGKILL); /* the parent only */
+    waitpid(pid, NULL, 0);
+    for (int i = 0; i < 250 && n > 0; i++) {
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        n = group_size(pid);
+    }
+    if (n > 0)
+        kill(-pid, SIGKILL);
+    assert_int_equal(n, 0);
+}
+#endif
+
 /* tally-sim merge: options parsed, shards checked before anything is written
  * and only read; the results database refused before it is written when it
  * is not ours, and never a temporary one. */
@@ -506,6 +572,9 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_kill9_resume),
+#ifdef __linux__
+        cmocka_unit_test(test_kill9_parent_ends_workers),
+#endif
         cmocka_unit_test(test_merge_and_db_checks),
         cmocka_unit_test(test_arrival_files),
         cmocka_unit_test(test_convert_output),
