@@ -370,10 +370,10 @@ int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, 
     return 0;
 }
 
-int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int workers, bool quiet,
-                           tl_err *err)
+int tl_validation_simulate(const tl_experiment *e, const char *sim_db, const char *label,
+                           int workers, bool quiet, tl_err *err)
 {
-    tl_sweep_options so = {.db_path = sim_db, .workers = workers, .quiet = quiet, .kind = "sim",
+    tl_sweep_options so = {.db_path = sim_db, .db_label = label, .workers = workers, .quiet = quiet, .kind = "sim",
                            .open_device = tl_sweep_open_sim, .device_arg = (void *)e};
     return tl_sweep_run(e, &so, NULL, err);
 }

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,8 +206,8 @@ typedef struct twin_opts {
 /* Simulate the spec as the runs of hw_db were made (their policies, seed,
  * duration and what tally-run recorded of its replay) into sim_db; the
  * experiment's name in name (cap bytes). */
-static int simulate_twin(const twin_opts *o, const char *hw_db, const char *sim_db, char *name,
-                         size_t cap, tl_err *err)
+static int simulate_twin(const twin_opts *o, const char *hw_db, const char *sim_db,
+                         bool temporary, char *name, size_t cap, tl_err *err)
 {
     long long seed = o->seed;
     int r = 0;
@@ -238,7 +239,10 @@ static int simulate_twin(const twin_opts *o, const char *hw_db, const char *sim_
     if (r == 0) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         int workers = o->jobs > 0 ? o->jobs : ncpu > 0 ? (int)ncpu : 1;
-        r = tl_validation_simulate(&e, sim_db, workers, o->quiet, err);
+        /* a temporary database's path means nothing to the user */
+        char label[PATH_MAX + 64];
+        snprintf(label, sizeof label, "temporary (the twin of %s)", hw_db);
+        r = tl_validation_simulate(&e, sim_db, temporary ? label : NULL, workers, o->quiet, err);
     }
     tl_experiment_close(&e);
     return r;
@@ -430,7 +434,7 @@ static int run(int argc, char **argv)
                 fprintf(stderr, "tally-validate: [%zu/%zu] %s\n", i + 1, n_hw, hw_dbs[i]);
             const twin_opts to = {spec, experiment, seed, kernels, sim_params, n_sim_params,
                                   (int)jobs, quiet};
-            r = simulate_twin(&to, hw_dbs[i], sim_dbs[i], sim_exp, sizeof sim_exp, &err);
+            r = simulate_twin(&to, hw_dbs[i], sim_dbs[i], !sim_db, sim_exp, sizeof sim_exp, &err);
         }
     }
     tl_validation v;

@@ -762,7 +762,7 @@ int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summar
         return r;
     }
     fprintf(stderr, "tally: experiment %s: %zu runs, seed %llu, database %s\n", e->name, c.n_items,
-            (unsigned long long)e->seed, o->db_path);
+            (unsigned long long)e->seed, o->db_label ? o->db_label : o->db_path);
     size_t *alone = tl_xcalloc(c.n_items + 1, sizeof *alone), *shared = tl_xcalloc(c.n_items + 1, sizeof *shared);
     size_t na = 0, ns = 0, skipped = 0;
     for (size_t i = 0; i < c.n_items && r == 0; i++) {

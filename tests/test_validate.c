@@ -900,7 +900,7 @@ static void test_self_validation(void **state)
     assert_int_equal(e.n_policies, 3);
     assert_string_equal(e.policies[0].ops->name, "tally");
     assert_string_equal(e.policies[1].ops->name, "mps");
-    assert_int_equal(tl_validation_simulate(&e, sim, 1, true, &err), 0);
+    assert_int_equal(tl_validation_simulate(&e, sim, NULL, 1, true, &err), 0);
     tl_experiment_close(&e);
 
     tl_validation v;
@@ -922,7 +922,7 @@ static void test_self_validation(void **state)
     /* another seed: nothing matches */
     tl_experiment_init(&e);
     assert_int_equal(tl_validation_experiment(&e, spec_path, hw, NULL, 6, &err), 0);
-    assert_int_equal(tl_validation_simulate(&e, path_in("self_sim6.db"), 1, true, &err), 0);
+    assert_int_equal(tl_validation_simulate(&e, path_in("self_sim6.db"), NULL, 1, true, &err), 0);
     tl_experiment_close(&e);
     assert_int_equal(tl_validation_load(&v, path_in("self_sim6.db"), hw, NULL, &err), TL_EMISSING);
     /* ... unless the base seed is found from the runs' derived seeds: none
@@ -963,7 +963,7 @@ static void test_self_validation(void **state)
     assert_int_equal(hw_params_with(&e, spec_path, hw, NULL, applied, sizeof applied, &err), 0);
     assert_string_equal(applied, "stream_gap_ns=6100");
     const char *gapdb = path_in("self_sim_gap.db");
-    assert_int_equal(tl_validation_simulate(&e, gapdb, 1, true, &err), 0);
+    assert_int_equal(tl_validation_simulate(&e, gapdb, NULL, 1, true, &err), 0);
     tl_experiment_close(&e);
     assert_int_equal(tl_validation_load(&v, gapdb, hw, NULL, &err), 0);
     assert_non_null(strstr(v.sources[0].sim_params, "stream_gap_ns=6100"));

@@ -20,6 +20,8 @@ int tl_sweep_open_sim(void *experiment, tl_device *dev, const tl_gpu_props *gpu,
 
 typedef struct tl_sweep_options {
     const char *db_path;
+    const char *db_label;     /* how the start line names the database (a temporary
+                                 one: what it is for); NULL: db_path */
     int workers;              /* worker processes; <= 1: run in this process */
     bool force;               /* re-run finished runs (deletes nothing: new keys not reused) */
     bool quiet;               /* no progress bar */

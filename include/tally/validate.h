@@ -182,9 +182,10 @@ int tl_validation_hw_meta(const char *hw_db, const char *key, char *buf, size_t 
  * of what was set in applied ("" none; cut to cap). */
 int tl_validation_hw_params(tl_experiment *e, const char *hw_db, char *applied, size_t cap,
                             tl_err *err);
-/* Simulate e into sim_db (runs already there are kept: resume). */
-int tl_validation_simulate(const tl_experiment *e, const char *sim_db, int workers, bool quiet,
-                           tl_err *err);
+/* Simulate e into sim_db (runs already there are kept: resume); label: how
+ * the start line on stderr names sim_db (NULL: its path). */
+int tl_validation_simulate(const tl_experiment *e, const char *sim_db, const char *label,
+                           int workers, bool quiet, tl_err *err);
 
 /* Does a job's request queue grow through a run, so that its p99 depends on
  * how long the run is (requests arrive faster than the job is served)?
