@@ -40,29 +40,25 @@ static int db_err(ns_ctx *c, const char *what)
                    what, sqlite3_errmsg(c->db));
 }
 
-static bool has_table(ns_ctx *c, const char *name)
+/* Whether the export has a table (type "table") or a view ("view") of that
+ * name; compared as SQLite compares names, without case. */
+static bool has_object(ns_ctx *c, const char *type, const char *name)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') "
-                                  "AND name = ?", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type = ?1 "
+                                  "AND name = ?2 COLLATE NOCASE", -1, &st, NULL) != SQLITE_OK)
         return false;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     bool found = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return found;
 }
 
-static bool is_view(ns_ctx *c, const char *name)
+/* Views of the tables read here are refused first (nsys_load), so a table. */
+static bool has_table(ns_ctx *c, const char *name)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type = 'view' "
-                           "AND name = ? COLLATE NOCASE",
-                           -1, &st, NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    bool found = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return found;
+    return has_object(c, "table", name);
 }
 
 static bool has_column(ns_ctx *c, const char *table, const char *col)
@@ -637,7 +633,7 @@ int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
                                             T_EVENT, "StringIds", "NVTX_EVENTS",
                                             "TARGET_INFO_GPU"};
     for (size_t i = 0; i < sizeof read_here / sizeof *read_here; i++)
-        if (is_view(&c, read_here[i])) {
+        if (has_object(&c, "view", read_here[i])) {
             rc = tl_errf(err, TL_EFORMAT,
                          "%s: %s is a view, not a table as Nsight Systems exports it: not read",
                          path, read_here[i]);
