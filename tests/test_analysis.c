@@ -371,24 +371,24 @@ static void test_open_errors(void **state)
     /* text or a fraction in a numeric column: sqlite3_column_int64 and SQL's
      * sums read 'abc' as 0, a silent wrong answer (fuzz round 26); named at open */
     const char *typed = path_in("typed.db");
-    make_db(typed, schema_sql,
-            "INSERT INTO runs(run_id, run_key, kind, policy) VALUES(1, 'k', 'sim', 'tally');"
-            "INSERT INTO requests VALUES(1, 0, 0, 0, 5, 10, 10, 5);"
-            "INSERT INTO requests VALUES(1, 0, 1, 20, 25, 30, 'abc', 5);");
-    assert_int_equal(tl_analysis_open(&a, typed, &err), TL_EFORMAT);
-    assert_non_null(strstr(err.msg, "typed.db: table 'requests', row 2: latency_ns is text 'abc' "
-                                    "(expected an integer or nothing)"));
-    make_db(typed, schema_sql,
-            "INSERT INTO runs(run_id, run_key, kind, policy) VALUES(1, 'k', 'sim', 'tally');"
-            "INSERT INTO requests VALUES(1, 0, 0, 0, 5, 10.5, 10, 5);");
-    assert_int_equal(tl_analysis_open(&a, typed, &err), TL_EFORMAT);
-    assert_non_null(strstr(err.msg, "row 1: end_ns is a fraction '10.5'"));
-    make_db(typed, schema_sql,
-            "INSERT INTO runs(run_id, run_key, kind, policy) VALUES(1, 'k', 'sim', 'tally');"
-            "INSERT INTO metrics VALUES(1, 0, 'x', 'fast');");
-    assert_int_equal(tl_analysis_open(&a, typed, &err), TL_EFORMAT);
-    assert_non_null(strstr(err.msg, "table 'metrics', row 1: value is text 'fast' "
-                                    "(expected a number or nothing)"));
+    static const struct { const char *rows, *want; } damaged[] = {
+        {"INSERT INTO requests VALUES(1, 0, 0, 0, 5, 10, 10, 5);"
+         "INSERT INTO requests VALUES(1, 0, 1, 20, 25, 30, 'abc', 5);",
+         "typed.db: table 'requests', row 2: latency_ns is text 'abc' (expected an integer or nothing)"},
+        {"INSERT INTO requests VALUES(1, 0, 0, 0, 5, 10.5, 10, 5);",
+         "row 1: end_ns is a fraction '10.5'"},
+        {"INSERT INTO metrics VALUES(1, 0, 'x', 'fast');",
+         "table 'metrics', row 1: value is text 'fast' (expected a number or nothing)"},
+    };
+    for (size_t i = 0; i < sizeof damaged / sizeof *damaged; i++) {
+        char rows[512];
+        snprintf(rows, sizeof rows, "INSERT INTO runs(run_id, run_key, kind, policy) "
+                 "VALUES(1, 'k', 'sim', 'tally');%s", damaged[i].rows);
+        make_db(typed, schema_sql, rows);
+        assert_int_equal(tl_analysis_open(&a, typed, &err), TL_EFORMAT);
+        if (!strstr(err.msg, damaged[i].want))
+            fail_msg("got '%s', want '%s'", err.msg, damaged[i].want);
+    }
     /* numbers where they belong, and NULLs, are accepted */
     make_db(typed, schema_sql,
             "INSERT INTO runs(run_id, run_key, kind, policy, load) VALUES(1, 'k', 'sim', 'tally', 1);"

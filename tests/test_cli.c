@@ -259,16 +259,18 @@ static int count(const char *db, const char *sql)
 
 /* Kill a 2-worker sweep with SIGKILL (the whole process group) part-way, then
  * rerun it: every run is there once, each complete. */
-static void test_kill9_resume(void **state)
+/* tally-sim running, with two workers, the spec of name NAME (written to
+ * tmp/NAME.json: head, then the two bundled jobs) into db (tmp/NAME.db), in a
+ * process group of its own (its id: the pid returned), its output discarded. */
+static pid_t spawn_sweep(const char *name, const char *head, char *db, size_t cap)
 {
-    char spec[256], db[256];
-    snprintf(spec, sizeof spec, "%s/sweep.json", tmp);
-    snprintf(db, sizeof db, "%s/sweep.db", tmp);
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s/%s.json", tmp, name);
+    snprintf(db, cap, "%s/%s.db", tmp, name);
     FILE *f = fopen(spec, "w");
-    fprintf(f, "{\"name\":\"k9\",\"duration_s\":0.6,\"warmup_s\":0.1,\"repetitions\":3,"
-               "\"policies\":[\"priority-streams\",\"time-slicing\",\"mps\",\"tally\"],"
-               "\"loads\":[0.3,0.6],\"jobs\":[{\"trace\":\"%s\",\"role\":\"inference\"},"
-               "{\"trace\":\"%s\",\"role\":\"training\"}]}", INFER, TRAIN);
+    assert_non_null(f);
+    fprintf(f, "{\"name\":\"%s\",%s\"jobs\":[{\"trace\":\"%s\",\"role\":\"inference\"},"
+               "{\"trace\":\"%s\",\"role\":\"training\"}]}", name, head, INFER, TRAIN);
     fclose(f);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -280,6 +282,15 @@ static void test_kill9_resume(void **state)
         _exit(127);
     }
     setpgid(pid, pid);
+    return pid;
+}
+
+static void test_kill9_resume(void **state)
+{
+    char db[256];
+    pid_t pid = spawn_sweep("k9", "\"duration_s\":0.6,\"warmup_s\":0.1,\"repetitions\":3,"
+                            "\"policies\":[\"priority-streams\",\"time-slicing\",\"mps\",\"tally\"],"
+                            "\"loads\":[0.3,0.6],", db, sizeof db);
     int done = 0;
     for (int i = 0; i < 600 && done < 6; i++) {
         struct timespec ts = { 0, 20 * 1000 * 1000 };
@@ -294,7 +305,7 @@ static void test_kill9_resume(void **state)
      * 2 loads + training, x 3 reps = 9 */
     assert_true(before < 33);
     char out[65536];
-    assert_int_equal(run_sim(out, sizeof out, "run --quiet --jobs 2 --spec %s --db %s", spec, db), 0);
+    assert_int_equal(run_sim(out, sizeof out, "run --quiet --jobs 2 --spec %s/k9.json --db %s", tmp, db), 0);
     assert_non_null(strstr(out, "skipped (resume)"));
     assert_int_equal(count(db, "SELECT count(*) FROM runs"), 33);
     assert_int_equal(count(db, "SELECT count(DISTINCT run_key) FROM runs"), 33);
@@ -334,25 +345,10 @@ static int group_size(pid_t pgid)
 static void test_kill9_parent_ends_workers(void **state)
 {
     (void)state;
-    char spec[256], db[256];
-    snprintf(spec, sizeof spec, "%s/long.json", tmp);
-    snprintf(db, sizeof db, "%s/long.db", tmp);
-    FILE *f = fopen(spec, "w");
-    fprintf(f, "{\"name\":\"long\",\"duration_s\":3000,\"warmup_s\":0,"
-               "\"policies\":[\"priority-streams\",\"mps\"],\"loads\":[0.5],"
-               "\"jobs\":[{\"trace\":\"%s\",\"role\":\"inference\"},"
-               "{\"trace\":\"%s\",\"role\":\"training\"}]}", INFER, TRAIN);
-    fclose(f);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        freopen("/dev/null", "w", stdout);
-        freopen("/dev/null", "w", stderr);
-        execl(sim, sim, "run", "--quiet", "--jobs", "2", "--spec", spec, "--db", db, (char *)NULL);
-        _exit(127);
-    }
-    setpgid(pid, pid);
+    char db[256];
+    pid_t pid = spawn_sweep("long", "\"duration_s\":3000,\"warmup_s\":0,"
+                            "\"policies\":[\"priority-streams\",\"mps\"],\"loads\":[0.5],",
+                            db, sizeof db);
     int n = 0;
     for (int i = 0; i < 1000 && n < 3; i++) { /* the parent and its two workers */
         struct timespec ts = { 0, 20 * 1000 * 1000 };
