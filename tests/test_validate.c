@@ -833,6 +833,39 @@ static int sim_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_er
     return r;
 }
 
+/* "Hardware" runs written by the simulator (kind 'hw') into path: spec.json's
+ * jobs (test_self_validation writes it) under policies, for duration_s after
+ * warmup_s, reps repetitions, at seed (-1: the spec's). */
+typedef struct {
+    const char *policies[4];
+    double duration_s, warmup_s;
+    int reps;
+    long long seed;
+} sim_hw_runs;
+
+static void make_sim_hw(const char *path, const sim_hw_runs *h)
+{
+    char spec[256]; /* not path_in's: its ring of 8 names belongs to the caller */
+    snprintf(spec, sizeof spec, "%s/spec.json", tmpdir);
+    tl_spec_overrides ov;
+    tl_spec_overrides_init(&ov);
+    ov.spec_path = spec;
+    for (ov.n_policies = 0; ov.n_policies < 4 && h->policies[ov.n_policies]; ov.n_policies++)
+        ov.policies[ov.n_policies] = h->policies[ov.n_policies];
+    ov.duration_s = h->duration_s;
+    ov.warmup_s = h->warmup_s;
+    ov.repetitions = h->reps;
+    ov.seed = h->seed;
+    tl_experiment e;
+    tl_err err = {0};
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &ov, &err), 0);
+    tl_sweep_options so = {.db_path = path, .workers = 1, .quiet = true, .kind = "hw",
+                           .open_device = sim_factory};
+    assert_int_equal(tl_sweep_run(&e, &so, NULL, &err), 0);
+    tl_experiment_close(&e);
+}
+
 static void test_self_validation(void **state)
 {
     (void)state;
@@ -853,25 +886,10 @@ static void test_self_validation(void **state)
             "resnet50_train_b32_steps.json.gz\", \"role\": \"training\", \"graph\": true}]}",
             cwd, cwd);
     fclose(f);
-    tl_spec_overrides ov;
-    tl_spec_overrides_init(&ov);
-    ov.spec_path = spec_path;
-    ov.policies[0] = "tally";
-    ov.policies[1] = "mps";
-    ov.policies[2] = "priority-streams";
-    ov.n_policies = 3;
-    ov.duration_s = 0.3;
-    ov.warmup_s = 0.1;
-    ov.repetitions = 2;
+    const char *hw = path_in("self_hw.db"), *sim = path_in("self_sim.db");
+    make_sim_hw(hw, &(sim_hw_runs){{"tally", "mps", "priority-streams"}, 0.3, 0.1, 2, -1});
     tl_experiment e;
     tl_err err = {0};
-    tl_experiment_init(&e);
-    assert_int_equal(tl_experiment_from_overrides(&e, &ov, &err), 0);
-    const char *hw = path_in("self_hw.db"), *sim = path_in("self_sim.db");
-    tl_sweep_options so = {.db_path = hw, .workers = 1, .quiet = true, .kind = "hw",
-                           .open_device = sim_factory};
-    assert_int_equal(tl_sweep_run(&e, &so, NULL, &err), 0);
-    tl_experiment_close(&e);
     /* every run carries the device's figure (its kernel count, above 0) */
     sqlite3 *db;
     assert_int_equal(sqlite3_open(hw, &db), SQLITE_OK);
@@ -1040,30 +1058,6 @@ static void test_self_validation(void **state)
     tl_experiment_close(&e);
 }
 
-/* "Hardware" runs written by the simulator (kind 'hw'): tally and mps on
- * spec.json's jobs (test_self_validation writes it), 0.2 s, one repetition. */
-static void make_sim_hw(const char *path, long long seed)
-{
-    tl_spec_overrides ov;
-    tl_spec_overrides_init(&ov);
-    ov.spec_path = path_in("spec.json");
-    ov.policies[0] = "tally";
-    ov.policies[1] = "mps";
-    ov.n_policies = 2;
-    ov.duration_s = 0.2;
-    ov.warmup_s = 0.05;
-    ov.repetitions = 1;
-    ov.seed = seed;
-    tl_experiment e;
-    tl_err err = {0};
-    tl_experiment_init(&e);
-    assert_int_equal(tl_experiment_from_overrides(&e, &ov, &err), 0);
-    tl_sweep_options so = {.db_path = path, .workers = 1, .quiet = true, .kind = "hw",
-                           .open_device = sim_factory};
-    assert_int_equal(tl_sweep_run(&e, &so, NULL, &err), 0);
-    tl_experiment_close(&e);
-}
-
 /* ---- the command ------------------------------------------------------------------ */
 
 /* Run tally-validate with args (stdout and stderr to files): its exit status. */
@@ -1170,8 +1164,8 @@ static void test_command(void **state)
     snprintf(p5, sizeof p5, "%s", path_in("pool5.db"));
     snprintf(p7, sizeof p7, "%s", path_in("pool7.db"));
     snprintf(keep, sizeof keep, "%s", path_in("keep.db"));
-    make_sim_hw(p5, 5);
-    make_sim_hw(p7, 7);
+    make_sim_hw(p5, &(sim_hw_runs){{"tally", "mps"}, 0.2, 0.05, 1, 5});
+    make_sim_hw(p7, &(sim_hw_runs){{"tally", "mps"}, 0.2, 0.05, 1, 7});
     snprintf(a, sizeof a, "-q -j 2 -m '%s' '%s' '%s' '%s'", path_in("pool.md"),
              path_in("spec.json"), p5, p7);
     assert_int_equal(run_validate(a, NULL), EX_OK);
