@@ -509,8 +509,13 @@ int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err
     free(list);
     char key[128];
     snprintf(key, sizeof key, "%.*s", (int)(eq - assignment), assignment);
-    json_object_set_new(o, key, json_string(eq + 1));
-    int r = parse_sim_params(e, o, "--sim-param", err);
+    /* jansson takes UTF-8 only; a key or value of other bytes was dropped
+     * and the option silently ignored */
+    int r = 0;
+    if (json_object_set_new(o, key, json_string(eq + 1)) < 0)
+        r = tl_errf(err, TL_EUNKNOWN, "--sim-param '%s': not UTF-8 text", assignment);
+    if (r == 0)
+        r = parse_sim_params(e, o, "--sim-param", err);
     json_decref(o);
     return r;
 }

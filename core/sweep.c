@@ -813,6 +813,18 @@ void tl_spec_overrides_init(tl_spec_overrides *o)
     o->seed = -1;
 }
 
+/* Command-line text as a JSON string. jansson takes UTF-8 only: its NULL for
+ * anything else made json_object_set_new drop the value, and the run went on
+ * without it (a --gpu of other bytes ran the spec's GPU, such an arrivals path
+ * a closed loop, such a name the trace's). */
+static int cli_string(const char *what, const char *text, json_t **out, tl_err *err)
+{
+    *out = json_string(text);
+    if (!*out)
+        return tl_errf(err, TL_EUNKNOWN, "%s: '%s' is not UTF-8 text", what, text);
+    return 0;
+}
+
 /* "trace=PATH,role=inference,load=0.5" -> a job object. Its mistakes are the
  * command line's: TL_EUNKNOWN (usage). */
 static int job_from_text(const char *text, json_t **out, tl_err *err)
@@ -837,9 +849,13 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
         char *end;
         double num = strtod(v, &end);
         bool numeric = end != v && !*end && isfinite(num);
+        json_t *str;
+        char what[64];
+        snprintf(what, sizeof what, "--job %s", k);
         if (!strcmp(k, "trace") || !strcmp(k, "role") || !strcmp(k, "name") ||
             !strcmp(k, "iteration_kernel")) {
-            json_object_set_new(job, k, json_string(v));
+            if ((r = cli_string(what, v, &str, err)) == 0)
+                json_object_set_new(job, k, str);
         } else if (!strcmp(k, "priority") || !strcmp(k, "slo_ms") || !strcmp(k, "sm_percent") ||
                    !strcmp(k, "model_mb") || !strcmp(k, "skip")) {
             if (!numeric)
@@ -859,7 +875,8 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
             else
                 arrival = json_pack("{s:s, s:f}", "kind", "poisson", k, num);
         } else if (!strcmp(k, "arrivals")) {
-            arrival = json_pack("{s:s, s:s}", "kind", "file", "path", v);
+            if ((r = cli_string(what, v, &str, err)) == 0)
+                arrival = json_pack("{s:s, s:o}", "kind", "file", "path", str);
         } else {
             r = tl_errf(err, TL_EUNKNOWN, "--job '%s': unknown key '%s'", text, k);
         }
@@ -907,9 +924,10 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
         json_object_set_new(root, "name", json_string("cli"));
     }
     int r = 0;
-    if (o->gpu)
-        json_object_set_new(root, "gpu", json_string(o->gpu));
-    if (o->spec_path && (o->n_policies || o->n_jobs) &&
+    json_t *str;
+    if (o->gpu && (r = cli_string("--gpu", o->gpu, &str, err)) == 0)
+        json_object_set_new(root, "gpu", str);
+    if (r == 0 && o->spec_path && (o->n_policies || o->n_jobs) &&
         (r = tl_spec_check_replaced(root, o->n_policies > 0, o->n_jobs > 0, origin, dir, err)) < 0) {
         json_decref(root);
         free(dir);
@@ -917,8 +935,9 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     }
     if (o->n_policies) {
         json_t *p = json_array();
-        for (int i = 0; i < o->n_policies; i++)
-            json_array_append_new(p, json_string(o->policies[i]));
+        for (int i = 0; i < o->n_policies && r == 0; i++)
+            if ((r = cli_string("--policy", o->policies[i], &str, err)) == 0)
+                json_array_append_new(p, str);
         json_object_del(root, "policy");
         json_object_set_new(root, "policies", p);
     }

@@ -288,6 +288,51 @@ static void test_overrides(void **state)
     tl_experiment_close(&e);
 }
 
+/* Command-line text that is not UTF-8 (JSON strings are) is refused, naming
+ * the option: jansson's NULL for it was dropped, and the run went on without
+ * the value (the default GPU, a closed loop, the trace's name; fuzzing). */
+static void test_overrides_not_utf8(void **state)
+{
+    static const struct {
+        const char *gpu, *policy, *job, *needle;
+    } cases[] = {
+        { "A100\xff", "mps", "trace=" TRACE ",role=training", "--gpu: 'A100\xff' is not UTF-8" },
+        { NULL, "mps\xff", "trace=" TRACE ",role=training", "--policy: 'mps\xff' is not UTF-8" },
+        { NULL, "mps", "trace=" TRACE ",role=training,name=b\xe9g", "--job name: 'b\xe9g'" },
+        { NULL, "mps", "trace=" TRACE ",role=inference,arrivals=/tmp/\xff", "--job arrivals:" },
+        { NULL, "mps", "trace=" TRACE ",role=training,iteration_kernel=\xc3", "--job iteration_kernel:" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tl_spec_overrides o;
+        tl_spec_overrides_init(&o);
+        o.gpu = cases[i].gpu;
+        o.policies[o.n_policies++] = cases[i].policy;
+        o.jobs[o.n_jobs++] = cases[i].job;
+        tl_experiment e;
+        tl_err err = { 0 };
+        tl_experiment_init(&e);
+        assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+        if (!strstr(err.msg, cases[i].needle))
+            print_error("case %zu: '%s'\n", i, err.msg);
+        assert_non_null(strstr(err.msg, cases[i].needle));
+        tl_experiment_close(&e);
+    }
+    /* --sim-param: a key or value of other bytes was ignored */
+    tl_spec_overrides o;
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=training";
+    tl_experiment e;
+    tl_err err = { 0 };
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), 0);
+    assert_int_equal(tl_experiment_set_sim_param(&e, "stream_gap_ns=5\xff", &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "not UTF-8"));
+    assert_int_equal(tl_experiment_set_sim_param(&e, "\xff=5", &err), TL_EUNKNOWN);
+    assert_null(e.sim_params);
+    tl_experiment_close(&e);
+}
+
 /* "sim_params" (and --sim-param): kept in key order, checked at load time,
  * part of the run key only when set. */
 static void test_sim_params(void **state)
@@ -349,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_default_names_distinct),
         cmocka_unit_test(test_expand_grid),
         cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_overrides_not_utf8),
         cmocka_unit_test(test_sim_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
