@@ -456,7 +456,12 @@ static int parse_sim_params(tl_experiment *e, const json_t *o, const char *origi
     for (size_t i = 0; i < n && r == 0; i++) {
         json_t *x = json_object_get(o, keys[i]);
         char val[64];
-        if (json_is_string(x))
+        if (json_is_string(x) && strlen(json_string_value(x)) >= sizeof val) {
+            /* cut to fit, "0.1000...0e5" read as 0.1: refused, not shortened */
+            r = tl_errf(err, TL_ERANGE, "%s: sim_params.%s: the value is %zu characters long (at "
+                        "most %zu)", origin, keys[i], strlen(json_string_value(x)), sizeof val - 1);
+            break;
+        } else if (json_is_string(x))
             snprintf(val, sizeof val, "%s", json_string_value(x));
         else if (json_is_number(x))
             snprintf(val, sizeof val, "%.17g", json_number_value(x));

@@ -384,6 +384,17 @@ static void test_sim_params(void **state)
     expect_error(buf, TL_ERANGE, "whole number");
     snprintf(buf, sizeof buf, "%s,\"sim_params\":[1]}", base);
     expect_error(buf, TL_ETYPE, "sim_params");
+    /* a value too long for the buffer was cut and the rest ignored: 0.1 and
+     * 70 zeros then e5 (1e4, out of range) ran as 0.1 (fuzzing) */
+    snprintf(buf, sizeof buf, "%s,\"sim_params\":{\"residency_speedup\":\"0.1%070de5\"}}", base, 0);
+    expect_error(buf, TL_ERANGE, "sim_params.residency_speedup: the value is 75 characters long");
+    snprintf(buf, sizeof buf, "%s}", base);
+    assert_int_equal(parse(buf, &e, &err), 0);
+    assert_int_equal(tl_experiment_set_sim_param(&e, "residency_speedup=0.1000000000000000000000000000000"
+                                                 "0000000000000000000000000000000000000000e5", &err),
+                     TL_ERANGE);
+    assert_null(e.sim_params);
+    tl_experiment_close(&e);
 }
 
 int main(void)
