@@ -525,6 +525,26 @@ int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err
     return r;
 }
 
+/* "loads" set the arrivals of inference jobs. A job set with none ran the
+ * same runs once per load, each labelled with a load that changed nothing:
+ * a sweep that swept nothing, refused. */
+static int check_loads_apply(const tl_experiment *e, const char *origin, tl_err *err)
+{
+    for (int s = 0; s < e->n_sets; s++) {
+        bool inference = false;
+        for (int j = 0; j < e->sets[s].n_jobs; j++)
+            inference |= e->sets[s].jobs[j].role == TL_ROLE_INFERENCE;
+        if (inference)
+            continue;
+        if (e->n_sets == 1)
+            return tl_errf(err, TL_EFORMAT, "%s: 'loads' (--load) set inference jobs' arrivals, "
+                           "and no job is an inference job", origin);
+        return tl_errf(err, TL_EFORMAT, "%s: 'loads' set inference jobs' arrivals, and job set %d "
+                       "has no inference job", origin, s);
+    }
+    return 0;
+}
+
 int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *origin,
                             const char *base_dir, tl_err *err)
 {
@@ -626,6 +646,7 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
                     return tl_errf(err, TL_EFORMAT, "%s: loads %d and %d are the same (%g)", origin, m, i,
                                    e->loads[i]);
         }
+        return check_loads_apply(e, origin, err);
     }
     return 0;
 }

@@ -108,6 +108,14 @@ static void test_errors_name_the_field(void **state)
     expect_error(buf, TL_EFORMAT, "policies 0 and 1 are the same");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0.5]}", job);
     expect_error(buf, TL_EFORMAT, "loads 0 and 1 are the same");
+    /* loads with no inference job to set ran identical runs once per load,
+     * labelled with loads that changed nothing (fuzzing) */
+    expect_error("{\"policies\":[\"mps\"],\"loads\":[0.3,0.6],\"jobs\":[{\"trace\":\"x\","
+                 "\"role\":\"training\"}]}", TL_EFORMAT, "spec.json: 'loads' (--load) set inference "
+                 "jobs' arrivals, and no job is an inference job");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"loads\":[0.3],\"job_sets\":[[%s],"
+             "[{\"trace\":\"x\",\"role\":\"training\"}]]}", job);
+    expect_error(buf, TL_EFORMAT, "job set 1 has no inference job");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"description\":5}", job);
     expect_error(buf, TL_ETYPE, "'description' must be a string");
     /* a policy's parameters are checked when the spec loads, before any run */
