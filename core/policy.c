@@ -206,6 +206,16 @@ int tl_policy_check_params(const tl_policy_ops *ops, const json_t *params, tl_er
     return r;
 }
 
+int tl_policy_check_jobs(const tl_policy_ops *ops, const json_t *params, int n_jobs, tl_err *err)
+{
+    void *state = tl_xcalloc(1, ops->state_size ? ops->state_size : 1);
+    int r = params_parse(ops, state, params, err);
+    if (r == 0 && ops->check_jobs)
+        r = ops->check_jobs(state, n_jobs, err);
+    free(state);
+    return r;
+}
+
 int tl_policy_init(tl_policy *p, const tl_policy_ops *ops, const json_t *params,
                    tl_device *dev, tl_runtime *rt, tl_job *jobs, int n_jobs, tl_err *err)
 {

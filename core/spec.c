@@ -525,6 +525,27 @@ int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err
     return r;
 }
 
+/* What a policy's parameters say per job (mps's sm_percents) must fit every
+ * job set: setup refused it only at the first shared run, after the alone
+ * runs had been simulated, and without naming the spec. */
+static int check_policies_fit(const tl_experiment *e, const char *origin, tl_err *err)
+{
+    for (int p = 0; p < e->n_policies; p++)
+        for (int s = 0; s < e->n_sets; s++) {
+            tl_err pe = { 0 };
+            int r = tl_policy_check_jobs(e->policies[p].ops, e->policies[p].params,
+                                         e->sets[s].n_jobs, &pe);
+            if (r == 0)
+                continue;
+            if (e->n_sets == 1)
+                return tl_errf(err, r, "%s: policy %d (%s): %s", origin, p, e->policies[p].ops->name,
+                               pe.msg);
+            return tl_errf(err, r, "%s: policy %d (%s), job set %d: %s", origin, p,
+                           e->policies[p].ops->name, s, pe.msg);
+        }
+    return 0;
+}
+
 /* "loads" set the arrivals of inference jobs. A job set with none ran the
  * same runs once per load, each labelled with a load that changed nothing:
  * a sweep that swept nothing, refused. */
@@ -629,6 +650,8 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     if (!json_object_get(spec, "jobs") == !json_object_get(spec, "job_sets"))
         return tl_errf(err, TL_EMISSING, "%s: give exactly one of 'jobs' or 'job_sets'", origin);
     if ((r = parse_job_sets(e, spec, origin, base_dir, err)) < 0)
+        return r;
+    if ((r = check_policies_fit(e, origin, err)) < 0)
         return r;
     json_t *loads = json_object_get(spec, "loads");
     if (loads) {

@@ -36,12 +36,21 @@ double tl_mps_job_sm_percent(const tl_job *j, const tl_param_list *list, double 
     return def > 0 && def <= 100 ? def : 100;
 }
 
+int tl_mps_check_jobs(const void *state, int n_jobs, tl_err *err)
+{
+    const tl_mps_state *st = state;
+    if (st->sm_percents.n > n_jobs)
+        return tl_errf(err, TL_ERANGE, "sm_percents has %d values for %d jobs", st->sm_percents.n,
+                       n_jobs);
+    return 0;
+}
+
 int tl_mps_setup(tl_policy *p, bool client_priority, tl_err *err)
 {
     tl_mps_state *st = p->state;
-    if (st->sm_percents.n > p->n_jobs)
-        return tl_errf(err, TL_ERANGE, "policy %s: sm_percents has %d values for %d jobs", p->ops->name,
-                       st->sm_percents.n, p->n_jobs);
+    tl_err e2;
+    if (tl_mps_check_jobs(st, p->n_jobs, &e2) < 0)
+        return tl_errf(err, e2.code, "policy %s: %s", p->ops->name, e2.msg);
     size_t n = (size_t)p->n_jobs + 1;
     st->maps = tl_xcalloc(n, sizeof *st->maps);
     double *caps = tl_xcalloc(n, sizeof *caps);
@@ -84,4 +93,5 @@ const tl_policy_ops tl_policy_mps = {
     .setup = mps_setup,
     .submit = tl_mps_submit,
     .teardown = tl_mps_teardown,
+    .check_jobs = tl_mps_check_jobs,
 };

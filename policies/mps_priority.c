@@ -22,4 +22,5 @@ const tl_policy_ops tl_policy_mps_priority = {
     .setup = mpsp_setup,
     .submit = tl_mps_submit,
     .teardown = tl_mps_teardown,
+    .check_jobs = tl_mps_check_jobs,
 };

@@ -108,6 +108,14 @@ static void test_errors_name_the_field(void **state)
     expect_error(buf, TL_EFORMAT, "policies 0 and 1 are the same");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0.5]}", job);
     expect_error(buf, TL_EFORMAT, "loads 0 and 1 are the same");
+    /* a per-job list longer than a job set failed only at the first shared
+     * run, after the alone runs, naming no file (fuzzing) */
+    snprintf(buf, sizeof buf, "{\"policies\":[{\"name\":\"mps\",\"params\":{\"sm_percents\":"
+             "[50,50]}}],\"jobs\":[%s]}", job);
+    expect_error(buf, TL_ERANGE, "spec.json: policy 0 (mps): sm_percents has 2 values for 1 jobs");
+    snprintf(buf, sizeof buf, "{\"policies\":[\"tally\",{\"name\":\"mps-priority\",\"params\":"
+             "{\"sm_percents\":[50,50]}}],\"job_sets\":[[%s,%s],[%s]]}", job, job, job);
+    expect_error(buf, TL_ERANGE, "policy 1 (mps-priority), job set 1: sm_percents has 2 values");
     /* loads with no inference job to set ran identical runs once per load,
      * labelled with loads that changed nothing (fuzzing) */
     expect_error("{\"policies\":[\"mps\"],\"loads\":[0.3,0.6],\"jobs\":[{\"trace\":\"x\","

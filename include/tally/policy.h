@@ -94,6 +94,10 @@ typedef struct tl_policy_ops {
     void (*request_arrived)(tl_policy *p, tl_job *job);
     /* Optional: release what setup allocated. */
     void (*teardown)(tl_policy *p);
+    /* Optional: whether the parsed parameters suit a run of n_jobs jobs (a
+     * per-job list longer than the jobs), as setup would find; a spec checks
+     * each of its job sets when it loads (tl_policy_check_jobs). */
+    int (*check_jobs)(const void *state, int n_jobs, tl_err *err);
 } tl_policy_ops;
 
 struct tl_policy {
@@ -123,6 +127,8 @@ const tl_policy_ops *const *tl_policy_all(void); /* NULL-terminated, stable orde
 /* Check a policy's parameters (names, types, ranges) as tl_policy_init would,
  * without a device: for specs, so that a bad value fails before any run. */
 int tl_policy_check_params(const tl_policy_ops *ops, const json_t *params, tl_err *err);
+/* The same, and whether they suit a run of n_jobs jobs (ops->check_jobs). */
+int tl_policy_check_jobs(const tl_policy_ops *ops, const json_t *params, int n_jobs, tl_err *err);
 
 /* Lifecycle (framework side). params may be NULL (all defaults). */
 int tl_policy_init(tl_policy *p, const tl_policy_ops *ops, const json_t *params,

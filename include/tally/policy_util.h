@@ -26,6 +26,7 @@ double tl_mps_job_sm_percent(const tl_job *j, const tl_param_list *list, double 
 /* Setup shared by both: one MPS client per job; client priority 1 for
  * best-effort jobs when client_priority (mps-priority), else 0. */
 int tl_mps_setup(tl_policy *p, bool client_priority, tl_err *err);
+int tl_mps_check_jobs(const void *state, int n_jobs, tl_err *err);
 void tl_mps_submit(tl_policy *p, tl_task *t);
 void tl_mps_teardown(tl_policy *p);
 
