@@ -764,6 +764,10 @@ static void test_nsys_bad_input(void **state)
     expect_fail(db, NULL, TL_EFORMAT, "bad.sqlite: StringIds is a view, not a table");
     make_nsys_db(db, false, "ALTER TABLE StringIds RENAME COLUMN value TO v;");
     expect_fail(db, NULL, TL_EMISSING, "bad.sqlite: table StringIds has no column 'value'");
+    /* kernels of two GPUs were replayed together on one (fuzzing) */
+    make_nsys_db(db, false, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid = 2;");
+    expect_fail(db, NULL, TL_EFORMAT, "bad.sqlite: kernels ran on 2 devices (0, 1): Tally "
+                                      "replays one GPU's work");
     /* a shortName that StringIds holds still names the kernel */
     make_nsys_db(db, false, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 999 WHERE rowid = 2;");
     tl_trace ok;
@@ -876,6 +880,17 @@ static void test_kineto_bad_input(void **state)
                 "dup_dur.json: malformed JSON at line 2, column");
     expect_fail(tmp_path("dup_dur.json"), NULL, TL_EFORMAT, "duplicate object key near '\"dur\"'");
     expect_fail("tests/data/not_a_trace.json", NULL, TL_EMISSING, "no 'traceEvents' array");
+    /* kernels of two GPUs were replayed together on one, streams of one id
+     * merged (fuzzing) */
+    size_t dn;
+    char *ddata = slurp("tests/data/kineto_small.json", &dn);
+    char *dev = strstr(strstr(ddata, "\"name\": \"k1\""), "\"device\": 0");
+    assert_non_null(dev);
+    dev[10] = '3';
+    write_text(tmp_path("two_gpus.json"), ddata);
+    free(ddata);
+    expect_fail(tmp_path("two_gpus.json"), NULL, TL_EFORMAT,
+                "two_gpus.json: kernels ran on 2 devices (0, 3): Tally replays one GPU's work");
     /* deviceProperties of a GPU the device table does not know, without numSms
      * and computeMajor (nothing to complete it from) */
     size_t kn;

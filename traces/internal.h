@@ -123,6 +123,10 @@ tl_raw_marker *tl_raw_add_marker(tl_raw *r);
 int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
                  const tl_trace_options *opts, tl_err *err);
 
+/* The refusal of a trace whose kernels ran on n > 1 devices (ids: the first
+ * ones seen): a trace is one GPU's work. */
+int tl_trace_one_device(const char *path, int n, const int64_t *ids, tl_err *err);
+
 /* ---- iteration splitting (split.c) --------------------------------------- */
 
 /* One op of the merged host timeline, with absolute times (timeline.c). */

@@ -708,6 +708,10 @@ int tl_kineto_from_buffer(tl_trace *t, const char *path, const char *buf, size_t
         if ((r = parse_event(&k, buf, len, sp)) < 0)
             goto out;
     }
+    if (k.n_devs > 1) {
+        r = tl_trace_one_device(path, k.n_devs, k.dev_ids, err);
+        goto out;
+    }
     if (props_end > props_start) {
         json_t *props = json_loadb(buf + props_start, props_end - props_start, 0, NULL);
         read_device_props(&k, props);

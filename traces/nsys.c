@@ -656,6 +656,10 @@ int tl_nsys_from_buffer(tl_trace *t, const char *path, char *buf, size_t len,
         (rc = read_syncinfo(&c, T_SYNC, false)) < 0 ||
         (rc = read_syncinfo(&c, T_EVENT, true)) < 0 || (rc = read_nvtx(&c)) < 0)
         goto out;
+    if (dc.k > 1) {
+        rc = tl_trace_one_device(path, dc.k, dc.id, err);
+        goto out;
+    }
     read_gpu_info(&c, &dc);
     rc = tl_raw_build(&raw, t, path, "nsys", opts, err);
 out:

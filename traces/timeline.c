@@ -780,6 +780,17 @@ static int rebase_times(tl_raw *r, const char *path, tl_err *err)
     return 0;
 }
 
+/* Kineto and nsys files record a device per kernel. Kernels of several GPUs
+ * were replayed together on one, their streams of one id merged: the work of
+ * a multi-GPU process on a single GPU, without a word. */
+int tl_trace_one_device(const char *path, int n, const int64_t *ids, tl_err *err)
+{
+    return tl_errf(err, TL_EFORMAT, "%s: kernels ran on %d%s devices (%lld, %lld%s): Tally "
+                   "replays one GPU's work; trace one device per file", path, n,
+                   n >= 8 ? " or more" : "", (long long)ids[0], (long long)ids[1],
+                   n > 2 ? ", ..." : "");
+}
+
 int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
                  const tl_trace_options *opts, tl_err *err)
 {
