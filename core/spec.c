@@ -382,11 +382,15 @@ static int parse_policies(tl_experiment *e, const json_t *arr, const char *origi
 }
 
 /* A spec's policies: "policies", or its one-policy spelling "policy"; NULL
- * when neither is there. */
-static const json_t *spec_policies(const json_t *spec)
+ * when neither is there. Both at once is refused: "policies" was read and
+ * "policy" silently ignored. */
+static int spec_policies(const json_t *spec, const char *origin, const json_t **out, tl_err *err)
 {
-    const json_t *pol = json_object_get(spec, "policies");
-    return pol ? pol : json_object_get(spec, "policy");
+    const json_t *pol = json_object_get(spec, "policies"), *one = json_object_get(spec, "policy");
+    *out = pol ? pol : one;
+    if (pol && one)
+        return tl_errf(err, TL_EFORMAT, "%s: give one of 'policies' or 'policy', not both", origin);
+    return 0;
 }
 
 /* A spec's job sets: the one of "jobs", else those of "job_sets" (the caller
@@ -417,9 +421,9 @@ int tl_spec_check_replaced(const json_t *spec, bool policies, bool jobs, const c
 {
     tl_experiment scratch;
     tl_experiment_init(&scratch);
-    int r = 0;
-    const json_t *pol = spec_policies(spec);
-    if (policies && pol)
+    const json_t *pol;
+    int r = spec_policies(spec, origin, &pol, err);
+    if (r == 0 && policies && pol)
         r = parse_policies(&scratch, pol, origin, err);
     if (r == 0 && jobs && (json_object_get(spec, "jobs") || json_object_get(spec, "job_sets")))
         r = parse_job_sets(&scratch, spec, origin, base_dir, err);
@@ -642,7 +646,9 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     }
     if ((r = parse_sim_params(e, json_object_get(spec, "sim_params"), origin, err)) < 0)
         return r;
-    const json_t *pol = spec_policies(spec);
+    const json_t *pol;
+    if ((r = spec_policies(spec, origin, &pol, err)) < 0)
+        return r;
     if (!pol)
         return tl_errf(err, TL_EMISSING, "%s: missing 'policies'", origin);
     if ((r = parse_policies(e, pol, origin, err)) < 0)

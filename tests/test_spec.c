@@ -108,6 +108,9 @@ static void test_errors_name_the_field(void **state)
     expect_error(buf, TL_EFORMAT, "policies 0 and 1 are the same");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"jobs\":[%s],\"loads\":[0.5, 0.5]}", job);
     expect_error(buf, TL_EFORMAT, "loads 0 and 1 are the same");
+    /* "policy" beside "policies" was ignored (fuzzing) */
+    snprintf(buf, sizeof buf, "{\"policy\":\"tgs\",\"policies\":[\"mps\"],\"jobs\":[%s]}", job);
+    expect_error(buf, TL_EFORMAT, "spec.json: give one of 'policies' or 'policy', not both");
     /* a per-job list longer than a job set failed only at the first shared
      * run, after the alone runs, naming no file (fuzzing) */
     snprintf(buf, sizeof buf, "{\"policies\":[{\"name\":\"mps\",\"params\":{\"sm_percents\":"
@@ -293,6 +296,19 @@ static void test_overrides(void **state)
     tl_experiment_init(&e);
     assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
     assert_non_null(strstr(err.msg, "override_spec.json: job 0: unknown role 'gaming'"));
+    tl_experiment_close(&e);
+    /* and a spec with both "policy" and "policies" that --policy replaces */
+    f = fopen(spec, "w");
+    assert_non_null(f);
+    fputs("{\"policy\":\"tgs\",\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"" TRACE "\","
+          "\"role\":\"training\"}]}", f);
+    fclose(f);
+    tl_spec_overrides_init(&o);
+    o.spec_path = spec;
+    o.policies[o.n_policies++] = "tally";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, "override_spec.json: give one of 'policies' or 'policy'"));
     tl_experiment_close(&e);
     remove(spec);
 
