@@ -12,6 +12,18 @@ int tl_fidelity_check(const tl_trace *t, const tl_gpu_props *gpu, tl_fidelity *o
     return tl_fidelity_check_params(t, gpu, NULL, out, err);
 }
 
+/* The replay's errors name its one job, "solo", not the trace: with several
+ * traces checked in a row (tally-sim fidelity A B C) the message must say
+ * which one failed. */
+static int name_trace(const tl_trace *t, int r, tl_err *err)
+{
+    if (!err || !t->path || !strncmp(err->msg, t->path, strlen(t->path)))
+        return r;
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return tl_errf(err, r, "%s: its replay failed: %s", t->path, msg);
+}
+
 int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const char *sim_params,
                              tl_fidelity *out, tl_err *err)
 {
@@ -63,7 +75,7 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
     r = tl_run(&cfg, &dev, &res, err);
     tl_dev_close(&dev);
     if (r < 0)
-        return r;
+        return name_trace(t, r, err);
     /* The measured pass: iterations first .. first + n - 1 (ids count from 0
      * in start order; records come in completion order). */
     const tl_request_rec **pass = tl_xcalloc(t->n_iters, sizeof *pass);
