@@ -161,29 +161,31 @@ bool tl_gnuplot_has_terminal(const char *terminal)
 
 int tl_plot_parse_formats(const char *s, unsigned *out, tl_err *err)
 {
-    unsigned f = 0;
+    static const struct { const char *name; unsigned bit; } names[] = {
+        {"png", TL_FMT_PNG}, {"svg", TL_FMT_SVG}, {"pdf", TL_FMT_PDF}};
     if (!s || !*s)
-        return tl_errf(err, TL_EINVAL, "--format: empty list (use png,svg,pdf)");
-    char *copy = tl_xstrdup(s), *save = NULL;
-    int r = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(t, "png"))
-            f |= TL_FMT_PNG;
-        else if (!strcmp(t, "svg"))
-            f |= TL_FMT_SVG;
-        else if (!strcmp(t, "pdf"))
-            f |= TL_FMT_PDF;
-        else {
-            r = tl_errf(err, TL_EUNKNOWN, "--format: unknown format '%s' (use png, svg, pdf)", t);
+        return tl_errf(err, TL_EUNKNOWN, "--format: empty list (use png,svg,pdf)");
+    unsigned f = 0;
+    /* every entry, the empty ones too ('png,,svg', 'png,'): --policy refuses
+     * those, and strtok skipped them */
+    for (const char *t = s;; t++) {
+        size_t n = strcspn(t, ",");
+        if (n == 0)
+            return tl_errf(err, TL_EUNKNOWN, "--format: an empty entry in '%s' (use png,svg,pdf)", s);
+        size_t i = 0;
+        while (i < sizeof names / sizeof *names && (strlen(names[i].name) != n ||
+                                                    strncmp(t, names[i].name, n)))
+            i++;
+        if (i == sizeof names / sizeof *names)
+            return tl_errf(err, TL_EUNKNOWN, "--format: unknown format '%.*s' (use png, svg, pdf)",
+                           (int)n, t);
+        f |= names[i].bit;
+        t += n;
+        if (!*t)
             break;
-        }
     }
-    free(copy);
-    if (r == 0 && !f)
-        r = tl_errf(err, TL_EINVAL, "--format: empty list (use png,svg,pdf)");
-    if (r == 0)
-        *out = f;
-    return r;
+    *out = f;
+    return 0;
 }
 
 int tl_gnuplot_render(const char *dir, const char *script, const char *base, unsigned formats,

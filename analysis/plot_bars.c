@@ -130,8 +130,8 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     collect(all, exp, &d);
     if (d.np == 0) {
         bars_free(&d);
-        return tl_errf(err, TL_EMISSING, "experiment %s: no shared runs (only 'alone' baselines)",
-                       shown);
+        return tl_errf(err, TL_EMISSING, "%s: experiment %s: no shared runs (only 'alone' baselines)",
+                       a->path, shown);
     }
     char *safe = tl_an_safe_name(exp);
     char base[300], name[320];
@@ -213,9 +213,9 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     int panels = (nl > 0) + (nt > 0) + (nu > 0);
     if (panels == 0) {
         bars_free(&d);
-        return tl_errf(err, TL_EMISSING, "experiment %s: no latency, throughput or utilization "
+        return tl_errf(err, TL_EMISSING, "%s: experiment %s: no latency, throughput or utilization "
                                          "metrics to plot",
-                       shown);
+                       a->path, shown);
     }
 
     snprintf(name, sizeof name, "%s.gp", base);

@@ -126,7 +126,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
             sel[nsel++] = (tl_group *)g;
     }
     if (r == 0 && ns == 0)
-        r = tl_errf(err, TL_EMISSING, "experiment %s: no inference requests to plot", shown);
+        r = tl_errf(err, TL_EMISSING, "%s: experiment %s: no inference requests to plot", a->path, shown);
     if (r < 0) {
         if (f)
             tl_out_discard(f);

@@ -53,8 +53,8 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     if (np == 0) {
         free(pv);
         return tl_errf(err, TL_EMISSING,
-                       "experiment %s: no policy has both simulated (sim) and hardware (hw) runs",
-                       shown);
+                       "%s: experiment %s: no policy has both simulated (sim) and hardware (hw) runs",
+                       a->path, shown);
     }
     /* Tick labels: policy, then what tells pairs apart among the shared runs
      * (load, job list), then the job when runs have several; 'alone' runs are

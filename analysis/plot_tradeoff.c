@@ -36,7 +36,7 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     if (n == 0) {
         free(sel);
         return tl_errf(err, TL_EMISSING,
-                       "experiment %s: no shared run with an inference job to plot", shown);
+                       "%s: experiment %s: no shared run with an inference job to plot", a->path, shown);
     }
     bool all_ovh = true, any_be = false, any_sys = false;
     const char *hp_name = sel[0]->jobs[sel[0]->hp].name;
@@ -51,9 +51,9 @@ static int plot_one(tl_analysis *a, const tl_groups *all, const char *exp, const
     if (!any_be && !any_sys) {
         free(sel);
         return tl_errf(err, TL_EMISSING,
-                       "experiment %s: no throughput_rel or system_throughput metrics "
+                       "%s: experiment %s: no throughput_rel or system_throughput metrics "
                        "(runs without 'alone' baselines?)",
-                       shown);
+                       a->path, shown);
     }
     char *safe = tl_an_safe_name(exp);
     char base[300], name[320];

@@ -581,6 +581,9 @@ static void test_tradeoff_data(void **state)
     f = (tl_filter){.experiment = "exp2"};
     assert_int_equal(tl_plot_tradeoff(&a, &f, &o, &err), TL_EMISSING);
     assert_non_null(strstr(err.msg, "exp2"));
+    /* and names the database (said only "experiment exp2: ..."; fuzz round 27) */
+    assert_non_null(strstr(err.msg, a.path));
+    assert_ptr_equal(strstr(err.msg, a.path), err.msg);
     tl_analysis_close(&a);
 }
 
@@ -857,7 +860,15 @@ static void test_gnuplot_errors(void **state)
     assert_int_equal(tl_plot_parse_formats("png,svg", &fm, &err), 0);
     assert_int_equal(fm, TL_FMT_PNG | TL_FMT_SVG);
     assert_int_equal(tl_plot_parse_formats("png,gif", &fm, &err), TL_EUNKNOWN);
-    assert_non_null(strstr(err.msg, "gif"));
+    assert_non_null(strstr(err.msg, "unknown format 'gif'"));
+    /* empty entries are refused, as --policy's are (they were skipped; fuzz round 27) */
+    assert_int_equal(tl_plot_parse_formats("png,,svg", &fm, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "an empty entry in 'png,,svg'"));
+    assert_int_equal(tl_plot_parse_formats("png,", &fm, &err), TL_EUNKNOWN);
+    assert_int_equal(tl_plot_parse_formats(",png", &fm, &err), TL_EUNKNOWN);
+    assert_int_equal(tl_plot_parse_formats("", &fm, &err), TL_EUNKNOWN);
+    assert_int_equal(tl_plot_parse_formats("pdf,png", &fm, &err), 0);
+    assert_int_equal(fm, TL_FMT_PDF | TL_FMT_PNG);
 }
 
 /* The scripts are meant to be rerun by hand, in every format this gnuplot has. */

@@ -120,6 +120,10 @@ static void test_bad_input(void **state)
     expect_fail(EX_USAGE, "tally-sim info: unrecognized option '--frobnicate'", NULL, "info --frobnicate");
     expect_fail(EX_USAGE, "tally-sim run: unrecognized option '--frobnicate'", NULL, "run --frobnicate");
     expect_fail(0, "Z80", NULL, "--policy mps --gpu Z80 --db %s/a.db" JOBS, tmp);
+    /* the option's mistake, not the spec file's (it said "demo.json: gpu: unknown
+     * GPU 'Z80'", exit 64; found by fuzz round 27) */
+    expect_fail(EX_USAGE, "tally-sim: --gpu: unknown GPU 'Z80'", NULL,
+                "--spec experiments/specs/demo.json --gpu Z80 --db %s/a.db", tmp);
     expect_fail(0, "unknown policy 'nope'", NULL, "--policy nope --db %s/a.db" JOBS, tmp);
     expect_fail(0, "truncated_gzip.json.gz", "gzip",
                 "--policy mps --db %s/a.db --job trace=tests/data/cli/truncated_gzip.json.gz,role=training", tmp);
