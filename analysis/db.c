@@ -32,41 +32,31 @@ static bool table_exists(sqlite3 *db, const char *table)
 }
 
 /* Each table with the columns the readers use: preparing a SELECT of them
- * fails, naming the column, when the database is not ours. */
+ * fails, naming the column, when the database is not ours. Of those, the
+ * numeric ones: an INTEGER column may hold integers or NULL, a REAL one
+ * numbers or NULL. SQLite keeps whatever a hand edit stores ('abc' in
+ * latency_ns), and sqlite3_column_int64 and SQL's sums read text as 0, a
+ * silent wrong answer; so each table is scanned once at open (a full scan:
+ * ~0.06 s for 126k requests) and the first bad value named. */
 static const struct {
     const char *table;
     const char *columns;
     bool required;
+    const char *integers, *reals; /* comma-separated, without spaces */
 } probes[] = {
     {"runs", "run_id, run_key, experiment, kind, policy, load, seed, repetition, status, "
              "duration_ns, gpu",
-     true},
-    {"jobs", "run_id, job_id, name, role, priority, slo_ns, alone_run_id", true},
+     true, "run_id,seed,repetition,duration_ns", "load"},
+    {"jobs", "run_id, job_id, name, role, priority, slo_ns, alone_run_id", true,
+     "run_id,job_id,priority,slo_ns,alone_run_id", ""},
     {"requests", "run_id, job_id, req_id, arrival_ns, start_ns, end_ns, latency_ns, service_ns",
-     true},
-    {"metrics", "run_id, job_id, name, value", true},
-    {"iterations", "run_id, job_id, iter_idx, start_ns, end_ns", false},
+     true, "run_id,job_id,req_id,arrival_ns,start_ns,end_ns,latency_ns,service_ns", ""},
+    {"metrics", "run_id, job_id, name, value", true, "run_id,job_id", "value"},
+    {"iterations", "run_id, job_id, iter_idx, start_ns, end_ns", false,
+     "run_id,job_id,iter_idx,start_ns,end_ns", ""},
     {"kernels", "run_id, job_id, seq, name, stream, start_ns, end_ns, blocks, avg_sms, ptb, "
                 "retreated",
-     false},
-};
-
-/* The numeric columns the readers use, by table: an INTEGER column may hold
- * integers or NULL, a REAL one numbers or NULL. SQLite keeps whatever a hand
- * edit stores ('abc' in latency_ns), and sqlite3_column_int64 and SQL's sums
- * read text as 0, a silent wrong answer; so each table is scanned once at
- * open (a full scan: ~0.06 s for 126k requests) and the first bad value named. */
-static const struct {
-    const char *table;
-    const char *integers; /* comma-separated */
-    const char *reals;
-} numeric_columns[] = {
-    {"runs", "run_id,seed,repetition,duration_ns", "load"},
-    {"jobs", "run_id,job_id,priority,slo_ns,alone_run_id", ""},
-    {"requests", "run_id,job_id,req_id,arrival_ns,start_ns,end_ns,latency_ns,service_ns", ""},
-    {"metrics", "run_id,job_id", "value"},
-    {"iterations", "run_id,job_id,iter_idx,start_ns,end_ns", ""},
-    {"kernels", "run_id,job_id,seq,stream,start_ns,end_ns,blocks,ptb,retreated", "avg_sms"},
+     false, "run_id,job_id,seq,stream,start_ns,end_ns,blocks,ptb,retreated", "avg_sms"},
 };
 
 /* Appends "typeof(c) NOT IN (allowed) OR " for each column of a comma list. */
@@ -104,8 +94,8 @@ static const char *bad_column(sqlite3_stmt *st, const char *ints, const char *re
 
 static int check_numeric_columns(tl_analysis *a, size_t t, tl_err *err)
 {
-    const char *table = numeric_columns[t].table;
-    const char *ints = numeric_columns[t].integers, *reals = numeric_columns[t].reals;
+    const char *table = probes[t].table;
+    const char *ints = probes[t].integers, *reals = probes[t].reals;
     char sql[2048];
     snprintf(sql, sizeof sql, "SELECT rowid, %s%s%s FROM %s WHERE ", ints, *reals ? "," : "",
              reals, table);
@@ -154,12 +144,9 @@ static int check_schema(tl_analysis *a, tl_err *err)
             return tl_errf(err, TL_EFORMAT, "%s: table '%s' is not the Tally schema: %s",
                            a->path, probes[i].table, sqlite3_errmsg(a->db));
         sqlite3_finalize(st);
-        for (size_t t = 0; t < sizeof numeric_columns / sizeof numeric_columns[0]; t++) {
-            int r = strcmp(numeric_columns[t].table, probes[i].table)
-                        ? 0 : check_numeric_columns(a, t, err);
-            if (r < 0)
-                return r;
-        }
+        int r = check_numeric_columns(a, i, err);
+        if (r < 0)
+            return r;
         if (!strcmp(probes[i].table, "kernels"))
             a->has_kernels = true;
         if (!strcmp(probes[i].table, "iterations"))

@@ -198,22 +198,26 @@ static void launch_put(tl_policy *p, plain_launch *pl)
 
 /* ---- lifecycle ---- */
 
-int tl_policy_check_params(const tl_policy_ops *ops, const json_t *params, tl_err *err)
+/* Parse params into a scratch state as tl_policy_init would; with n_jobs >= 0,
+ * also ask the policy whether they suit that many jobs. */
+static int check_scratch(const tl_policy_ops *ops, const json_t *params, int n_jobs, tl_err *err)
 {
     void *state = tl_xcalloc(1, ops->state_size ? ops->state_size : 1);
     int r = params_parse(ops, state, params, err);
+    if (r == 0 && n_jobs >= 0 && ops->check_jobs)
+        r = ops->check_jobs(state, n_jobs, err);
     free(state);
     return r;
 }
 
+int tl_policy_check_params(const tl_policy_ops *ops, const json_t *params, tl_err *err)
+{
+    return check_scratch(ops, params, -1, err);
+}
+
 int tl_policy_check_jobs(const tl_policy_ops *ops, const json_t *params, int n_jobs, tl_err *err)
 {
-    void *state = tl_xcalloc(1, ops->state_size ? ops->state_size : 1);
-    int r = params_parse(ops, state, params, err);
-    if (r == 0 && ops->check_jobs)
-        r = ops->check_jobs(state, n_jobs, err);
-    free(state);
-    return r;
+    return check_scratch(ops, params, n_jobs, err);
 }
 
 int tl_policy_init(tl_policy *p, const tl_policy_ops *ops, const json_t *params,

@@ -466,17 +466,22 @@ static void test_tally_roundtrip(void **state)
     roundtrip(EXT "a100_train_5streams.json.gz");
 }
 
+/* A tally-trace file of one iteration holding ops (JSON objects, comma-separated)
+ * in tmp_path(name). */
+static void write_ops(const char *name, const char *ops)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "{\"format\":\"tally-trace\",\"version\":1,\"streams\":[7],"
+             "\"strings\":[\"\",\"k\"],\"iterations\":[{\"start_ns\":0,\"tail_host_ns\":0,"
+             "\"traced_ns\":100,\"traced_busy_ns\":50,\"ops\":[%s]}]}", ops);
+    write_text(tmp_path(name), buf);
+}
+
 static void test_tally_bad_input(void **state)
 {
     (void)state;
-    const char *ok_head = "{\"format\":\"tally-trace\",\"version\":1,\"streams\":[7],"
-                          "\"strings\":[\"\",\"k\"],\"iterations\":[{\"start_ns\":0,"
-                          "\"tail_host_ns\":0,\"traced_ns\":100,\"traced_busy_ns\":50,\"ops\":[";
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
-             "\"gpu_start_ns\":10,\"dur_ns\":50,\"grid\":[1,1,1],\"block\":[32,1,1]}");
-    write_text(tmp_path("good.json"), buf);
+    write_ops("good.json", "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
+              "\"gpu_start_ns\":10,\"dur_ns\":50,\"grid\":[1,1,1],\"block\":[32,1,1]}");
     tl_trace t;
     load_ok(&t, tmp_path("good.json"), NULL);
     assert_int_equal(t.n_iters, 1);
@@ -484,10 +489,8 @@ static void test_tally_bad_input(void **state)
     tl_trace_close(&t);
 
     /* a key given twice is malformed: the last one won ('dur_ns' 50 read as 9) */
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
-             "\"gpu_start_ns\":10,\"dur_ns\":50,\"dur_ns\":9,\"grid\":[1,1,1],\"block\":[32,1,1]}");
-    write_text(tmp_path("dupkey.json"), buf);
+    write_ops("dupkey.json", "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
+              "\"gpu_start_ns\":10,\"dur_ns\":50,\"dur_ns\":9,\"grid\":[1,1,1],\"block\":[32,1,1]}");
     expect_fail(tmp_path("dupkey.json"), NULL, TL_EFORMAT,
                 "dupkey.json: malformed JSON at line 1, column 265: duplicate object key near '\"dur_ns\"'");
     write_text(tmp_path("v2.json"), "{\"format\":\"tally-trace\",\"version\":2,\"iterations\":[]}");
@@ -506,37 +509,25 @@ static void test_tally_bad_input(void **state)
                                                 "\"gpu\":{\"sms\":0,\"name\":\"Mystery\"},\"events\":[]}");
     expect_fail(tmp_path("gpu_noname_ev.json"), NULL, TL_ERANGE, "gpu_noname_ev.json: gpu: gpu 'Mystery': sms out of range (0)");
 
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
-             "\"gpu_start_ns\":10,\"dur_ns\":0,\"grid\":[1,1,1],\"block\":[32,1,1]}");
-    write_text(tmp_path("zero.json"), buf);
+    write_ops("zero.json", "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
+              "\"gpu_start_ns\":10,\"dur_ns\":0,\"grid\":[1,1,1],\"block\":[32,1,1]}");
     expect_fail(tmp_path("zero.json"), NULL, TL_ERANGE,
                 "zero.json: iterations[0].ops[0] (kernel 'k'): 'dur_ns' is 0");
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
-             "\"gpu_start_ns\":10,\"dur_ns\":-4,\"grid\":[1,1,1],\"block\":[32,1,1]}");
-    write_text(tmp_path("neg.json"), buf);
+    write_ops("neg.json", "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
+              "\"gpu_start_ns\":10,\"dur_ns\":-4,\"grid\":[1,1,1],\"block\":[32,1,1]}");
     expect_fail(tmp_path("neg.json"), NULL, TL_ERANGE, "'dur_ns' is -4");
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
-             "\"gpu_start_ns\":10,\"dur_ns\":5,\"grid\":[1,0,1],\"block\":[32,1,1]}");
-    write_text(tmp_path("grid0.json"), buf);
+    write_ops("grid0.json", "{\"kind\":\"kernel\",\"name\":1,\"stream\":0,\"host_gap_ns\":0,\"host_call_ns\":5,"
+              "\"gpu_start_ns\":10,\"dur_ns\":5,\"grid\":[1,0,1],\"block\":[32,1,1]}");
     expect_fail(tmp_path("grid0.json"), NULL, TL_ERANGE, "grid[1] is 0");
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"stream_wait\",\"name\":0,\"stream\":0,\"event\":0,\"host_gap_ns\":0,"
-             "\"host_call_ns\":5}");
-    write_text(tmp_path("wait.json"), buf);
+    write_ops("wait.json", "{\"kind\":\"stream_wait\",\"name\":0,\"stream\":0,\"event\":0,\"host_gap_ns\":0,"
+              "\"host_call_ns\":5}");
     expect_fail(tmp_path("wait.json"), NULL, TL_ERANGE,
                 "event 0 is not recorded earlier in this iteration");
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"warp\",\"name\":0,\"host_gap_ns\":0,\"host_call_ns\":5}");
-    write_text(tmp_path("kind.json"), buf);
+    write_ops("kind.json", "{\"kind\":\"warp\",\"name\":0,\"host_gap_ns\":0,\"host_call_ns\":5}");
     /* a bad value in the file is a data error (exit 65), not a usage error */
     expect_fail(tmp_path("kind.json"), NULL, TL_ERANGE, "unknown kind 'warp'");
-    snprintf(buf, sizeof buf, "%s%s]}]}", ok_head,
-             "{\"kind\":\"kernel\",\"name\":1,\"stream\":5,\"host_gap_ns\":0,\"host_call_ns\":5,"
-             "\"gpu_start_ns\":10,\"dur_ns\":5,\"grid\":[1,1,1],\"block\":[32,1,1]}");
-    write_text(tmp_path("stream.json"), buf);
+    write_ops("stream.json", "{\"kind\":\"kernel\",\"name\":1,\"stream\":5,\"host_gap_ns\":0,\"host_call_ns\":5,"
+              "\"gpu_start_ns\":10,\"dur_ns\":5,\"grid\":[1,1,1],\"block\":[32,1,1]}");
     expect_fail(tmp_path("stream.json"), NULL, TL_ERANGE, "'stream' is 5");
     write_text(tmp_path("both.json"),
                "{\"format\":\"tally-trace\",\"version\":1,\"iterations\":[],\"events\":[]}");
