@@ -46,26 +46,34 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
      * twice and the second pass is measured: its iteration 0 inherits the
      * backlog of the replayed last iteration, the closest stand-in for the
      * untraced step before. */
+    /* as a run would refuse it: a replay on a GPU that cannot launch a kernel
+     * was a silent wrong answer */
+    int r = tl_trace_check_replayable(t, &g, err);
+    if (r < 0)
+        return r;
     uint32_t first = t->n_precapture > 0 ? t->n_iters : 0;
     long double total = 0;
     for (uint32_t i = 0; i < t->n_iters; i++)
         total += t->iters[i].traced_ns;
-    /* The window is in traced time; the iterations are bounded too, by as many
-     * passes plus the most that may overlap the measured one: a trace whose
+    /* The window is in traced time; the iterations are bounded too, to one
+     * pass after the measured one (what may overlap its tail): a trace whose
      * replay is far shorter than its traced time (one timestamp broken by
-     * hours) would otherwise replay millions of iterations. */
+     * hours) would otherwise replay millions of iterations. And no more: a
+     * GPU-bound trace without syncs lets the host run ahead by every
+     * iteration allowed, and 64 more of 2 s each outlasted the drain's limit
+     * (the replay failed as an overload). */
     uint32_t passes = first ? 5 : 3;
     tl_job_spec job = { .name = "solo", .trace = t, .role = TL_ROLE_TRAINING };
     tl_run_config cfg = { .jobs = &job, .n_jobs = 1, .policy = tl_policy_find("time-slicing"),
                           .duration_ns = (tl_ns)(total * passes) + TL_NS_PER_MS,
                           .warmup_ns = 0, .seed = 1,
-                          .max_iterations = passes * t->n_iters + 64 };
+                          .max_iterations = first + 2 * t->n_iters };
     if (!cfg.policy)
         return tl_errf(err, TL_EUNKNOWN, "policy time-slicing is not registered");
     tl_device dev;
     tl_sim_params p;
     tl_sim_params_default(&p, &g);
-    int r = tl_sim_params_apply(&p, sim_params, err);
+    r = tl_sim_params_apply(&p, sim_params, err);
     if (r < 0)
         return r;
     r = tl_sim_open(&dev, &g, &p, err);

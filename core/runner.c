@@ -967,6 +967,38 @@ static int check_overload(const tl_runtime *rt, tl_err *err)
     return 0;
 }
 
+/* Every kernel must be launchable on the GPU: CUDA refuses a block of more
+ * threads, shared memory or registers than one SM of the GPU holds
+ * (tl_occupancy's rule, the one the simulator places blocks by), and a
+ * simulation that placed it anyway would be a silent wrong answer (a trace
+ * from a larger GPU, or a hand-made one). A job's streams are bounded too. */
+int tl_trace_check_replayable(const tl_trace *t, const tl_gpu_props *g, tl_err *err)
+{
+    const char *path = t->path ? t->path : "trace";
+    if (t->n_streams > TL_MAX_JOB_STREAMS)
+        return tl_errf(err, TL_ERANGE, "%s: %d streams; at most %d supported", path, t->n_streams,
+                       TL_MAX_JOB_STREAMS);
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        for (uint32_t k = 0; k < t->iters[i].n_ops; k++) {
+            const tl_op *op = &t->iters[i].ops[k];
+            if (op->kind != TL_OP_KERNEL)
+                continue;
+            uint64_t threads = (uint64_t)op->block[0] * op->block[1] * op->block[2];
+            uint64_t smem = (uint64_t)op->static_smem + op->dynamic_smem;
+            if (threads <= INT32_MAX && smem <= INT32_MAX && op->regs <= INT32_MAX &&
+                tl_occupancy(g, (int)threads, (int)op->regs, (int)smem, NULL) > 0)
+                continue;
+            return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u (kernel '%s'): a block of %llu threads, "
+                           "%u registers a thread and %llu bytes of shared memory does not fit an SM of "
+                           "the %s (at most %d threads, %d registers a thread, %d registers and %d bytes "
+                           "of shared memory a block), so CUDA would not launch it",
+                           path, i, k, tl_trace_op_name(t, op), (unsigned long long)threads, op->regs,
+                           (unsigned long long)smem, g->name, g->max_threads_per_block,
+                           g->max_regs_per_thread, g->regs_per_block, g->smem_per_block_optin);
+        }
+    return 0;
+}
+
 int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err *err)
 {
     memset(out, 0, sizeof *out);

@@ -553,7 +553,8 @@ static int check_policies_fit(const tl_experiment *e, const char *origin, tl_err
 /* "loads" set the arrivals of inference jobs. A job set with none ran the
  * same runs once per load, each labelled with a load that changed nothing:
  * a sweep that swept nothing, refused. */
-static int check_loads_apply(const tl_experiment *e, const char *origin, tl_err *err)
+static int check_loads_apply(const tl_experiment *e, const char *origin, const char *what, int code,
+                             tl_err *err)
 {
     for (int s = 0; s < e->n_sets; s++) {
         bool inference = false;
@@ -562,12 +563,39 @@ static int check_loads_apply(const tl_experiment *e, const char *origin, tl_err 
         if (inference)
             continue;
         if (e->n_sets == 1)
-            return tl_errf(err, TL_EFORMAT, "%s: 'loads' (--load) set inference jobs' arrivals, "
-                           "and no job is an inference job", origin);
-        return tl_errf(err, TL_EFORMAT, "%s: 'loads' set inference jobs' arrivals, and job set %d "
-                       "has no inference job", origin, s);
+            return tl_errf(err, code, "%s: %s set inference jobs' arrivals, and no job is an "
+                           "inference job", origin, what);
+        return tl_errf(err, code, "%s: %s set inference jobs' arrivals, and job set %d has no "
+                       "inference job", origin, what, s);
     }
     return 0;
+}
+
+/* The loads in e->loads: distinct, in (0, 1], and something to apply to.
+ * what names them in messages; code is the error's (a spec's mistake or the
+ * command line's). */
+static int check_loads(const tl_experiment *e, const char *origin, const char *what, int code,
+                       tl_err *err)
+{
+    for (int i = 0; i < e->n_loads; i++) {
+        if (!(e->loads[i] > 0) || e->loads[i] > 1)
+            return tl_errf(err, code == TL_EFORMAT ? TL_ERANGE : code,
+                           "%s: %s[%d] must be a number in (0, 1]", origin, what, i);
+        for (int m = 0; m < i; m++)
+            if (e->loads[m] == e->loads[i])
+                return tl_errf(err, code, "%s: %s %d and %d are the same (%g)", origin, what, m, i,
+                               e->loads[i]);
+    }
+    return check_loads_apply(e, origin, what, code, err);
+}
+
+int tl_experiment_set_loads(tl_experiment *e, const double *loads, int n, tl_err *err)
+{
+    free(e->loads);
+    e->n_loads = n;
+    e->loads = tl_xcalloc((size_t)(n > 0 ? n : 1), sizeof *e->loads);
+    memcpy(e->loads, loads, (size_t)n * sizeof *loads);
+    return check_loads(e, "command line", "--load", TL_EUNKNOWN, err);
 }
 
 int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *origin,
@@ -667,15 +695,11 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
         e->loads = tl_xcalloc((size_t)e->n_loads, sizeof *e->loads);
         for (int i = 0; i < e->n_loads; i++) {
             json_t *v = json_array_get(loads, (size_t)i);
-            if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1)
+            if (!json_is_number(v))
                 return tl_errf(err, TL_ERANGE, "%s: loads[%d] must be a number in (0, 1]", origin, i);
             e->loads[i] = json_number_value(v);
-            for (int m = 0; m < i; m++)
-                if (e->loads[m] == e->loads[i])
-                    return tl_errf(err, TL_EFORMAT, "%s: loads %d and %d are the same (%g)", origin, m, i,
-                                   e->loads[i]);
         }
-        return check_loads_apply(e, origin, err);
+        return check_loads(e, origin, "loads", TL_EFORMAT, err);
     }
     return 0;
 }

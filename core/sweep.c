@@ -134,35 +134,6 @@ static tl_graph_launch graph_launch_of(const tl_experiment *e)
 }
 
 
-/* Every kernel must be launchable on the experiment's GPU: CUDA refuses a
- * block of more threads, shared memory or registers than one SM of the GPU
- * holds (tl_occupancy's rule, the one the simulator places blocks by), and a
- * simulation that placed it anyway would be a silent wrong answer (a trace
- * from a larger GPU, or a hand-made one). */
-static int check_fits_gpu(const tl_trace *t, const tl_gpu_props *g, tl_err *err)
-{
-    for (uint32_t i = 0; i < t->n_iters; i++)
-        for (uint32_t k = 0; k < t->iters[i].n_ops; k++) {
-            const tl_op *op = &t->iters[i].ops[k];
-            if (op->kind != TL_OP_KERNEL)
-                continue;
-            uint64_t threads = (uint64_t)op->block[0] * op->block[1] * op->block[2];
-            uint64_t smem = (uint64_t)op->static_smem + op->dynamic_smem;
-            if (threads <= INT32_MAX && smem <= INT32_MAX && op->regs <= INT32_MAX &&
-                tl_occupancy(g, (int)threads, (int)op->regs, (int)smem, NULL) > 0)
-                continue;
-            return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u (kernel '%s'): a block of %llu threads, "
-                           "%u registers a thread and %llu bytes of shared memory does not fit an SM of "
-                           "the %s (at most %d threads, %d registers a thread, %d registers and %d bytes "
-                           "of shared memory a block), so CUDA would not launch it",
-                           t->path ? t->path : "trace", i, k, tl_trace_op_name(t, op),
-                           (unsigned long long)threads, op->regs, (unsigned long long)smem, g->name,
-                           g->max_threads_per_block, g->max_regs_per_thread, g->regs_per_block,
-                           g->smem_per_block_optin);
-        }
-    return 0;
-}
-
 static int load_inputs(sweep_ctx *c, tl_err *err)
 {
     const tl_experiment *e = c->e;
@@ -196,12 +167,8 @@ static int load_inputs(sweep_ctx *c, tl_err *err)
                 if (lt->trace.n_iters == 0)
                     return tl_errf(err, TL_EFORMAT, "%s: no iterations left (skip_iterations too large?)",
                                    jc->trace_path);
-                if (lt->trace.n_streams > TL_MAX_JOB_STREAMS)
-                    return tl_errf(err, TL_ERANGE, "%s: %d streams; at most %d supported", jc->trace_path,
-                                   lt->trace.n_streams, TL_MAX_JOB_STREAMS);
-                int r2 = check_fits_gpu(&lt->trace, &e->gpu, err);
-                if (r2 < 0)
-                    return r2;
+                if ((r = tl_trace_check_replayable(&lt->trace, &e->gpu, err)) < 0)
+                    return r;
             }
             if (jc->arrival == TL_ARRIVAL_FILE) {
                 bool got = false;
@@ -854,7 +821,9 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
         snprintf(what, sizeof what, "--job %s", k);
         if (!strcmp(k, "trace") || !strcmp(k, "role") || !strcmp(k, "name") ||
             !strcmp(k, "iteration_kernel")) {
-            if ((r = cli_string(what, v, &str, err)) == 0)
+            if (!*v) /* the spec loader's 'is empty' blamed the spec, or exited 65 */
+                r = tl_errf(err, TL_EUNKNOWN, "--job '%s': %s is empty", text, k);
+            else if ((r = cli_string(what, v, &str, err)) == 0)
                 json_object_set_new(job, k, str);
         } else if (!strcmp(k, "priority") || !strcmp(k, "slo_ms") || !strcmp(k, "sm_percent") ||
                    !strcmp(k, "model_mb") || !strcmp(k, "skip")) {
@@ -875,13 +844,20 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
             else
                 arrival = json_pack("{s:s, s:f}", "kind", "poisson", k, num);
         } else if (!strcmp(k, "arrivals")) {
-            if ((r = cli_string(what, v, &str, err)) == 0)
+            if (!*v)
+                r = tl_errf(err, TL_EUNKNOWN, "--job '%s': %s is empty", text, k);
+            else if ((r = cli_string(what, v, &str, err)) == 0)
                 arrival = json_pack("{s:s, s:o}", "kind", "file", "path", str);
         } else {
             r = tl_errf(err, TL_EUNKNOWN, "--job '%s': unknown key '%s'", text, k);
         }
     }
     free(copy);
+    /* the spec loader would say so too, but as a spec's missing field (exit 65) */
+    if (r == 0 && !json_object_get(job, "trace"))
+        r = tl_errf(err, TL_EUNKNOWN, "--job '%s': no trace=PATH", text);
+    if (r == 0 && !json_object_get(job, "role"))
+        r = tl_errf(err, TL_EUNKNOWN, "--job '%s': no role=inference or role=training", text);
     if (arrival)
         json_object_set_new(job, "arrival", arrival);
     if (r < 0) {
@@ -958,12 +934,8 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
         json_object_del(root, "job_sets");
         json_object_set_new(root, "jobs", jobs);
     }
-    if (o->n_loads) {
-        json_t *l = json_array();
-        for (int i = 0; i < o->n_loads; i++)
-            json_array_append_new(l, json_real(o->loads[i]));
-        json_object_set_new(root, "loads", l);
-    }
+    if (o->n_loads) /* set after the spec's jobs are known, as the option's */
+        json_object_del(root, "loads");
     if (o->duration_s >= 0 || o->duration_s < -1)
         json_object_set_new(root, "duration_s", json_real(o->duration_s));
     if (o->warmup_s >= 0 || o->warmup_s < -1)
@@ -982,6 +954,8 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
                     "%s: no policy: give --policy NAME (tally-sim --list-policies)", origin);
     if (r == 0)
         r = tl_experiment_from_json(e, root, origin, dir, err);
+    if (r == 0 && o->n_loads)
+        r = tl_experiment_set_loads(e, o->loads, o->n_loads, err);
     for (int i = 0; i < o->n_sim_params && r == 0; i++) /* on top of the spec's */
         r = tl_experiment_set_sim_param(e, o->sim_params[i], err);
     if (r == 0 && o->spec_path)

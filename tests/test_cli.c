@@ -147,6 +147,11 @@ static void test_bad_input(void **state)
                 "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=0.5,rate=10", tmp);
     expect_fail(EX_USAGE, "is not KEY=VALUE", NULL,
                 "--policy mps --db %s/a.db --job trace=" INFER ",inference", tmp);
+    /* exited 65 as a spec's mistake ("command line: job 0: 'name' is empty") */
+    expect_fail(EX_USAGE, "name is empty", NULL,
+                "--policy mps --db %s/a.db --job trace=" INFER ",role=training,name=", tmp);
+    expect_fail(EX_USAGE, "--load set inference jobs' arrivals", NULL,
+                "--policy mps --load 0.5 --db %s/a.db --job trace=" INFER ",role=training", tmp);
     expect_fail(EX_DATAERR, "closed loop", NULL,
                 "--policy mps --db %s/a.db --job trace=" INFER ",role=training,load=0.5", tmp);
     expect_fail(EX_DATAERR, "policies 0 and 1 are the same", NULL,

@@ -122,7 +122,7 @@ static void test_errors_name_the_field(void **state)
     /* loads with no inference job to set ran identical runs once per load,
      * labelled with loads that changed nothing (fuzzing) */
     expect_error("{\"policies\":[\"mps\"],\"loads\":[0.3,0.6],\"jobs\":[{\"trace\":\"x\","
-                 "\"role\":\"training\"}]}", TL_EFORMAT, "spec.json: 'loads' (--load) set inference "
+                 "\"role\":\"training\"}]}", TL_EFORMAT, "spec.json: loads set inference "
                  "jobs' arrivals, and no job is an inference job");
     snprintf(buf, sizeof buf, "{\"policies\":[\"mps\"],\"loads\":[0.3],\"job_sets\":[[%s],"
              "[{\"trace\":\"x\",\"role\":\"training\"}]]}", job);
@@ -267,6 +267,55 @@ static void test_overrides(void **state)
     tl_experiment_init(&e);
     assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
     assert_non_null(strstr(err.msg, "'skip' is given twice"));
+    tl_experiment_close(&e);
+
+    /* the command line's mistakes are usage errors, named as the option's:
+     * the spec loader said "command line: job 0: 'name' is empty", exit 65 */
+    static const struct { const char *job; const char *msg; } bad_jobs[] = {
+        { "trace=" TRACE ",role=training,name=", "name is empty" },
+        { "trace=,role=training", "trace is empty" },
+        { "trace=" TRACE ",role=inference,arrivals=", "arrivals is empty" },
+        { "trace=" TRACE, "no role=inference or role=training" },
+        { "role=training", "no trace=PATH" },
+    };
+    for (size_t i = 0; i < sizeof bad_jobs / sizeof bad_jobs[0]; i++) {
+        tl_spec_overrides_init(&o);
+        o.policies[o.n_policies++] = "mps";
+        o.jobs[o.n_jobs++] = bad_jobs[i].job;
+        tl_experiment_init(&e);
+        assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+        assert_non_null(strstr(err.msg, bad_jobs[i].msg));
+        tl_experiment_close(&e);
+    }
+    /* --load with nothing to set, or twice the same: the option's mistake */
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=training";
+    o.loads[o.n_loads++] = 0.5;
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_string_equal(err.msg, "command line: --load set inference jobs' arrivals, and no job is "
+                                 "an inference job");
+    tl_experiment_close(&e);
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=inference";
+    o.loads[o.n_loads++] = 0.5;
+    o.loads[o.n_loads++] = 0.5;
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "--load 0 and 1 are the same"));
+    tl_experiment_close(&e);
+    /* and a good --load still replaces the spec's loads */
+    tl_spec_overrides_init(&o);
+    o.policies[o.n_policies++] = "mps";
+    o.jobs[o.n_jobs++] = "trace=" TRACE ",role=inference";
+    o.loads[o.n_loads++] = 0.25;
+    o.loads[o.n_loads++] = 0.75;
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), 0);
+    assert_int_equal(e.n_loads, 2);
+    assert_true(e.loads[0] == 0.25 && e.loads[1] == 0.75);
     tl_experiment_close(&e);
 
     /* --policy replaces a spec's policies, but a mistake in them still

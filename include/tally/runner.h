@@ -80,6 +80,11 @@ typedef struct tl_run_result {
 /* Mean solo iteration time of a trace as used for POISSON_LOAD (traced_ns mean). */
 tl_ns tl_trace_mean_iteration(const tl_trace *t);
 
+/* Can the trace be replayed on g: every kernel's block fits one of its SMs
+ * (else CUDA would not launch it), and its streams are within
+ * TL_MAX_JOB_STREAMS. TL_ERANGE naming the trace and the kernel if not. */
+int tl_trace_check_replayable(const tl_trace *t, const tl_gpu_props *g, tl_err *err);
+
 int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err *err);
 void tl_run_result_close(tl_run_result *r);
 

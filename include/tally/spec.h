@@ -98,6 +98,10 @@ void tl_experiment_init(tl_experiment *e);
 /* Set one simulator parameter "KEY=VALUE" (tl_sim_params_set names) on top of
  * the experiment's own; checked against the GPU's defaults. */
 int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err *err);
+/* Replace the experiment's loads with the command line's (--load): checked as
+ * a spec's 'loads' are, against the jobs already parsed; mistakes are usage
+ * errors (TL_EUNKNOWN). */
+int tl_experiment_set_loads(tl_experiment *e, const double *loads, int n, tl_err *err);
 void tl_experiment_close(tl_experiment *e);
 int tl_experiment_load(tl_experiment *e, const char *path, tl_err *err);
 /* base_dir resolves relative paths (may be NULL); origin names the source in errors. */
