@@ -192,6 +192,28 @@ char *tl_an_gp_string(const char *s)
     return tl_an_clean_label(s);
 }
 
+/* Two experiments whose names differ only where tl_an_safe_name blanks
+ * characters ("x y" and "x_y", "" and "unnamed") name the same files: the
+ * second's plots replaced the first's, exit 0. Experiment i is refused
+ * (TL_EIO: its outputs cannot be written) when one that made its files
+ * (exps[made_by[0..n_made)]) has its safe name; nothing of it is written. */
+static int check_name_free(tl_analysis *a, const char **exps, const size_t *made_by,
+                           size_t n_made, size_t i, tl_err *err)
+{
+    char *safe = tl_an_safe_name(exps[i]);
+    int r = 0;
+    for (size_t k = 0; k < n_made && r == 0; k++) {
+        char *other = tl_an_safe_name(exps[made_by[k]]);
+        if (!strcmp(safe, other))
+            r = tl_errf(err, TL_EIO, "%s: experiments '%s' and '%s' would both write the plots "
+                        "named %s_*, the second over the first: plot each with --experiment "
+                        "(into its own --out-dir)", a->path, exps[made_by[k]], exps[i], safe);
+        free(other);
+    }
+    free(safe);
+    return r;
+}
+
 int tl_an_per_experiment(tl_analysis *a, const tl_filter *flt, const tl_plot_opts *o,
                          tl_an_plot_fn fn, tl_err *err)
 {
@@ -203,8 +225,16 @@ int tl_an_per_experiment(tl_analysis *a, const tl_filter *flt, const tl_plot_opt
     size_t ne = tl_an_experiments(&g, &exps);
     int made = 0, missing = 0;
     tl_err first = {0};
+    /* each experiment's files are named by its safe name: the experiments
+     * that wrote theirs, by index (made_by[k]) */
+    size_t *made_by = tl_xcalloc(ne ? ne : 1, sizeof *made_by);
     for (size_t i = 0; i < ne; i++) {
         tl_err e = {0};
+        if ((r = check_name_free(a, exps, made_by, (size_t)made, i, &e)) < 0) {
+            if (err)
+                *err = e;
+            break;
+        }
         r = fn(a, &g, exps[i], o, &e);
         if (r == TL_EMISSING) {
             if (!missing++)
@@ -216,8 +246,9 @@ int tl_an_per_experiment(tl_analysis *a, const tl_filter *flt, const tl_plot_opt
                 *err = e;
             break;
         }
-        made++;
+        made_by[made++] = i;
     }
+    free(made_by);
     free(exps);
     tl_groups_close(&g);
     if (r < 0 && r != TL_EMISSING)

@@ -685,6 +685,37 @@ static void test_bars_data(void **state)
     tl_analysis_close(&a);
 }
 
+/* Experiments "exp 1" and "exp_1" have one safe file name: the second's
+ * plots used to replace the first's (exit 0). The second is refused, naming
+ * both, and the first's files stay its own. */
+static void test_plot_name_clash(void **state)
+{
+    (void)state;
+    const char *db = path_in("clash.db");
+    make_db(db, schema_sql, data_sql);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    tl_test_exec_sql(h, "UPDATE runs SET experiment = CASE experiment WHEN 'exp1' THEN 'exp_1' "
+                        "ELSE 'exp 1' END");
+    sqlite3_close(h);
+    tl_analysis a;
+    tl_err err = {0};
+    assert_int_equal(tl_analysis_open(&a, db, &err), 0);
+    tl_filter f = {.kind = "sim"};
+    tl_plot_opts o = opts("clash", false);
+    assert_int_equal(tl_plot_bars(&a, &f, &o, &err), TL_EIO);
+    assert_non_null(strstr(err.msg, "'exp 1' and 'exp_1'")); /* in name order */
+    assert_non_null(strstr(err.msg, "clash.db"));
+    char *text = slurp(path_in("clash/exp_1_bars.dat"));
+    assert_non_null(strstr(text, "experiment exp 1:"));
+    free(text);
+    /* one of them at a time is plotted */
+    f.experiment = "exp_1";
+    o = opts("clash2", false);
+    assert_int_equal(tl_plot_bars(&a, &f, &o, &err), 0);
+    tl_analysis_close(&a);
+}
+
 /* Occupancy of each job at time t (ms), read off the step function. */
 static void occ_at(const dat *d, double t, double *bert, double *resnet)
 {
@@ -1361,6 +1392,7 @@ int main(void)
         cmocka_unit_test(test_tradeoff_data),
         cmocka_unit_test(test_cdf_data),
         cmocka_unit_test(test_bars_data),
+        cmocka_unit_test(test_plot_name_clash),
         cmocka_unit_test(test_timeline_data),
         cmocka_unit_test(test_simhw_data),
         cmocka_unit_test(test_gnuplot_errors),
