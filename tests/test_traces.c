@@ -787,6 +787,41 @@ static void test_nsys_bad_input(void **state)
     assert_non_null(strstr(e.msg, "not an SQLite database"));
 }
 
+/* Names from an nsys export are any bytes. Ill-formed UTF-8 that a lead
+ * byte's test passed (0xf8.., an overlong 0xe0 80 80, a surrogate 0xed a0 80,
+ * past U+10FFFF 0xf4 90..) was written as it was, and the converted file
+ * could not be read back (jansson: "unable to decode byte"). Each byte of it
+ * is '?' now; well-formed 2-, 3- and 4-byte characters are kept. */
+static void test_tally_write_bad_utf8(void **state)
+{
+    (void)state;
+    const char *db = tmp_path("utf8.sqlite");
+    make_nsys_db(db, false, "UPDATE StringIds SET value = CAST(X'6BF880806B' AS TEXT) WHERE id = 1;"
+                            "UPDATE StringIds SET value = CAST(X'6BE080806B' AS TEXT) WHERE id = 2;"
+                            "UPDATE StringIds SET value = CAST(X'6BEDA080F49080806B' AS TEXT) "
+                            "WHERE id = 3;"
+                            "UPDATE StringIds SET value = CAST(X'CEB1E282ACF09F9880' AS TEXT) "
+                            "WHERE id = 4;");
+    tl_trace a, b;
+    load_ok(&a, db, NULL);
+    tl_err e;
+    assert_int_equal(tl_trace_write_json(&a, tmp_path("utf8.json"), &e), 0);
+    load_ok(&b, tmp_path("utf8.json"), NULL);
+    assert_int_equal(a.n_iters, b.n_iters);
+    for (uint32_t i = 0; i < a.n_iters; i++)
+        assert_int_equal(a.iters[i].n_ops, b.iters[i].n_ops);
+    const char *want[] = {"k???k", "k???????k", "\xce\xb1\xe2\x82\xac\xf0\x9f\x98\x80"};
+    int found[3] = {0};
+    for (uint32_t i = 0; i < b.n_strings; i++)
+        for (int k = 0; k < 3; k++)
+            found[k] += !strcmp(b.strings[i], want[k]);
+    assert_int_equal(found[0], 2);
+    assert_int_equal(found[1], 1);
+    assert_int_equal(found[2], 1);
+    tl_trace_close(&a);
+    tl_trace_close(&b);
+}
+
 /* ---- Kineto bad input --------------------------------------------------------------- */
 
 static void test_kineto_bad_input(void **state)
@@ -1671,6 +1706,7 @@ int main(void)
         cmocka_unit_test(test_nsys_reader),
         cmocka_unit_test(test_nsys_optional_tables),
         cmocka_unit_test(test_nsys_bad_input),
+        cmocka_unit_test(test_tally_write_bad_utf8),
         cmocka_unit_test(test_kineto_bad_input),
         cmocka_unit_test(test_kineto_old_format),
         cmocka_unit_test(test_kineto_string_tid),
