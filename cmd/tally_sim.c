@@ -307,6 +307,24 @@ static int cmd_convert(int argc, char **argv)
     return 0;
 }
 
+/* A CSV field (RFC 4180): quoted, its quotes doubled, when it holds a comma,
+ * a quote or a line break; a trace path such as "runs/a,b.json" made a row
+ * of one column too many. */
+static void csv_field(const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"')
+            putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
 /* fidelity: each trace alone in the simulator vs its own numbers (CSV on stdout). */
 static int cmd_fidelity(int argc, char **argv)
 {
@@ -371,8 +389,10 @@ static int cmd_fidelity(int argc, char **argv)
             fprintf(stderr, "tally-sim: %s\n", err.msg);
             status = tl_exit_code(r);
         } else {
-            printf("%s,%s,%u,%.4f,%.4f,%.2f,%.4f,%.4f,%.2f\n", argv[i],
-                   gpu_name ? gpu.name : (t.has_gpu_props ? t.gpu.name : "H100"), f.iterations,
+            csv_field(argv[i]);
+            putchar(',');
+            csv_field(gpu_name ? gpu.name : (t.has_gpu_props ? t.gpu.name : "H100"));
+            printf(",%u,%.4f,%.4f,%.2f,%.4f,%.4f,%.2f\n", f.iterations,
                    f.traced_iter_ns / 1e6, f.replay_iter_ns / 1e6, f.iter_err * 100,
                    f.traced_busy_ns / 1e6, f.replay_busy_ns / 1e6, f.busy_err * 100);
         }

@@ -570,6 +570,27 @@ static void test_convert_output(void **state)
     expect_ok("convert %s/conv2.json %s", tmp, path);
 }
 
+/* fidelity's CSV quotes a trace path holding a comma or a quote: "a,b.json"
+ * printed as it was made a row of one column too many. */
+static void test_fidelity_csv(void **state)
+{
+    char out[8192], cmd[1024], want[256];
+    snprintf(cmd, sizeof cmd, "cp " INFER " '%s/a,\"b\".json.gz' && %s fidelity '%s/a,\"b\".json.gz' "
+             "2>/dev/null", tmp, sim, tmp);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    char *row = strchr(out, '\n');
+    assert_non_null(row);
+    row++;
+    int n = snprintf(want, sizeof want, "\"%s/a,\"\"b\"\".json.gz\",", tmp);
+    if (strncmp(row, want, (size_t)n))
+        print_error("row: %s\nwanted it to start with: %s\n", row, want);
+    assert_true(!strncmp(row, want, (size_t)n));
+    int commas = 0;
+    for (const char *p = row + n; *p && *p != '\n'; p++)
+        commas += *p == ',';
+    assert_int_equal(commas, 7); /* 9 columns, as the header's */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_merge_and_db_checks),
         cmocka_unit_test(test_arrival_files),
         cmocka_unit_test(test_convert_output),
+        cmocka_unit_test(test_fidelity_csv),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
