@@ -714,6 +714,40 @@ static void print_summary(sweep_ctx *c, FILE *out)
     }
 }
 
+/* A run is stored once per database, under the experiment that ran it: the
+ * run key is its configuration and seed, not the experiment's name. A
+ * shared run skipped because another experiment (a copy of the spec under a
+ * new name) ran it keeps that name, and tally-plot --experiment of this one
+ * left its policy out without a word (or found no runs at all). Alone runs
+ * are shared on purpose: they are found by id, whatever their name. */
+static void warn_foreign_runs(sweep_ctx *c, const bool *skipped)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db.db, "SELECT COALESCE(experiment, '') FROM runs WHERE run_key=?1 "
+                                     "AND status='done'", -1, &st, NULL) != SQLITE_OK)
+        return;
+    size_t n = 0;
+    char other[128] = "";
+    for (size_t i = 0; i < c->n_items; i++) {
+        if (!skipped[i] || c->items[i].policy < 0)
+            continue;
+        sqlite3_bind_text(st, 1, c->items[i].key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            const char *x = (const char *)sqlite3_column_text(st, 0);
+            if (x && strcmp(x, c->e->name) && !n++)
+                snprintf(other, sizeof other, "%s", x);
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    if (n)
+        fprintf(stderr, "tally: warning: %zu shared run%s skipped %s stored under experiment '%s'%s "
+                "(the same configuration and seed: a database keeps a run once), and tally-plot "
+                "--experiment %s leaves %s out; give another --db to have %s under this name\n",
+                n, n > 1 ? "s" : "", n > 1 ? "are" : "is", other, n > 1 ? " or another" : "",
+                c->e->name, n > 1 ? "them" : "it", n > 1 ? "them" : "it");
+}
+
 int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summary, tl_err *err)
 {
     sweep_ctx c = { .e = e, .o = o };
@@ -732,12 +766,15 @@ int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summar
             (unsigned long long)e->seed, o->db_label ? o->db_label : o->db_path);
     size_t *alone = tl_xcalloc(c.n_items + 1, sizeof *alone), *shared = tl_xcalloc(c.n_items + 1, sizeof *shared);
     size_t na = 0, ns = 0, skipped = 0;
+    bool *was_there = tl_xcalloc(c.n_items + 1, sizeof *was_there);
     for (size_t i = 0; i < c.n_items && r == 0; i++) {
         int have = o->force ? 0 : tl_results_has_run(&c.db, c.items[i].key, NULL, err);
         if (have < 0)
             r = have;
-        else if (have)
+        else if (have) {
             skipped++;
+            was_there[i] = true;
+        }
         else if (c.items[i].policy < 0)
             alone[na++] = i;
         else
@@ -745,6 +782,9 @@ int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summar
     }
     if (skipped)
         fprintf(stderr, "tally: %zu runs already in %s: skipped (resume)\n", skipped, o->db_path);
+    if (r == 0 && skipped)
+        warn_foreign_runs(&c, was_there);
+    free(was_there);
     progress pg = { .total = na + ns, .t0 = now_s(), .quiet = o->quiet, .tty = isatty(2) };
     if (r == 0)
         r = run_pool(&c, alone, na, o->workers, &pg, err);

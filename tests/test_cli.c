@@ -591,6 +591,41 @@ static void test_fidelity_csv(void **state)
     assert_int_equal(commas, 7); /* 9 columns, as the header's */
 }
 
+/* A spec copied under a new name into the same database runs nothing: its
+ * shared runs are stored under the first name, and tally-plot --experiment
+ * of the second found none, exit 0 without a word. Now a warning says so;
+ * alone runs, shared between experiments on purpose, do not count. */
+static void test_runs_of_another_experiment(void **state)
+{
+    char out[8192], spec[256];
+    const char *names[] = {"first", "second", "third"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(spec, sizeof spec, "%s/%s.json", tmp, names[i]);
+        FILE *f = fopen(spec, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"name\":\"%s\",\"duration_s\":0.2,\"warmup_s\":0.05,\"policies\":[\"%s\"],"
+                   "\"jobs\":[{\"trace\":\"%s\",\"role\":\"inference\"},{\"trace\":\"%s\","
+                   "\"role\":\"training\"}]}", names[i], i < 2 ? "tally" : "mps", INFER, TRAIN);
+        fclose(f);
+    }
+    assert_int_equal(run_sim(out, sizeof out, "--quiet --jobs 1 --spec %s/first.json --db %s/fe.db",
+                             tmp, tmp), 0);
+    assert_int_equal(run_sim(out, sizeof out, "--quiet --jobs 1 --spec %s/second.json --db %s/fe.db",
+                             tmp, tmp), 0);
+    if (!strstr(out, "warning: 1 shared run skipped is stored under experiment 'first'"))
+        print_error("output: %s\n", out);
+    assert_non_null(strstr(out, "warning: 1 shared run skipped is stored under experiment 'first'"));
+    assert_non_null(strstr(out, "tally-plot --experiment second leaves it out"));
+    /* its own resume, and another policy beside the same alone runs: no warning */
+    assert_int_equal(run_sim(out, sizeof out, "--quiet --jobs 1 --spec %s/first.json --db %s/fe.db",
+                             tmp, tmp), 0);
+    assert_null(strstr(out, "warning"));
+    assert_int_equal(run_sim(out, sizeof out, "--quiet --jobs 1 --spec %s/third.json --db %s/fe.db",
+                             tmp, tmp), 0);
+    assert_non_null(strstr(out, "2 runs already in"));
+    assert_null(strstr(out, "warning"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -605,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_arrival_files),
         cmocka_unit_test(test_convert_output),
         cmocka_unit_test(test_fidelity_csv),
+        cmocka_unit_test(test_runs_of_another_experiment),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
