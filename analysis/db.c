@@ -199,9 +199,16 @@ int tl_analysis_open(tl_analysis *a, const char *path, tl_err *err)
     sqlite3_busy_timeout(a->db, 10000);
     int r = check_schema(a, err);
     if (r < 0) {
-        /* A file that is not SQLite at all fails on the first query. */
-        if (sqlite3_errcode(a->db) == SQLITE_NOTADB)
-            tl_errf(err, TL_EFORMAT, "%s: not an SQLite database", path);
+        /* A file that is not SQLite at all fails on the first query; a
+         * damaged one (truncated, overwritten) wherever the damage is: its
+         * content (65), where a truncated file read as "no table 'runs'"
+         * and damaged rows exited 73, which says an output failed. */
+        int ec = sqlite3_errcode(a->db);
+        if (ec == SQLITE_NOTADB)
+            r = tl_errf(err, TL_EFORMAT, "%s: not an SQLite database", path);
+        else if (ec == SQLITE_CORRUPT)
+            r = tl_errf(err, TL_EFORMAT, "%s: a damaged SQLite database (truncated or "
+                        "corrupt: %s)", path, sqlite3_errmsg(a->db));
         tl_analysis_close(a);
         return r;
     }

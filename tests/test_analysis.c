@@ -389,6 +389,36 @@ static void test_open_errors(void **state)
         if (!strstr(err.msg, damaged[i].want))
             fail_msg("got '%s', want '%s'", err.msg, damaged[i].want);
     }
+    /* a damaged file: a page overwritten past the schema's was a failure
+     * to write an output (TL_EDB, exit 73), a truncated one "no table
+     * 'runs'"; both are the database's content, and say it is damaged */
+    const char *big = path_in("big.db");
+    make_db(big, schema_sql,
+            "INSERT INTO runs(run_id, run_key, kind, policy) VALUES(1, 'k', 'sim', 'tally');"
+            "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 20000) "
+            "INSERT INTO requests SELECT 1, 0, i, i, i, i, 0, 0 FROM c;");
+    assert_int_equal(tl_analysis_open(&a, big, &err), 0);
+    tl_analysis_close(&a);
+    size_t len = (size_t)file_size(big);
+    char *bytes = slurp(big);
+    assert_true(len > 200000);
+    const char *dmg = path_in("damaged.db");
+    for (int k = 0; k < 2; k++) {
+        FILE *w = fopen(dmg, "wb");
+        assert_non_null(w);
+        if (k == 0) { /* 8 KiB of 0xff in the middle */
+            memset(bytes + len / 2, 0xff, 8192);
+            fwrite(bytes, 1, len, w);
+        } else { /* its first two pages */
+            fwrite(bytes, 1, 8192, w);
+        }
+        fclose(w);
+        assert_int_equal(tl_analysis_open(&a, dmg, &err), TL_EFORMAT);
+        if (!strstr(err.msg, "damaged.db: a damaged SQLite database (truncated or corrupt"))
+            fail_msg("got '%s'", err.msg);
+    }
+    free(bytes);
+
     /* numbers where they belong, and NULLs, are accepted */
     make_db(typed, schema_sql,
             "INSERT INTO runs(run_id, run_key, kind, policy, load) VALUES(1, 'k', 'sim', 'tally', 1);"

@@ -308,6 +308,78 @@ static void test_merge(void **state)
         remove_db(all[i]);
 }
 
+/* A copy of src whose bytes [off, off + n) are 0xff, or (n == 0) its first
+ * off bytes only. */
+static void damaged_copy(const char *src, const char *dst, size_t off, size_t n)
+{
+    size_t len;
+    char *b = slurp(src, &len);
+    assert_non_null(b);
+    assert_true(off + n <= len);
+    if (n)
+        memset(b + off, 0xff, n);
+    FILE *f = fopen(dst, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n ? len : off, f), n ? len : off);
+    fclose(f);
+    free(b);
+}
+
+/* A damaged database is its content's fault (65): a shard damaged past its
+ * schema page passed the checks, and merge failed half-way blaming the output
+ * ("OUT: merging SHARD: database disk image is malformed", 73); a truncated
+ * one was 'missing' (66) to merge and unwritable (73) to a sweep. Refused
+ * before anything is written, naming the file. */
+static void test_damaged_database(void **state)
+{
+    char shard[96], bad[96];
+    snprintf(shard, sizeof shard, "%s.s1", path);
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    remove_db(shard);
+    tl_results r;
+    tl_err err = { 0 };
+    assert_int_equal(tl_results_open(&r, shard, &err), 0);
+    write_one(&r, "a", false, 2, 0);
+    /* enough requests for pages of their own, far from the schema's */
+    assert_int_equal(sqlite3_exec(r.db, "WITH RECURSIVE c(i) AS (SELECT 10 UNION ALL SELECT "
+                                        "i + 1 FROM c WHERE i < 20000) INSERT INTO requests "
+                                        "SELECT 1, 0, i, i, i, i, 0, 0 FROM c;"
+                                        "PRAGMA journal_mode=DELETE;", NULL, NULL, NULL),
+                     SQLITE_OK);
+    tl_results_close(&r);
+    size_t len;
+    free(slurp(shard, &len));
+    assert_true(len > 200000);
+    assert_int_equal(tl_results_open(&r, path, &err), 0);
+    write_one(&r, "b", false, 1, 0);
+    int n = -1;
+    damaged_copy(shard, bad, len / 2, 8192);
+    assert_int_equal(tl_results_check(bad, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, bad));
+    assert_non_null(strstr(err.msg, "a damaged SQLite database"));
+    assert_int_equal(tl_results_merge(&r, bad, &n, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, bad));
+    damaged_copy(shard, bad, 8192, 0);
+    assert_int_equal(tl_results_merge(&r, bad, &n, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, "a damaged SQLite database (truncated or corrupt"));
+    assert_int_equal(count(&r, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(tl_results_merge(&r, shard, &n, &err), 0);
+    assert_int_equal(n, 1);
+    tl_results_close(&r);
+    /* to write into: refused as its content, untouched */
+    size_t n0, n1;
+    char *before = slurp(bad, &n0);
+    assert_int_equal(tl_results_open(&r, bad, &err), TL_EFORMAT);
+    assert_non_null(strstr(err.msg, bad));
+    char *after = slurp(bad, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+    remove_db(shard);
+    remove_db(bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +388,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_foreign_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_name_and_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_database, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
