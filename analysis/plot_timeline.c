@@ -94,6 +94,29 @@ int tl_an_run_info(tl_analysis *a, long long run_id, tl_an_run *ri, tl_err *err)
     return 0;
 }
 
+/* No kernel record of the run overlaps what is plotted. With a window, the
+ * run may well have kernels elsewhere: say where, rather than to rerun it
+ * with --kernels, which it was. */
+static int no_kernels(tl_analysis *a, long long run_id, const tl_plot_opts *o, bool window,
+                      tl_err *err)
+{
+    sqlite3_stmt *st;
+    if (window && tl_an_prepare(a, "SELECT MIN(start_ns), MAX(end_ns) FROM kernels WHERE "
+                                   "run_id=?1", &st, NULL) == 0) {
+        sqlite3_bind_int64(st, 1, run_id);
+        bool some = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+        double lo = some ? (double)sqlite3_column_int64(st, 0) : 0;
+        double hi = some ? (double)sqlite3_column_int64(st, 1) : 0;
+        sqlite3_finalize(st);
+        if (some)
+            return tl_errf(err, TL_EMISSING, "%s: run %lld has no kernel records from %g to %g ms "
+                           "(--from-ms, --to-ms); they run from %g to %g ms", a->path, run_id,
+                           (double)o->from_ns / 1e6, (double)o->to_ns / 1e6, lo / 1e6, hi / 1e6);
+    }
+    return tl_errf(err, TL_EMISSING, "%s: run %lld has no kernel records (run tally-sim with "
+                   "--kernels)", a->path, run_id);
+}
+
 int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl_err *err)
 {
     int r = tl_an_mkdirs(o->out_dir, err);
@@ -168,9 +191,7 @@ int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl
     if (nkernels == 0) {
         free(ev);
         tl_an_run_info_free(&ri);
-        return tl_errf(err, TL_EMISSING,
-                       "%s: run %lld has no kernel records%s (run tally-sim with --kernels)",
-                       a->path, run_id, window ? " in the window" : "");
+        return no_kernels(a, run_id, o, window, err);
     }
     if (t1 <= t0) {
         free(ev);

@@ -809,6 +809,13 @@ static void test_timeline_data(void **state)
     assert_near(num(&d.rows[rows_in_block(&d, 0) - 1], 0), 2.2);
     assert_int_equal(rows_in_block(&d, 1), 3); /* requests 0, 1, 2 */
     free(d.rows);
+    /* a window past its kernels: said so, not 'run tally-sim with --kernels' */
+    o.from_ns = 5000000;
+    o.to_ns = 6000000;
+    assert_int_equal(tl_plot_timeline(&a, 3, &o, &err), TL_EMISSING);
+    if (!strstr(err.msg, "run 3 has no kernel records from 5 to 6 ms (--from-ms, --to-ms); they "
+                         "run from 0 to 3 ms"))
+        fail_msg("got '%s'", err.msg);
 
     /* a run without kernel records, a run that does not exist */
     o = opts("timeline", false);
