@@ -28,7 +28,7 @@ static void usage(FILE *f)
 "       tally-sim info [--skip N] [--iteration-kernel NAME] TRACE...\n"
 "                                         print what a trace holds\n"
 "       tally-sim convert [--scale-grid N] [--graph] IN OUT\n"
-"                                         rewrite a trace in Tally's JSON format\n"
+"                                         rewrite a trace in Tally's JSON format (OUT.gz: gzip)\n"
 "       tally-sim merge OUT.db SHARD.db...  merge sweep shards into one database\n"
 "       tally-sim fidelity [--gpu NAME] [--sim-param KEY=VAL]... TRACE...\n"
 "                                         replay each trace alone; compare with the trace\n"
@@ -292,7 +292,20 @@ static int cmd_convert(int argc, char **argv)
         r = tl_trace_write_json(&t, out, &err);
     } else {
         FILE *f = tl_out_open(out, inputs, &err);
-        if (f) {
+        size_t len = strlen(out);
+        if (f && len > 3 && !strcmp(out + len - 3, ".gz")) {
+            /* it wrote plain JSON under the .gz name: the readers took it,
+             * gunzip did not */
+            r = tl_trace_write_json_gz_stream(&t, f, &err);
+            if (r < 0) {
+                char msg[sizeof err.msg];
+                snprintf(msg, sizeof msg, "%s", err.msg);
+                tl_out_discard(f); /* the file OUT was is kept */
+                tl_errf(&err, r, "%s: %s", out, msg);
+            } else {
+                r = tl_out_commit(f, &err);
+            }
+        } else if (f) {
             tl_trace_write_json_stream(&t, f);
             r = tl_out_commit(f, &err);
         } else {

@@ -568,6 +568,14 @@ static void test_convert_output(void **state)
     assert_int_equal(run(cmd, out, sizeof out), EX_USAGE);
     assert_non_null(strstr(out, "the output would overwrite"));
     expect_ok("convert %s/conv2.json %s", tmp, path);
+    /* an OUT named .gz is gzip (it was plain JSON: the readers took it, gunzip
+     * did not), inflating to what a plain OUT holds */
+    snprintf(cmd, sizeof cmd, "%s convert " INFER " %s/conv3.json.gz && gzip -dc %s/conv3.json.gz | "
+             "cmp - %s/conv2.json", sim, tmp, tmp, tmp);
+    st = run(cmd, out, sizeof out);
+    if (st != 0)
+        print_error("status %d\noutput: %s\n", st, out);
+    assert_int_equal(st, 0);
 }
 
 /* fidelity's CSV quotes a trace path holding a comma or a quote: "a,b.json"

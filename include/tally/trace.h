@@ -174,6 +174,9 @@ int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err);
 int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err);
 /* The same to an open stream; the caller checks it (ferror, fclose). */
 void tl_trace_write_json_stream(const tl_trace *t, FILE *f);
+/* The same, gzip-compressed into f (for an OUT named *.gz, which every
+ * reader inflates). TL_EIO if compressing or writing fails. */
+int tl_trace_write_json_gz_stream(const tl_trace *t, FILE *f, tl_err *err);
 
 /* Read a whole file, gunzipping if it starts with the gzip magic. Caller frees *out. */
 int tl_read_file(const char *path, char **out, size_t *len, tl_err *err);
