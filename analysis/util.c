@@ -86,19 +86,6 @@ char *tl_an_safe_name(const char *s)
     return r;
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), 0 if invalid. */
-static int utf8_len(const unsigned char *p)
-{
-    int n = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3
-          : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 2 && p[0] < 0xC2)
-        return 0; /* overlong */
-    for (int i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
 char *tl_an_clean_label(const char *s)
 {
     if (!s)
@@ -106,7 +93,7 @@ char *tl_an_clean_label(const char *s)
     char *r = tl_xmalloc(strlen(s) + 1);
     char *o = r;
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        int n = utf8_len(p);
+        int n = tl_utf8_len(p);
         if (n == 0) { /* not UTF-8: SVG and JSON would reject it */
             *o++ = '?';
             p++;

@@ -119,3 +119,24 @@ bool tl_contains_ci(const char *hay, const char *needle)
     }
     return false;
 }
+
+/* The second byte's range narrows after 0xe0, 0xed, 0xf0 and 0xf4 (table 3-7
+ * of Unicode). A lead byte's test alone let 0xf8 80 80, 0xe0 80 80 and
+ * 0xed a0 80 through, which jansson then refused to read back. */
+int tl_utf8_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n)
+        return 0;
+    unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}

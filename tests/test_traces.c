@@ -822,6 +822,25 @@ static void test_tally_write_bad_utf8(void **state)
     tl_trace_close(&b);
 }
 
+/* The one UTF-8 rule of the trace writer and of plot labels (tl_utf8_len):
+ * the labels' copy took any lead byte with continuation bytes behind it. */
+static void test_utf8_len(void **state)
+{
+    (void)state;
+    static const struct { const char *s; int n; } cases[] = {
+        { "a", 1 }, { "\xce\xb1", 2 }, { "\xe2\x82\xac", 3 }, { "\xf0\x9f\x98\x80", 4 },
+        { "\xf4\x8f\xbf\xbf", 4 },                    /* U+10FFFF */
+        { "\xc1\xbf", 0 }, { "\xe0\x80\x80", 0 },       /* overlong */
+        { "\xed\xa0\x80", 0 },                         /* a surrogate */
+        { "\xf4\x90\x80\x80", 0 }, { "\xf8\x80\x80", 0 }, /* past U+10FFFF */
+        { "\x80", 0 }, { "\xe2\x82", 0 },                /* a stray or cut sequence */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (tl_utf8_len((const unsigned char *)cases[i].s) != cases[i].n)
+            fail_msg("case %zu: %d, want %d", i, tl_utf8_len((const unsigned char *)cases[i].s),
+                     cases[i].n);
+}
+
 /* ---- Kineto bad input --------------------------------------------------------------- */
 
 static void test_kineto_bad_input(void **state)
@@ -1707,6 +1726,7 @@ int main(void)
         cmocka_unit_test(test_nsys_optional_tables),
         cmocka_unit_test(test_nsys_bad_input),
         cmocka_unit_test(test_tally_write_bad_utf8),
+        cmocka_unit_test(test_utf8_len),
         cmocka_unit_test(test_kineto_bad_input),
         cmocka_unit_test(test_kineto_old_format),
         cmocka_unit_test(test_kineto_string_tid),

@@ -51,27 +51,6 @@ static const struct {
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629, table 3-7 of
- * Unicode: no overlong forms, no surrogates, nothing past U+10FFFF), 0 if
- * it is none. A lead byte's test alone let 0xf8 80 80, 0xe0 80 80 and
- * 0xed a0 80 through, which jansson then refused to read back. */
-static int utf8_seq_len(const unsigned char *p)
-{
-    unsigned char c = p[0];
-    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (!n)
-        return 0;
-    /* the second byte's range narrows after these lead bytes */
-    unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
-    unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (int i = 2; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
-}
-
 /* JSON string; bytes that are not valid UTF-8 become '?' so that the file
  * always parses (names from SQLite exports are not checked for UTF-8). */
 static void put_string(FILE *f, const char *s)
@@ -91,7 +70,7 @@ static void put_string(FILE *f, const char *s)
             fputc(c, f);
             p++;
         } else {
-            int n = utf8_seq_len(p);
+            int n = tl_utf8_len(p);
             if (n) {
                 fwrite(p, 1, (size_t)n, f);
                 p += n;

@@ -64,5 +64,9 @@ char *tl_xstrdup(const char *s);
 /* Does hay contain needle, ignoring ASCII case? needle must be lower case;
  * an empty needle is never found. */
 bool tl_contains_ci(const char *hay, const char *needle);
+/* Length of the well-formed UTF-8 sequence at p: 1 for ASCII, 2-4 for a
+ * sequence RFC 3629 allows (no overlong forms, no surrogates, nothing past
+ * U+10FFFF), 0 if it is none. p must be NUL-terminated. */
+int tl_utf8_len(const unsigned char *p);
 
 #endif
