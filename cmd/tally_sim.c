@@ -293,14 +293,13 @@ static int cmd_convert(int argc, char **argv)
     } else {
         FILE *f = tl_out_open(out, inputs, &err);
         size_t len = strlen(out);
+        /* OUT.gz is gzip: plain JSON under that name loaded, but gunzip refused it */
         if (f && len > 3 && !strcmp(out + len - 3, ".gz")) {
-            /* it wrote plain JSON under the .gz name: the readers took it,
-             * gunzip did not */
             r = tl_trace_write_json_gz_stream(&t, f, &err);
             if (r < 0) {
+                tl_out_discard(f); /* the file OUT was is kept */
                 char msg[sizeof err.msg];
                 snprintf(msg, sizeof msg, "%s", err.msg);
-                tl_out_discard(f); /* the file OUT was is kept */
                 tl_errf(&err, r, "%s: %s", out, msg);
             } else {
                 r = tl_out_commit(f, &err);

@@ -38,6 +38,11 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
         if (r < 0)
             return r;
     }
+    /* as a run would refuse it: a replay on a GPU that cannot launch a kernel
+     * was a silent wrong answer */
+    int r = tl_trace_check_replayable(t, &g, err);
+    if (r < 0)
+        return r;
     /* Play every iteration once, back to back, as the capture did. The
      * training role gives the closed loop; the window covers them all.
      * A trace captured mid-run (n_precapture > 0: work of the step before
@@ -46,11 +51,6 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
      * twice and the second pass is measured: its iteration 0 inherits the
      * backlog of the replayed last iteration, the closest stand-in for the
      * untraced step before. */
-    /* as a run would refuse it: a replay on a GPU that cannot launch a kernel
-     * was a silent wrong answer */
-    int r = tl_trace_check_replayable(t, &g, err);
-    if (r < 0)
-        return r;
     uint32_t first = t->n_precapture > 0 ? t->n_iters : 0;
     long double total = 0;
     for (uint32_t i = 0; i < t->n_iters; i++)

@@ -576,6 +576,20 @@ static void test_convert_output(void **state)
     if (st != 0)
         print_error("status %d\noutput: %s\n", st, out);
     assert_int_equal(st, 0);
+    /* and a gzip write that fails part way keeps the file OUT.gz was */
+    snprintf(path, sizeof path, "%s/conv4.json.gz", tmp);
+    write_bytes(path, "keep\n", 5);
+    snprintf(cmd, sizeof cmd, "sh -c \"ulimit -f 8; trap '' XFSZ; exec %s convert %s %s\"", sim,
+             TRAIN, path);
+    st = run(cmd, out, sizeof out);
+    if (st != EX_CANTCREAT || !strstr(out, "conv4.json.gz: gzip: write error"))
+        print_error("status %d\noutput: %s\n", st, out);
+    assert_int_equal(st, EX_CANTCREAT);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(out, sizeof out, f));
+    fclose(f);
+    assert_string_equal(out, "keep\n");
 }
 
 /* fidelity's CSV quotes a trace path holding a comma or a quote: "a,b.json"

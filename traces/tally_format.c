@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "internal.h"
@@ -168,46 +169,39 @@ void tl_trace_write_json_stream(const tl_trace *t, FILE *f)
     fputs("]}\n", f);
 }
 
+/* stdio over zlib's gzip writer, so that the JSON writer streams into it */
+static ssize_t gz_cookie_write(void *gz, const char *buf, size_t n)
+{
+    /* stdio hands over at most its buffer, far below gzwrite's unsigned */
+    return n && gzwrite(gz, buf, (unsigned)n) == 0 ? -1 : (ssize_t)n;
+}
+
+static int gz_cookie_close(void *gz)
+{
+    return gzclose(gz) == Z_OK ? 0 : EOF;
+}
+
 int tl_trace_write_json_gz_stream(const tl_trace *t, FILE *f, tl_err *err)
 {
-    char *text = NULL;
-    size_t n = 0;
-    FILE *mem = open_memstream(&text, &n);
-    if (!mem)
-        return tl_errf(err, TL_ENOMEM, "gzip: cannot buffer the trace: %s", strerror(errno));
-    tl_trace_write_json_stream(t, mem);
-    if (fclose(mem) != 0) {
-        free(text);
-        return tl_errf(err, TL_ENOMEM, "gzip: cannot buffer the trace");
+    /* its own descriptor: gzclose closes it, f stays the caller's */
+    int fd = dup(fileno(f));
+    gzFile gz = fd < 0 ? NULL : gzdopen(fd, "wb");
+    if (!gz) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return tl_errf(err, TL_EIO, "gzip: cannot start the compressor: %s", strerror(e));
     }
-    z_stream z = { 0 };
-    /* windowBits 15 + 16: a gzip header and trailer, not a zlib one */
-    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(text);
+    FILE *g = fopencookie(gz, "w", (cookie_io_functions_t){ .write = gz_cookie_write,
+                                                           .close = gz_cookie_close });
+    if (!g) {
+        gzclose(gz);
         return tl_errf(err, TL_ENOMEM, "gzip: cannot start the compressor");
     }
-    unsigned char chunk[1 << 16];
-    size_t left = n;
-    z.next_in = (unsigned char *)text;
-    int zr = Z_OK;
-    bool bad = false;
-    do {
-        /* feed at most UINT_MAX bytes a call (avail_in is an unsigned int) */
-        if (z.avail_in == 0 && left) {
-            z.avail_in = left > 0x40000000 ? 0x40000000 : (unsigned)left;
-            left -= z.avail_in;
-        }
-        z.next_out = chunk;
-        z.avail_out = sizeof chunk;
-        zr = deflate(&z, left || z.avail_in ? Z_NO_FLUSH : Z_FINISH);
-        size_t got = sizeof chunk - z.avail_out;
-        bad |= zr == Z_STREAM_ERROR || (got && fwrite(chunk, 1, got, f) != got);
-    } while (zr != Z_STREAM_END && !bad);
-    deflateEnd(&z);
-    free(text);
-    if (bad)
-        return tl_errf(err, TL_EIO, "gzip: write error");
-    return 0;
+    tl_trace_write_json_stream(t, g);
+    bool bad = ferror(g) != 0;
+    bad |= fclose(g) != 0;
+    return bad ? tl_errf(err, TL_EIO, "gzip: write error") : 0;
 }
 
 int tl_trace_write_json(const tl_trace *t, const char *path, tl_err *err)
