@@ -189,7 +189,7 @@ int tl_analysis_open(tl_analysis *a, const char *path, tl_err *err)
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) /* SQLite said "disk I/O error" */
         return tl_errf(err, TL_EIO, "%s: is a folder, not a results database", path);
     a->path = tl_xstrdup(path);
-    if (sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (tl_results_sqlite_open(path, SQLITE_OPEN_READONLY, &a->db) != SQLITE_OK) {
         tl_errf(err, TL_EIO, "%s: cannot open: %s", path,
                 a->db ? sqlite3_errmsg(a->db) : "out of memory");
         tl_analysis_close(a);

@@ -202,7 +202,7 @@ int tl_validation_hw_seed(const char *spec_path, const char *hw_db, const char *
 static int open_hw_db(const char *hw_db, sqlite3 **db, tl_err *err)
 {
     *db = NULL;
-    if (sqlite3_open_v2(hw_db, db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+    if (tl_results_sqlite_open(hw_db, SQLITE_OPEN_READONLY, db) == SQLITE_OK)
         return 0;
     int r = tl_errf(err, TL_EIO, "%s: cannot open: %s", hw_db, *db ? sqlite3_errmsg(*db) : "?");
     sqlite3_close(*db);
@@ -390,7 +390,7 @@ static int check_old(const char *out_path, tl_err *err)
         return 0;
     sqlite3 *db = NULL;
     bool ours = false;
-    if (sqlite3_open_v2(out_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    if (tl_results_sqlite_open(out_path, SQLITE_OPEN_READONLY, &db) == SQLITE_OK) {
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='made_by'", -1, &st, NULL) ==
             SQLITE_OK) {
@@ -446,15 +446,11 @@ static int copy_side(tl_results *r, const tl_validation *v, size_t si, bool hw, 
         snprintf(prefix, sizeof prefix, "%s:%zu:", hw ? "hw" : "sim", si + 1);
     else
         snprintf(prefix, sizeof prefix, "%s:", hw ? "hw" : "sim");
+    int rc = tl_results_attach_src(r, src, err);
+    if (rc < 0)
+        return rc;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK)
-        return tl_errf(err, TL_EDB, "%s: attach: %s", r->path, sqlite3_errmsg(r->db));
-    sqlite3_bind_text(st, 1, src, -1, SQLITE_STATIC);
-    int s = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (s != SQLITE_DONE)
-        return tl_errf(err, TL_EDB, "%s: cannot attach %s: %s", r->path, src, sqlite3_errmsg(r->db));
-    int rc = exec_sql(r, "CREATE TEMP TABLE idmap(old_id INTEGER PRIMARY KEY, new_id INTEGER);", err);
+    rc = exec_sql(r, "CREATE TEMP TABLE idmap(old_id INTEGER PRIMARY KEY, new_id INTEGER);", err);
     if (rc == 0)
         rc = tl_results_begin(r, err);
     if (rc == 0 &&

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "synth_version.h"
+#include "tally/results.h"
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS calib_point(gpu TEXT NOT NULL, synth_version INTEGER NOT NULL,"
@@ -72,7 +73,7 @@ int tl_calib_db_open(tl_calib_db *c, const char *path, tl_err *err)
     if (!path || !*path) return tl_errf(err, TL_EINVAL, "calibration cache: empty path");
     mkdirs(path);
     sqlite3 *db = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK) {
+    if (tl_results_sqlite_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db) != SQLITE_OK) {
         int r = tl_errf(err, TL_EDB, "%s: cannot open calibration cache: %s", path,
                         db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);

@@ -182,9 +182,10 @@ static int check_name(const char *path, const char *what, tl_err *err)
     return 0;
 }
 
-/* The main database is opened with SQLITE_OPEN_URI (so that shards can be
- * attached read-only); a relative path that happens to start with "file:" must
- * stay a file name. malloc'ed. */
+/* A relative path that happens to start with "file:" must stay a file name:
+ * SQLite reads such a name as a URI where the connection takes URIs (the main
+ * database here, so that shards can be attached read-only) and where the
+ * library was built with SQLITE_USE_URI (Debian's is). malloc'ed. */
 static char *plain_name(const char *path)
 {
     if (strncmp(path, "file:", 5))
@@ -193,6 +194,14 @@ static char *plain_name(const char *path)
     char *p = tl_xmalloc(n);
     snprintf(p, n, "./%s", path);
     return p;
+}
+
+int tl_results_sqlite_open(const char *path, int flags, sqlite3 **db)
+{
+    char *name = plain_name(path);
+    int rc = sqlite3_open_v2(name, db, flags, NULL);
+    free(name);
+    return rc;
 }
 
 bool tl_results_same_file(const char *a, const char *b)
@@ -252,10 +261,8 @@ int tl_results_open(tl_results *r, const char *path, tl_err *err)
     if (rc < 0)
         return rc;
     r->path = tl_xstrdup(path);
-    char *name = plain_name(path);
-    int orc = sqlite3_open_v2(name, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                              SQLITE_OPEN_URI, NULL);
-    free(name);
+    int orc = tl_results_sqlite_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                     SQLITE_OPEN_URI, &r->db);
     if (orc != SQLITE_OK) {
         rc = tl_errf(err, TL_EDB, "%s: cannot open the results database for writing: %s", path,
                      r->db ? sqlite3_errmsg(r->db) : "out of memory");
@@ -336,7 +343,7 @@ static int check_file(const char *path, unsigned *present, tl_err *err)
         return tl_errf(err, TL_EIO, "%s: cannot read the results database: %s", path,
                        strerror(errno));
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (tl_results_sqlite_open(path, SQLITE_OPEN_READONLY, &db) != SQLITE_OK) {
         rc = tl_errf(err, TL_EIO, "%s: cannot open the results database: %s", path,
                      db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
@@ -714,6 +721,29 @@ static char *readonly_uri(const char *path)
     return u;
 }
 
+/* Attach another file as schema 'src', read-only, by its resolved path as a URI
+ * (r's connection takes URIs: a relative name starting with "file:" must stay a
+ * file name, and mode=ro keeps the file from ever being written). */
+int tl_results_attach_src(tl_results *r, const char *path, tl_err *err)
+{
+    char *uri = readonly_uri(path);
+    if (!uri)
+        return tl_errf(err, TL_EIO, "%s: cannot resolve the path: %s", path, strerror(errno));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK) {
+        free(uri);
+        return db_err(r, err, "attach");
+    }
+    sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    sqlite3_finalize(st);
+    free(uri);
+    if (s != SQLITE_DONE)
+        return tl_errf(err, TL_EIO, "%s: cannot attach %s: %s", r->path, path,
+                       sqlite3_errmsg(r->db));
+    return 0;
+}
+
 /* Merge the finished runs of another results database (a sweep shard) into r.
  * Runs whose key r already has are skipped; run ids are renumbered and every
  * reference (child rows, alone_run_id) follows. One transaction. The shard is
@@ -726,22 +756,9 @@ int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err)
         return rc;
     if (tl_results_same_file(shard, r->path))
         return tl_errf(err, TL_EUNKNOWN, "%s: a shard is the output database %s", shard, r->path);
-    char *uri = readonly_uri(shard);
-    if (!uri)
-        return tl_errf(err, TL_EIO, "%s: cannot resolve the shard's path: %s", shard,
-                       strerror(errno));
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, "ATTACH ?1 AS src", -1, &st, NULL) != SQLITE_OK) {
-        free(uri);
-        return db_err(r, err, "attach shard");
-    }
-    sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
-    int s = sqlite3_step(st);
-    sqlite3_finalize(st);
-    free(uri);
-    if (s != SQLITE_DONE)
-        return tl_errf(err, TL_EIO, "%s: cannot attach the shard %s: %s", r->path, shard,
-                       sqlite3_errmsg(r->db));
+    rc = tl_results_attach_src(r, shard, err);
+    if (rc < 0)
+        return rc;
     /* Checked again as attached (the file could have changed meanwhile). */
     int n_objects;
     unsigned seen;
@@ -788,6 +805,7 @@ int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err)
             sqlite3_free(msg);
             tl_results_rollback(r);
         } else {
+            sqlite3_stmt *st;
             if (merged && sqlite3_prepare_v2(r->db, "SELECT count(*) FROM temp.idmap", -1, &st, NULL) == SQLITE_OK) {
                 if (sqlite3_step(st) == SQLITE_ROW)
                     *merged = sqlite3_column_int(st, 0);

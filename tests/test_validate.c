@@ -664,6 +664,42 @@ static void test_graph_calibration_reported(void **state)
     free(md);
     tl_validation_close(&v);
 }
+/* A relative database name that starts with "file:" is a file name, not a URI,
+ * for both the reading and the combining (which attaches it to a connection that
+ * takes URIs): a copy named file:hw.db in the temporary folder, given from there. */
+static void test_combine_file_prefixed_name(void **state)
+{
+    (void)state;
+    char old_cwd[512];
+    assert_non_null(getcwd(old_cwd, sizeof old_cwd));
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    char sql[512];
+    unlink(path_in("file:hw.db"));
+    snprintf(sql, sizeof sql, "VACUUM INTO '%s'", path_in("file:hw.db"));
+    tl_test_exec_sql(db, sql);
+    sqlite3_close(db);
+    assert_int_equal(chdir(tmpdir), 0);
+    tl_validation v;
+    tl_err err = {0};
+    int rc = tl_validation_load(&v, "file:hw.db", "file:hw.db", NULL, &err);
+    if (rc == 0)
+        rc = tl_validation_combine(&v, "prefixed_combined.db", &err);
+    if (rc == 0)
+        tl_validation_close(&v);
+    assert_int_equal(chdir(old_cwd), 0);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_int_equal(sqlite3_open(path_in("prefixed_combined.db"), &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 12);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 static void test_combine_and_plot(void **state)
 {
     (void)state;
@@ -1233,6 +1269,7 @@ int main(void)
         cmocka_unit_test(test_csv_markdown),
         cmocka_unit_test(test_graph_calibration_reported),
         cmocka_unit_test(test_combine_and_plot),
+        cmocka_unit_test(test_combine_file_prefixed_name),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_self_validation),
         cmocka_unit_test(test_command),

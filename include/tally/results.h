@@ -78,6 +78,11 @@ int tl_results_check(const char *path, tl_err *err);
 /* Do a and b name the same file? Device and inode when both exist; when
  * neither does, the same path once its folders are resolved (realpath). */
 bool tl_results_same_file(const char *a, const char *b);
+/* sqlite3_open_v2 of a file by its name: a relative name starting with "file:"
+ * is opened as a file, not read as a URI (SQLite does that where the flags or
+ * its build allow URIs). Every results, hardware or calibration database given
+ * by a user is opened through this. Returns SQLite's code; *db as it sets it. */
+int tl_results_sqlite_open(const char *path, int flags, sqlite3 **db);
 /* path with its folders resolved (realpath), also for a file that does not
  * exist yet (its folder must); NULL if that fails. malloc'ed. */
 char *tl_results_canonical_path(const char *path);
@@ -127,6 +132,10 @@ int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run
  * is checked as tl_results_check does and read only (attached read-only):
  * missing TL_EIO, not a results database TL_EFORMAT, r's own file TL_EUNKNOWN. */
 int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err);
+/* Attach the file at path to r's connection as schema "src", read-only (by its
+ * resolved path; a relative name starting with "file:" is a file name). TL_EIO
+ * when it cannot be resolved or attached. DETACH src when done. */
+int tl_results_attach_src(tl_results *r, const char *path, tl_err *err);
 /* Read a job's metrics back (for relative metrics from alone runs). */
 int tl_results_job_metrics(tl_results *r, long long run_id, int job_id,
                            struct tl_job_metrics *out, tl_err *err);
