@@ -16,8 +16,6 @@ void tl_sbuf_free(tl_sbuf *b);
 
 /* "a/b" + "/" + "name" (malloc'ed). */
 char *tl_an_path(const char *dir, const char *name);
-/* mkdir -p; TL_EIO with the path on failure. */
-int tl_an_mkdirs(const char *dir, tl_err *err);
 /* A file-name-safe copy of s: [A-Za-z0-9._-] kept, the rest '_'; "" -> "unnamed". */
 char *tl_an_safe_name(const char *s);
 /* Label for a .dat string column or a gnuplot string: double quotes and

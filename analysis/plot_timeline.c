@@ -119,7 +119,7 @@ static int no_kernels(tl_analysis *a, long long run_id, const tl_plot_opts *o, b
 
 int tl_plot_timeline(tl_analysis *a, long long run_id, const tl_plot_opts *o, tl_err *err)
 {
-    int r = tl_an_mkdirs(o->out_dir, err);
+    int r = tl_mkdirs(o->out_dir, err);
     if (r < 0)
         return r;
     tl_an_run ri;

@@ -46,33 +46,6 @@ char *tl_an_path(const char *dir, const char *name)
     return p;
 }
 
-int tl_an_mkdirs(const char *dir, tl_err *err)
-{
-    if (!dir || !*dir)
-        return 0;
-    char *p = tl_xstrdup(dir);
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                int r = tl_errf(err, TL_EIO, "%s: cannot create folder: %s", p, strerror(errno));
-                free(p);
-                return r;
-            }
-            *s = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    struct stat sb;
-    int ok = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-    free(p);
-    if (!ok)
-        return tl_errf(err, TL_EIO, "%s: not a folder", dir);
-    return 0;
-}
-
 char *tl_an_safe_name(const char *s)
 {
     if (!s || !*s)
@@ -205,7 +178,7 @@ int tl_an_per_experiment(tl_analysis *a, const tl_filter *flt, const tl_plot_opt
                          tl_an_plot_fn fn, tl_err *err)
 {
     tl_groups g;
-    int r = tl_an_mkdirs(o->out_dir, err);
+    int r = tl_mkdirs(o->out_dir, err);
     if (r < 0 || (r = tl_groups_load(a, flt, &g, err)) < 0)
         return r;
     const char **exps;
@@ -250,7 +223,7 @@ int tl_an_per_experiment(tl_analysis *a, const tl_filter *flt, const tl_plot_opt
 
 int tl_plot_make_out_dir(const tl_plot_opts *o, tl_err *err)
 {
-    return tl_an_mkdirs(o->out_dir, err);
+    return tl_mkdirs(o->out_dir, err);
 }
 
 const char *tl_an_colour(size_t i)

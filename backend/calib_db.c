@@ -40,19 +40,6 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS measure(gpu TEXT NOT NULL, synth_version INTEGER NOT NULL,"
     " key TEXT NOT NULL, ns INTEGER NOT NULL, PRIMARY KEY(gpu, synth_version, key));";
 
-static int mkdirs(const char *path)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
 char *tl_calib_default_path(void)
 {
     char buf[1024];
@@ -71,7 +58,9 @@ int tl_calib_db_open(tl_calib_db *c, const char *path, tl_err *err)
 {
     memset(c, 0, sizeof *c);
     if (!path || !*path) return tl_errf(err, TL_EINVAL, "calibration cache: empty path");
-    mkdirs(path);
+    tl_err mk = {0};
+    if (tl_mkdirs_for(path, &mk) < 0)
+        return tl_errf(err, TL_EDB, "%s: cannot open calibration cache: %s", path, mk.msg);
     sqlite3 *db = NULL;
     if (tl_results_sqlite_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db) != SQLITE_OK) {
         int r = tl_errf(err, TL_EDB, "%s: cannot open calibration cache: %s", path,

@@ -2,10 +2,12 @@
 #include "tally/common.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *tl_strerror(int code)
@@ -139,4 +141,43 @@ int tl_utf8_len(const unsigned char *p)
         if ((p[i] & 0xc0) != 0x80)
             return 0;
     return n;
+}
+
+int tl_mkdirs(const char *dir, tl_err *err)
+{
+    if (!dir || !*dir)
+        return 0;
+    char *p = tl_xstrdup(dir);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                int r = tl_errf(err, TL_EIO, "%s: cannot create folder: %s", p, strerror(errno));
+                free(p);
+                return r;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    struct stat sb;
+    int ok = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+    free(p);
+    if (!ok)
+        return tl_errf(err, TL_EIO, "%s: not a folder", dir);
+    return 0;
+}
+
+int tl_mkdirs_for(const char *path, tl_err *err)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (!slash || slash == path)
+        return 0;
+    char *dir = tl_xstrdup(path);
+    dir[slash - path] = '\0';
+    int rc = tl_mkdirs(dir, err);
+    free(dir);
+    return rc;
 }

@@ -261,6 +261,14 @@ int tl_results_open(tl_results *r, const char *path, tl_err *err)
     if (rc < 0)
         return rc;
     r->path = tl_xstrdup(path);
+    /* --db out/quick.db on a fresh checkout: make the folder, as tally-plot does
+     * for its --out-dir. */
+    tl_err mk = {0};
+    if (tl_mkdirs_for(path, &mk) < 0) { /* an output: exit 73, not 66 */
+        rc = tl_errf(err, TL_EDB, "%s: cannot create the results database: %s", path, mk.msg);
+        tl_results_close(r);
+        return rc;
+    }
     int orc = tl_results_sqlite_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                      SQLITE_OPEN_URI, &r->db);
     if (orc != SQLITE_OK) {

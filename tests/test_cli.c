@@ -134,8 +134,14 @@ static void test_bad_input(void **state)
     expect_fail(EX_NOINPUT, "no-such-trace.json", NULL,
                 "--policy mps --db %s/a.db --job trace=no-such-trace.json,role=training", tmp);
     expect_fail(EX_DATAERR, "bad_spec.json:1", NULL, "--spec tests/data/cli/bad_spec.json --db %s/a.db", tmp);
-    expect_fail(EX_CANTCREAT, "/nonexistent-dir/r.db", NULL,
-                "--policy mps --duration 0.1 --db /nonexistent-dir/r.db" JOBS);
+    /* a folder that cannot be made (a file is in the way): the output's mistake */
+    char in_the_way[256];
+    snprintf(in_the_way, sizeof in_the_way, "%s/a-file", tmp);
+    FILE *f = fopen(in_the_way, "w");
+    assert_non_null(f);
+    fclose(f);
+    expect_fail(EX_CANTCREAT, "a-file/r.db: cannot create the results database", "not a folder",
+                "--policy mps --duration 0.1 --db %s/r.db" JOBS, in_the_way);
     expect_fail(EX_USAGE, "--duration", NULL, "--policy mps --duration ten" JOBS);
     /* -1 is how the overrides mark "not given": it must not pass for that */
     expect_fail(EX_USAGE, "--duration: '-1' must be > 0", NULL, "--policy mps --duration -1" JOBS);
@@ -482,6 +488,17 @@ static void write_bytes(const char *path, const char *bytes, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
+/* --db in a folder that does not exist yet (the README's quick tour writes
+ * out/quick.db on a fresh checkout): the folders are made. */
+static void test_db_in_new_folder(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/new/sub/r.db", tmp);
+    expect_ok("--quiet --policy mps --duration 0.1 --db %s" JOBS, path);
+    assert_int_equal(access(path, R_OK), 0);
+}
+
 /* Arrival files (--job ...,arrivals=PATH): one time in seconds a line. */
 static void test_arrival_files(void **state)
 {
@@ -659,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_kill9_parent_ends_workers),
 #endif
         cmocka_unit_test(test_merge_and_db_checks),
+        cmocka_unit_test(test_db_in_new_folder),
         cmocka_unit_test(test_arrival_files),
         cmocka_unit_test(test_convert_output),
         cmocka_unit_test(test_fidelity_csv),

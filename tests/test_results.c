@@ -105,9 +105,19 @@ static void test_unwritable_path(void **state)
 {
     tl_results r;
     tl_err err = { 0 };
-    int rc = tl_results_open(&r, "/nonexistent-dir/results.db", &err);
+    /* a folder that cannot be made: a file is in its way (a missing folder is
+     * made, as tally-plot makes its --out-dir) */
+    char in_the_way[128], below[160];
+    snprintf(in_the_way, sizeof in_the_way, "/tmp/tally-test-in-the-way-%d", (int)getpid());
+    snprintf(below, sizeof below, "%s/results.db", in_the_way);
+    FILE *f = fopen(in_the_way, "w");
+    assert_non_null(f);
+    fclose(f);
+    int rc = tl_results_open(&r, below, &err);
+    unlink(in_the_way);
     assert_int_equal(rc, TL_EDB);
-    assert_non_null(strstr(err.msg, "/nonexistent-dir/results.db"));
+    assert_non_null(strstr(err.msg, below));
+    assert_non_null(strstr(err.msg, "not a folder"));
 }
 
 /* The whole file, to check that a refused database is left byte for byte. */

@@ -68,5 +68,10 @@ bool tl_contains_ci(const char *hay, const char *needle);
  * sequence RFC 3629 allows (no overlong forms, no surrogates, nothing past
  * U+10FFFF), 0 if it is none. p must be NUL-terminated. */
 int tl_utf8_len(const unsigned char *p);
+/* Create a folder and its missing parents (mkdir -p). NULL or "": nothing to do.
+ * TL_EIO naming the folder when one cannot be made or the name is not a folder. */
+int tl_mkdirs(const char *dir, tl_err *err);
+/* The same for the folder a file named path would be in (nothing for a bare name). */
+int tl_mkdirs_for(const char *path, tl_err *err);
 
 #endif
