@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every H100 validation of both headline specs, at the current defaults, into OUTDIR
 # (one validation_NAME.md and .csv per hardware database): the node-calibrated graph
-# runs (seeds 1-6 and the seed-5 repeat, every policy, 8 s; session 18's seeds 1, 2, 6-8 and session 19's seeds 9-10 and session 21's seeds 11-12, session 22's 13-14, session 24's 15-16, session 25's 17, session 26's 18 and session 27's 19-21, session 28's 22-23, with
+# runs (seeds 1-6 and the seed-5 repeat, every policy, 8 s; session 18's seeds 1, 2, 6-8 and session 19's seeds 9-10 and session 21's seeds 11-12, session 22's 13-14, session 24's 15-16, session 25's 17, session 26's 18 and session 27's 19-21, session 28's 22-23, session 29's 24-25, with
 # the run's time 0 after the setup), the tally -k run, the
 # launch-calibrated ones (s11, s12, s12r3), the one-carveout runs of session 14
 # (simulated with carveout 0 from their meta hw_synth_carveout), the 30 s tally/tgs
@@ -47,6 +47,8 @@ v validation_graph_node_s20 $g $hw/session27/call2/graph_node_s20.db "$@"
 v validation_graph_node_s21 $g $hw/session27/call2/graph_node_s21.db "$@"
 v validation_graph_node_s22 $g $hw/session28/call1/graph_node_s22.db "$@"
 v validation_graph_node_s23 $g $hw/session28/call1/graph_node_s23.db "$@"
+v validation_graph_node_s24 $g $hw/session29/call1/graph_node_s24.db "$@"
+v validation_graph_node_s25 $g $hw/session29/call1/graph_node_s25.db "$@"
 v validation_tallyk_s5 $g $s17/tallyk_s5.db "$@"
 v validation_graph_s11 $g $hw/session11/graph_s11.db "$@"
 v validation_graph_s12 $g $hw/session12/graph_s12.db "$@"

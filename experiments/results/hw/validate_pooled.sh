@@ -3,9 +3,9 @@
 # seed pooled in one validation: session 18's seeds 1, 2, 6, 7 and 8, session 19's 9
 # and 10, session 21's 11 and 12, session 22's 13 and 14, session 24's 15 and 16,
 # session 25's 17, session 26's 18, session 27's 19-21,
-# session 28's 22-23 (every policy, 8 s after 2 s; each simulated with
+# session 28's 22-23, session 29's 24-25 (every policy, 8 s after 2 s; each simulated with
 # its own seed and what its database recorded of the replay, the runs matched within
-# each; every row is the mean over the 20 runs). Options as validate_all.sh's graph runs; more
+# each; every row is the mean over the 22 runs). Options as validate_all.sh's graph runs; more
 # tally-validate options (e.g. --sim-param K=V) apply. Databases unpacked first
 # (xz -dk FILE.db.xz). From the repository root:
 #   sh experiments/results/hw/validate_pooled.sh BUILD OUTDIR [tally-validate options]
@@ -28,4 +28,5 @@ $b/tally-validate -q -j 2 --sim-param launch_latency_ns=12500 --sim-param callba
   $hw/session27/call1/graph_node_s19.db $hw/session27/call2/graph_node_s20.db \
   $hw/session27/call2/graph_node_s21.db \
   $hw/session28/call1/graph_node_s22.db $hw/session28/call1/graph_node_s23.db \
+  $hw/session29/call1/graph_node_s24.db $hw/session29/call1/graph_node_s25.db \
   > "$o/validation_graph_pooled.txt"

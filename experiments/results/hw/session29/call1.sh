@@ -5,7 +5,10 @@
 # missing folders), then the graph headline at two new seeds, 24 and 25
 # (8 s after 2 s, every policy), held out from everything fitted so far. Each
 # database is compressed into OUTDIR as soon as its run ends, so a run cut by the
-# call's time limit keeps the one before.
+# call's time limit keeps the one before. Run as two calls:
+#   sh call1.sh OUT 24;  NO_SELFTEST=1 sh call1.sh OUT 25
+# (the second call's output printed the selftest's lines without running it, a
+# slip in the script as it ran, mended here).
 out=${1:?usage: call1.sh OUTDIR [SEED...]}; shift; seeds=${*:-24 25}
 hw=experiments/results/hw; run=build/dev/tally-run; w=/tmp/call1; mkdir -p $w
 [ -x $run ] || xz -dk $run.xz || exit 1
@@ -13,9 +16,11 @@ export TALLY_CALIB_DB=/tmp/calib.sqlite
 xz -dc $hw/calib.sqlite.xz > $TALLY_CALIB_DB || exit 1
 left() { ps -eo comm | grep -c -E 'nvidia-cuda-mps|tally-run' | sed "s/^/$1: processes left: /"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $out/gpu.txt 2>&1
-t0=$(date +%s)
-[ -n "${NO_SELFTEST:-}" ] || $run selftest > $out/selftest.txt 2>&1; echo "selftest rc=$? in $(( $(date +%s) - t0 )) s"
-tail -3 $out/selftest.txt; left selftest
+if [ -z "${NO_SELFTEST:-}" ]; then
+  t0=$(date +%s)
+  $run selftest > $out/selftest.txt 2>&1; echo "selftest rc=$? in $(( $(date +%s) - t0 )) s"
+  tail -3 $out/selftest.txt; left selftest
+fi
 for s in $seeds; do
   t0=$(date +%s)
   TALLY_GPU_SAMPLE_LOG=$w/clocks_s$s.csv $run run -s experiments/specs/tally_headline.json \
