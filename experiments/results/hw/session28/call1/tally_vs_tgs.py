@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Tally's p99 overhead and its system throughput over TGS's on the H100, per seed and
-job set, from the validations of call1/ (columns p99_overhead_hw and throughput_hw).
-From this folder: python3 tally_vs_tgs.py"""
-import csv
-for s in (22, 23):
-    rs = list(csv.DictReader(open(f'validation_graph_node_s{s}.csv')))
+job set, from validation_graph_node_sSEED.csv files (columns p99_overhead_hw and
+throughput_hw). From this folder: python3 tally_vs_tgs.py (seeds 22 and 23 here);
+session 29's: python3 tally_vs_tgs.py ../../session29/call1 24 25"""
+import csv, os, sys
+folder = sys.argv[1] if len(sys.argv) > 1 else '.'
+for s in [int(a) for a in sys.argv[2:]] or (22, 23):
+    rs = list(csv.DictReader(open(os.path.join(folder, f'validation_graph_node_s{s}.csv'))))
     for js in sorted(set(r['job_set'] for r in rs if r['policy'] != 'alone')):
         d = {}
         for r in rs:
