@@ -24,6 +24,39 @@ static int name_trace(const tl_trace *t, int r, tl_err *err)
     return tl_errf(err, r, "%s: its replay failed: %s", t->path, msg);
 }
 
+/* The longest window a replay grows to: 11.6 days (TL_TRACE_MAX_OP_NS), past
+ * any trace the readers accept times a simulator parameter's largest delay. */
+#define FIDELITY_MAX_WINDOW_NS 1000000000000000LL
+
+static int replay_once(const tl_run_config *cfg, const tl_gpu_props *g, const tl_sim_params *p,
+                       tl_run_result *res, tl_err *err)
+{
+    tl_device dev;
+    int r = tl_sim_open(&dev, g, p, err);
+    if (r < 0)
+        return r;
+    r = tl_run(cfg, &dev, res, err);
+    tl_dev_close(&dev);
+    return r;
+}
+
+/* The measured pass: iterations first .. first + n - 1 (ids count from 0 in
+ * start order; records come in completion order). Returns how many ran. */
+static uint32_t measured_pass(const tl_run_result *res, uint32_t first, uint32_t n,
+                              const tl_request_rec **pass)
+{
+    uint32_t found = 0;
+    memset(pass, 0, n * sizeof *pass);
+    for (size_t k = 0; k < res->n_recs; k++) {
+        uint32_t id = res->recs[k].id;
+        if (id >= first && id - first < n && !pass[id - first]) {
+            pass[id - first] = &res->recs[k];
+            found++;
+        }
+    }
+    return found;
+}
+
 int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const char *sim_params,
                              tl_fidelity *out, tl_err *err)
 {
@@ -63,43 +96,48 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
      * iteration allowed, and 64 more of 2 s each outlasted the drain's limit
      * (the replay failed as an overload). */
     uint32_t passes = first ? 5 : 3;
+    long double window = total * passes + TL_NS_PER_MS; /* iterations of up to 2^61 ns overflowed */
     tl_job_spec job = { .name = "solo", .trace = t, .role = TL_ROLE_TRAINING };
     tl_run_config cfg = { .jobs = &job, .n_jobs = 1, .policy = tl_policy_find("time-slicing"),
-                          .duration_ns = (tl_ns)(total * passes) + TL_NS_PER_MS,
+                          .duration_ns = window < FIDELITY_MAX_WINDOW_NS ? (tl_ns)window
+                                                                         : FIDELITY_MAX_WINDOW_NS,
                           .warmup_ns = 0, .seed = 1,
                           .max_iterations = first + 2 * t->n_iters };
     if (!cfg.policy)
         return tl_errf(err, TL_EUNKNOWN, "policy time-slicing is not registered");
-    tl_device dev;
     tl_sim_params p;
     tl_sim_params_default(&p, &g);
     r = tl_sim_params_apply(&p, sim_params, err);
     if (r < 0)
         return r;
-    r = tl_sim_open(&dev, &g, &p, err);
-    if (r < 0)
-        return r;
+    /* A replay slower than the capture (legal --sim-param values such as
+     * stream_gap_ns=1000000 behind microsecond kernels, or a hand-made trace
+     * whose traced_ns is below its host time) has not started the measured
+     * pass when the window ends. The window then grows, 16x a time, until it
+     * holds the pass: the run is bounded by its iterations anyway, and a
+     * replay that fits the first window is played exactly as before. */
     tl_run_result res;
-    r = tl_run(&cfg, &dev, &res, err);
-    tl_dev_close(&dev);
-    if (r < 0)
-        return name_trace(t, r, err);
-    /* The measured pass: iterations first .. first + n - 1 (ids count from 0
-     * in start order; records come in completion order). */
     const tl_request_rec **pass = tl_xcalloc(t->n_iters, sizeof *pass);
-    uint32_t found = 0;
-    for (size_t k = 0; k < res.n_recs; k++) {
-        uint32_t id = res.recs[k].id;
-        if (id >= first && id - first < t->n_iters && !pass[id - first]) {
-            pass[id - first] = &res.recs[k];
-            found++;
+    uint32_t found;
+    for (;;) {
+        r = replay_once(&cfg, &g, &p, &res, err);
+        if (r < 0) {
+            free(pass);
+            return name_trace(t, r, err);
         }
+        found = measured_pass(&res, first, t->n_iters, pass);
+        if (found == t->n_iters || cfg.duration_ns >= FIDELITY_MAX_WINDOW_NS)
+            break;
+        tl_run_result_close(&res);
+        cfg.duration_ns = cfg.duration_ns > FIDELITY_MAX_WINDOW_NS / 16 ? FIDELITY_MAX_WINDOW_NS
+                                                                         : cfg.duration_ns * 16;
     }
     if (found < t->n_iters) {
         free(pass);
         tl_run_result_close(&res);
-        return tl_errf(err, TL_EINVAL, "%s: replay finished %u of %u iterations%s", t->path, found,
-                       t->n_iters, first ? " of its second pass" : "");
+        return tl_errf(err, TL_EINVAL, "%s: replay finished %u of %u iterations%s in %.0f s", t->path,
+                       found, t->n_iters, first ? " of its second pass" : "",
+                       (double)cfg.duration_ns / 1e9);
     }
     long double ti = 0, tb = 0, ri = 0, rb = 0;
     for (uint32_t i = 0; i < t->n_iters; i++) {

@@ -446,6 +446,45 @@ static void test_unlaunchable_kernel_refused(void **state)
     tl_trace_close(&t);
 }
 
+/* A replay slower than its capture is measured, not lost: a legal
+ * --sim-param (stream_gap_ns=1000000 behind 10 us kernels) or a traced_ns
+ * below the host time kept the measured pass outside the window of 3-5x the
+ * traced time, and fidelity exited 70 ('replay finished 0 of 2 iterations').
+ * Traced times near the format's limit (2^61 ns an iteration) overflowed the
+ * window to a negative duration ('run: duration must be > 0'). */
+static void test_slow_replay_is_measured(void **state)
+{
+    (void)state;
+    tl_trace t;
+    load_ok(&t, "tests/data/flat_small.json", NULL);
+    tl_fidelity f;
+    tl_err e = {0};
+    if (tl_fidelity_check_params(&t, NULL, "stream_gap_ns=1000000", &f, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(f.iterations, 2);
+    assert_true(f.replay_iter_ns > 10 * f.traced_iter_ns);
+    t.iters[0].tail_host_ns = 2 * TL_NS_PER_S; /* traced_ns stays 100 us */
+    if (tl_fidelity_check(&t, NULL, &f, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_true(f.replay_iter_ns > 1e9);
+    t.iters[0].tail_host_ns = 0;
+    for (uint32_t i = 0; i < t.n_iters; i++)
+        t.iters[i].traced_ns = INT64_MAX / 4;
+    if (tl_fidelity_check(&t, NULL, &f, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_true(f.iter_err < -0.99);
+    /* a window already past 1/16 of the largest grows to the largest: ops
+     * overlapping on one stream (a broken trace) replay one after another,
+     * 2e14 ns where 1e13 were traced */
+    for (uint32_t i = 0; i < t.n_iters; i++)
+        t.iters[i].traced_ns = 10000000000000LL;
+    t.iters[0].ops[0].dur_ns = 200000000000000LL;
+    if (tl_fidelity_check(&t, NULL, &f, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_true(f.iter_err > 1);
+    tl_trace_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -459,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_broken_timestamp_replays_quickly),
         cmocka_unit_test(test_gpu_bound_trace_replays),
         cmocka_unit_test(test_unlaunchable_kernel_refused),
+        cmocka_unit_test(test_slow_replay_is_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
