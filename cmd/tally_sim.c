@@ -341,13 +341,15 @@ static void csv_field(const char *s)
 static int cmd_fidelity(int argc, char **argv)
 {
     const char *gpu_name = NULL;
-    char params[4096] = "";
+    char *params = tl_xstrdup(""); /* every parameter at once is over 4 KiB */
+    size_t params_len = 0;
+    int status = 0;
     optind = 1;
     int c, li;
     while ((li = -1, c = getopt_long(argc, argv, "g:h", run_opts, &li)) != -1) {
         if (c == 'h') {
             usage(stdout);
-            return 0;
+            goto out;
         }
         if (c == OPT_SIM_PARAM) {
             /* joined as tl_sim_params_apply reads them; a ';' inside would split,
@@ -355,41 +357,46 @@ static int cmd_fidelity(int argc, char **argv)
             const char *eq = strchr(optarg, '=');
             if (!eq || eq == optarg) {
                 fprintf(stderr, "tally-sim fidelity: --sim-param '%s': expected KEY=VALUE\n", optarg);
-                return EX_USAGE;
+                status = EX_USAGE;
+                goto out;
             }
-            if (strchr(optarg, ';') || strlen(params) + strlen(optarg) + 2 > sizeof params) {
+            if (strchr(optarg, ';')) {
                 fprintf(stderr, "tally-sim fidelity: --sim-param '%s': one KEY=VALUE per option\n",
                         optarg);
-                return EX_USAGE;
+                status = EX_USAGE;
+                goto out;
             }
-            if (*params)
-                strcat(params, ";");
-            strcat(params, optarg);
+            params = tl_xrealloc(params, params_len + strlen(optarg) + 2);
+            params_len += (size_t)sprintf(params + params_len, "%s%s", params_len ? ";" : "", optarg);
             continue;
         }
-        if (c != 'g')
-            return bad_option("fidelity", c, li);
+        if (c != 'g') {
+            status = bad_option("fidelity", c, li);
+            goto out;
+        }
         gpu_name = optarg;
     }
     if (optind >= argc) {
         fprintf(stderr, "tally-sim fidelity: give at least one trace\n");
-        return EX_USAGE;
+        status = EX_USAGE;
+        goto out;
     }
     tl_gpu_props gpu;
     tl_err err = { 0 };
     if (gpu_name && tl_gpu_lookup(gpu_name, &gpu, &err) < 0) {
         fprintf(stderr, "tally-sim: --gpu: %s\n", err.msg);
-        return EX_USAGE;
+        status = EX_USAGE;
+        goto out;
     }
     tl_sim_params check; /* a bad name or value is a usage error, before any trace */
     tl_sim_params_default(&check, gpu_name ? &gpu : NULL);
     if (tl_sim_params_apply(&check, params, &err) < 0) {
         fprintf(stderr, "tally-sim fidelity: --sim-param: %s\n", err.msg);
-        return EX_USAGE;
+        status = EX_USAGE;
+        goto out;
     }
     printf("trace,gpu,iterations,traced_iter_ms,replay_iter_ms,iter_err_pct,traced_busy_ms,"
            "replay_busy_ms,busy_err_pct\n");
-    int status = 0;
     for (int i = optind; i < argc; i++) {
         tl_trace t;
         tl_fidelity f;
@@ -410,6 +417,8 @@ static int cmd_fidelity(int argc, char **argv)
         }
         tl_trace_close(&t);
     }
+out:
+    free(params);
     return status;
 }
 

@@ -591,18 +591,21 @@ int tl_sim_params_apply(tl_sim_params *p, const char *list, tl_err *err)
 {
     if (!list || !*list)
         return 0;
-    char buf[2048];
-    if (strlen(list) >= sizeof buf)
-        return tl_errf(err, TL_ERANGE, "sim params: list longer than %zu characters", sizeof buf - 1);
-    strcpy(buf, list);
-    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+    /* a copy of any length: a spec's "sim_params" (every parameter, values up
+     * to 63 characters) makes lists over 4 KiB, and a fixed buffer refused
+     * them at the first run, after the spec had loaded */
+    char *buf = tl_xstrdup(list);
+    int r = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok && r == 0;
+         tok = strtok_r(NULL, ";", &save)) {
         char *eq = strchr(tok, '=');
-        if (!eq)
-            return tl_errf(err, TL_EUNKNOWN, "sim params: '%s' is not KEY=VALUE", tok);
+        if (!eq) {
+            r = tl_errf(err, TL_EUNKNOWN, "sim params: '%s' is not KEY=VALUE", tok);
+            break;
+        }
         *eq = 0;
-        int r = tl_sim_params_set(p, tok, eq + 1, err);
-        if (r < 0)
-            return r;
+        r = tl_sim_params_set(p, tok, eq + 1, err);
     }
-    return tl_sim_params_validate(p, err);
+    free(buf);
+    return r < 0 ? r : tl_sim_params_validate(p, err);
 }

@@ -665,6 +665,31 @@ static void test_runs_of_another_experiment(void **state)
     assert_null(strstr(out, "warning"));
 }
 
+/* fidelity with every --sim-param at once (over 4 KiB of them) was refused as
+ * "one KEY=VALUE per option": its list had a fixed 4 KiB buffer. */
+static void test_fidelity_many_sim_params(void **state)
+{
+    char script[128], out[8192];
+    snprintf(script, sizeof script, "%s/many.sh", tmp);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fprintf(f, "exec %s fidelity", sim);
+    for (int i = 0; tl_sim_param_name(i); i++) {
+        const char *k = tl_sim_param_name(i);
+        if (strcmp(k, "contention.model") && strcmp(k, "residency_speedup")) /* 1 is no value of theirs */
+            fprintf(f, " --sim-param %s=1.%0*d", k, 80, 0);
+    }
+    fprintf(f, " tests/data/flat_small.json\n");
+    assert_int_equal(fclose(f), 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "sh %s", script);
+    int rc = run(cmd, out, sizeof out);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "tests/data/flat_small.json,"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -680,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_arrival_files),
         cmocka_unit_test(test_convert_output),
         cmocka_unit_test(test_fidelity_csv),
+        cmocka_unit_test(test_fidelity_many_sim_params),
         cmocka_unit_test(test_runs_of_another_experiment),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -478,6 +478,38 @@ static void test_sim_params(void **state)
     tl_experiment_close(&e);
 }
 
+/* Every parameter in a spec's "sim_params" at once, each value 57 characters
+ * long ("1.000..."): the list (over 3 KiB) loaded, and every run then failed
+ * with "sim params: list longer than 2047 characters", naming no spec. */
+static void test_sim_params_long_list(void **state)
+{
+    (void)state;
+    json_t *spec = json_pack("{s:[s], s:[{s:s, s:s}]}", "policies", "mps", "jobs", "trace", TRACE,
+                             "role", "training");
+    json_t *params = json_object();
+    char val[64];
+    snprintf(val, sizeof val, "1.%055d", 0);
+    for (int i = 0; tl_sim_param_name(i); i++) {
+        const char *k = tl_sim_param_name(i);
+        if (strcmp(k, "contention.model") && strcmp(k, "residency_speedup")) /* 1 is no value of theirs */
+            json_object_set_new(params, k, json_string(val));
+    }
+    json_object_set_new(spec, "sim_params", params);
+    tl_experiment e;
+    tl_experiment_init(&e);
+    tl_err err = { 0 };
+    if (tl_experiment_from_json(&e, spec, "spec.json", NULL, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_true(strlen(e.sim_params) > 2048);
+    tl_sim_params p;
+    tl_sim_params_default(&p, &e.gpu);
+    if (tl_sim_params_apply(&p, e.sim_params, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_true(p.copy_engines == 1 && p.launch_latency_ns == 1);
+    tl_experiment_close(&e);
+    json_decref(spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_overrides_not_utf8),
         cmocka_unit_test(test_sim_params),
+        cmocka_unit_test(test_sim_params_long_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
