@@ -637,17 +637,18 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     if (has) {
         /* below 0.5 ns it rounds to a run of no time, which the runner refuses
          * later without naming the spec or the option */
-        if (!(num > 0) || num > 86400 || llround(num * 1e9) < 1)
-            return tl_errf(err, TL_ERANGE, "%s: duration_s %g must be in (0, 86400] and at least "
-                           "1 ns", origin, num);
+        if (!(num > 0) || num > TL_SPEC_MAX_SECONDS || llround(num * 1e9) < 1)
+            return tl_errf(err, TL_ERANGE, "%s: duration_s %g must be in (0, %d] and at least "
+                           "1 ns", origin, num, TL_SPEC_MAX_SECONDS);
         e->duration_ns = (tl_ns)llround(num * 1e9);
     }
     e->warmup_ns = TL_NS_PER_S;
     if ((r = get_number(spec, "warmup_s", &num, &has, origin, "spec", err)) < 0)
         return r;
     if (has) {
-        if (num < 0 || num > 86400)
-            return tl_errf(err, TL_ERANGE, "%s: warmup_s %g must be in [0, 86400]", origin, num);
+        if (num < 0 || num > TL_SPEC_MAX_SECONDS)
+            return tl_errf(err, TL_ERANGE, "%s: warmup_s %g must be in [0, %d]", origin, num,
+                           TL_SPEC_MAX_SECONDS);
         e->warmup_ns = (tl_ns)llround(num * 1e9);
     }
     e->seed = 1;

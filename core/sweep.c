@@ -976,9 +976,19 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     }
     if (o->n_loads) /* set after the spec's jobs are known, as the option's */
         json_object_del(root, "loads");
-    if (o->duration_s >= 0 || o->duration_s < -1)
+    /* The options' ranges, checked here: the spec loader blamed the spec
+     * file for them ('demo.json: duration_s 86401 must be in ...', exit 65). */
+    bool duration = o->duration_s >= 0 || o->duration_s < -1, warmup = o->warmup_s >= 0 || o->warmup_s < -1;
+    if (r == 0 && duration &&
+        (!(o->duration_s > 0) || o->duration_s > TL_SPEC_MAX_SECONDS || llround(o->duration_s * 1e9) < 1))
+        r = tl_errf(err, TL_EUNKNOWN, "--duration: %g must be in (0, %d] seconds and at least 1 ns",
+                    o->duration_s, TL_SPEC_MAX_SECONDS);
+    if (r == 0 && warmup && !(o->warmup_s >= 0 && o->warmup_s <= TL_SPEC_MAX_SECONDS))
+        r = tl_errf(err, TL_EUNKNOWN, "--warmup: %g must be in [0, %d] seconds", o->warmup_s,
+                    TL_SPEC_MAX_SECONDS);
+    if (duration)
         json_object_set_new(root, "duration_s", json_real(o->duration_s));
-    if (o->warmup_s >= 0 || o->warmup_s < -1)
+    if (warmup)
         json_object_set_new(root, "warmup_s", json_real(o->warmup_s));
     if (o->seed >= 0)
         json_object_set_new(root, "seed", json_integer(o->seed));

@@ -196,6 +196,14 @@ static void test_bad_input(void **state)
     expect_fail(EX_USAGE, "unknown parameter 'bogus'", NULL, "fidelity --sim-param bogus=1 " INFER);
     expect_fail(EX_USAGE, "graph_gap_ns must be in", NULL, "fidelity --sim-param graph_gap_ns=-5 " INFER);
     expect_fail(EX_USAGE, "one KEY=VALUE per option", NULL, "fidelity --sim-param 'a=1;b=2' " INFER);
+    /* --duration and --warmup out of the spec's range blamed the spec file
+     * ('demo.json: duration_s 86401 must be in ...', exit 65) */
+    expect_fail(EX_USAGE, "tally-sim: --duration: 86401 must be in (0, 86400]", NULL,
+                "--spec experiments/specs/demo.json --db %s/a.db -t 86401", tmp);
+    expect_fail(EX_USAGE, "tally-sim: --duration: 1e-12 must be in", NULL,
+                "--policy mps --db %s/a.db -t 1e-12" JOBS, tmp);
+    expect_fail(EX_USAGE, "tally-sim: --warmup: 90000 must be in [0, 86400]", NULL,
+                "--spec experiments/specs/demo.json --db %s/a.db -w 90000", tmp);
 }
 
 static char *dump(const char *db)

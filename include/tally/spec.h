@@ -32,6 +32,9 @@
 #include "tally/gpu.h"
 #include "tally/policy.h"
 
+/* The longest window (duration_s) and warm-up (warmup_s) of a run: a day. */
+#define TL_SPEC_MAX_SECONDS 86400
+
 typedef struct tl_job_conf {
     char *name;
     char *trace_path;
