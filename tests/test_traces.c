@@ -1708,6 +1708,43 @@ static void test_bad_data_exit_codes(void **state)
     expect_fail(tmp_path("cut.sqlite"), NULL, TL_EFORMAT, "cut.sqlite: ");
 }
 
+/* Every kernel outside the markers: the marker's iteration held a copy alone.
+ * It loaded, replayed, and convert wrote it to a file its own reader refused
+ * ("no GPU kernels in the trace"). Refused now as that file is. */
+static void test_no_kernels_in_iterations(void **state)
+{
+    (void)state;
+    const char *path = tmp_path("outside.json");
+    write_text(path,
+               "{\"format\": \"tally-trace\", \"version\": 1, \"events\": ["
+               "{\"type\": \"marker\", \"name\": \"ProfilerStep#1\", \"start_ns\": 0, \"end_ns\": 1000},"
+               "{\"type\": \"api\", \"name\": \"cudaMemcpyAsync\", \"start_ns\": 100, \"end_ns\": 200, \"corr\": 1},"
+               "{\"type\": \"memcpy\", \"stream\": 7, \"corr\": 1, \"start_ns\": 300, \"end_ns\": 400,"
+               " \"bytes\": 64, \"copy\": \"h2d\"},"
+               "{\"type\": \"api\", \"name\": \"cudaLaunchKernel\", \"start_ns\": 2000, \"end_ns\": 2100, \"corr\": 2},"
+               "{\"type\": \"kernel\", \"name\": \"k\", \"stream\": 7, \"corr\": 2, \"start_ns\": 2200,"
+               " \"end_ns\": 2300, \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"regs\": 8}]}");
+    expect_fail(path, NULL, TL_EMISSING, "no GPU kernels in the trace's iterations (split by markers; "
+                "its 1 kernels lie outside them");
+    /* the same when skip_iterations leaves only iterations without kernels */
+    write_text(path,
+               "{\"format\": \"tally-trace\", \"version\": 1, \"events\": ["
+               "{\"type\": \"marker\", \"name\": \"ProfilerStep#1\", \"start_ns\": 0, \"end_ns\": 1000},"
+               "{\"type\": \"api\", \"name\": \"cudaLaunchKernel\", \"start_ns\": 100, \"end_ns\": 200, \"corr\": 2},"
+               "{\"type\": \"kernel\", \"name\": \"k\", \"stream\": 7, \"corr\": 2, \"start_ns\": 300,"
+               " \"end_ns\": 400, \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"regs\": 8},"
+               "{\"type\": \"marker\", \"name\": \"ProfilerStep#2\", \"start_ns\": 1000, \"end_ns\": 2000},"
+               "{\"type\": \"api\", \"name\": \"cudaMemcpyAsync\", \"start_ns\": 1100, \"end_ns\": 1200, \"corr\": 1},"
+               "{\"type\": \"memcpy\", \"stream\": 7, \"corr\": 1, \"start_ns\": 1300, \"end_ns\": 1400,"
+               " \"bytes\": 64, \"copy\": \"h2d\"}]}");
+    tl_trace t;
+    load_ok(&t, path, NULL);
+    assert_int_equal(t.n_iters, 2);
+    tl_trace_close(&t);
+    tl_trace_options o = {.skip_iterations = 1};
+    expect_fail(path, &o, TL_EMISSING, "no GPU kernels in the trace's iterations");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1743,6 +1780,7 @@ int main(void)
         cmocka_unit_test(test_event_ids_bounded),
         cmocka_unit_test(test_read_file_limit),
         cmocka_unit_test(test_bad_data_exit_codes),
+        cmocka_unit_test(test_no_kernels_in_iterations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

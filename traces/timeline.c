@@ -869,6 +869,19 @@ int tl_raw_build(tl_raw *r, tl_trace *t, const char *path, const char *format,
         goto out;
     }
     compact_strings(t, &r->strings);
+    /* Kernels outside every marker (or in skipped iterations) are dropped:
+     * iterations of copies alone loaded and replayed here, and convert wrote
+     * them to a file that the iterations form refuses ("no GPU kernels"). */
+    size_t in_iters = 0;
+    for (uint32_t i = 0; i < t->n_iters; i++)
+        for (uint32_t k = 0; k < t->iters[i].n_ops; k++)
+            in_iters += t->iters[i].ops[k].kind == TL_OP_KERNEL;
+    if (in_iters == 0) {
+        rc = tl_errf(err, TL_EMISSING, "%s: no GPU kernels in the trace's iterations (split by "
+                     "%s; its %zu kernels lie outside them or in skipped iterations)", path,
+                     tl_split_method_name(t->split), kept);
+        tl_trace_close(t);
+    }
 out:
     free(b.flat.v);
     free(b.lost_waits);
