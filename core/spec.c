@@ -525,6 +525,10 @@ int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err
         r = tl_errf(err, TL_EUNKNOWN, "--sim-param '%s': not UTF-8 text", assignment);
     if (r == 0)
         r = parse_sim_params(e, o, "--sim-param", err);
+    /* The option's mistake (exit 64, as fidelity's --sim-param and --job say),
+     * not bad data: in a spec's "sim_params" the same value exits 65. */
+    if (r < 0 && r != TL_EUNKNOWN && err)
+        r = err->code = TL_EUNKNOWN;
     json_decref(o);
     return r;
 }

@@ -182,15 +182,15 @@ static void test_bad_input(void **state)
                 "trace=traces/bundled/h100/resnet50_train_b32.json.gz,role=training", tmp);
     expect_fail(EX_USAGE, "unknown parameter 'no.such'", NULL,
                 "--policy mps --db %s/a.db --sim-param no.such=1" JOBS, tmp);
-    expect_fail(EX_DATAERR, "threads or kinds", NULL,
+    expect_fail(EX_USAGE, "threads or kinds", NULL,
                 "--policy mps --db %s/a.db --sim-param contention.model=fast" JOBS, tmp);
-    expect_fail(EX_DATAERR, "callback_launch_latency_ns", NULL,
+    expect_fail(EX_USAGE, "callback_launch_latency_ns", NULL,
                 "--policy mps --db %s/a.db --sim-param callback_launch_latency_ns=-1" JOBS, tmp);
     expect_fail(0, "load", NULL,
                 "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=2", tmp);
-    expect_fail(EX_DATAERR, "stream_gap_ns", NULL,
+    expect_fail(EX_USAGE, "stream_gap_ns", NULL,
                 "--policy mps --db %s/a.db --sim-param stream_gap_ns=-1" JOBS, tmp);
-    expect_fail(EX_DATAERR, "graph_gap_ns", NULL,
+    expect_fail(EX_USAGE, "graph_gap_ns", NULL,
                 "--policy mps --db %s/a.db --sim-param graph_gap_ns=2000000" JOBS, tmp);
     /* fidelity takes the same parameters, refused before any trace is read */
     expect_fail(EX_USAGE, "unknown parameter 'bogus'", NULL, "fidelity --sim-param bogus=1 " INFER);
