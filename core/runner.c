@@ -972,6 +972,31 @@ static int check_overload(const tl_runtime *rt, tl_err *err)
  * (tl_occupancy's rule, the one the simulator places blocks by), and a
  * simulation that placed it anyway would be a silent wrong answer (a trace
  * from a larger GPU, or a hand-made one). A job's streams are bounded too. */
+/* Waves of blocks faster than any GPU retires them (under TL_MIN_WAVE_NS each,
+ * past TL_MAX_FAST_WAVES waves): a broken or hand-made trace, whose every wave
+ * would be an event of its own while another launch shares the GPU (days of
+ * simulation for one kernel of 2^31 blocks in 100 ns). A real kernel of a
+ * thousand waves takes a millisecond or more; a trace's zero-length kernels,
+ * stretched to 1 ns, are one wave or a few. */
+#define TL_MIN_WAVE_NS 10
+#define TL_MAX_FAST_WAVES 1000
+static int check_wave_time(const tl_trace *t, uint32_t i, uint32_t k, const tl_gpu_props *g,
+                           int occ, tl_err *err)
+{
+    const tl_op *op = &t->iters[i].ops[k];
+    uint64_t grid = (uint64_t)op->grid[0] * op->grid[1] * op->grid[2];
+    uint64_t per_wave = (uint64_t)occ * (uint64_t)g->sms;
+    uint64_t waves = grid / per_wave + (grid % per_wave != 0);
+    if (waves <= TL_MAX_FAST_WAVES || (uint64_t)op->dur_ns >= waves * TL_MIN_WAVE_NS)
+        return 0;
+    return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u (kernel '%s'): %llu blocks are %llu waves "
+                   "on the %s (%d a SM) in %lld ns, under %d ns a wave: no GPU runs blocks that fast "
+                   "(a broken trace?)",
+                   t->path ? t->path : "trace", i, k, tl_trace_op_name(t, op),
+                   (unsigned long long)grid, (unsigned long long)waves, g->name, occ,
+                   (long long)op->dur_ns, TL_MIN_WAVE_NS);
+}
+
 int tl_trace_check_replayable(const tl_trace *t, const tl_gpu_props *g, tl_err *err)
 {
     const char *path = t->path ? t->path : "trace";
@@ -985,9 +1010,15 @@ int tl_trace_check_replayable(const tl_trace *t, const tl_gpu_props *g, tl_err *
                 continue;
             uint64_t threads = (uint64_t)op->block[0] * op->block[1] * op->block[2];
             uint64_t smem = (uint64_t)op->static_smem + op->dynamic_smem;
-            if (threads <= INT32_MAX && smem <= INT32_MAX && op->regs <= INT32_MAX &&
-                tl_occupancy(g, (int)threads, (int)op->regs, (int)smem, NULL) > 0)
+            int occ = threads <= INT32_MAX && smem <= INT32_MAX && op->regs <= INT32_MAX
+                          ? tl_occupancy(g, (int)threads, (int)op->regs, (int)smem, NULL)
+                          : 0;
+            if (occ > 0) {
+                int r = check_wave_time(t, i, k, g, occ, err);
+                if (r < 0)
+                    return r;
                 continue;
+            }
             return tl_errf(err, TL_ERANGE, "%s: iteration %u op %u (kernel '%s'): a block of %llu threads, "
                            "%u registers a thread and %llu bytes of shared memory does not fit an SM of "
                            "the %s (at most %d threads, %d registers a thread, %d registers and %d bytes "

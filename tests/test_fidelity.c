@@ -446,6 +446,31 @@ static void test_unlaunchable_kernel_refused(void **state)
     tl_trace_close(&t);
 }
 
+/* Waves of blocks faster than any GPU runs them are refused before a replay:
+ * one kernel of 2^31 - 1 blocks of 1024 threads in 100 ns (8,134,408 waves on
+ * the H100) made every wave an event beside another launch (days of simulation;
+ * found by fuzzing). 1000 waves in the same 100 ns are still replayed: the rule
+ * is for absurd traces only. */
+static void test_impossibly_fast_waves_refused(void **state)
+{
+    (void)state;
+    tl_trace t;
+    load_ok(&t, "tests/data/fast_waves.json", NULL);
+    tl_gpu_props h100;
+    tl_err e = {0};
+    assert_int_equal(tl_gpu_lookup("H100", &h100, &e), 0);
+    tl_fidelity fr;
+    assert_int_equal(tl_fidelity_check(&t, &h100, &fr, &e), TL_ERANGE);
+    const char *want = "tests/data/fast_waves.json: iteration 0 op ";
+    if (strncmp(e.msg, want, strlen(want)) || !strstr(e.msg, "8134408 waves") ||
+        !strstr(e.msg, "no GPU runs blocks that fast"))
+        fail_msg("%s", e.msg);
+    tl_trace_close(&t);
+    load_ok(&t, "tests/data/fast_waves_1000.json", NULL);
+    assert_int_equal(tl_fidelity_check(&t, &h100, &fr, &e), 0);
+    tl_trace_close(&t);
+}
+
 /* A replay slower than its capture is measured, not lost: a legal
  * --sim-param (stream_gap_ns=1000000 behind 10 us kernels) or a traced_ns
  * below the host time kept the measured pass outside the window of 3-5x the
@@ -498,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_broken_timestamp_replays_quickly),
         cmocka_unit_test(test_gpu_bound_trace_replays),
         cmocka_unit_test(test_unlaunchable_kernel_refused),
+        cmocka_unit_test(test_impossibly_fast_waves_refused),
         cmocka_unit_test(test_slow_replay_is_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
