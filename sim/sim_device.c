@@ -256,22 +256,15 @@ static int sim_retreat(tl_device *d, tl_launch_id id)
 
 /* ---------- timers ---------- */
 
-typedef struct timer_rec {
-    tl_timer_cb cb;
-    void *arg;
-    struct timer_rec *next;
-} timer_rec;
-
+/* A timer is an event whose payload is the callback itself (u, as an integer:
+ * POSIX function pointers convert to and from uintptr_t) and its argument:
+ * no record to allocate or recycle per timer (the runner sets one per host
+ * step). */
 static void timer_ev(void *ctx, void *arg, uint64_t u)
 {
     sim *s = ctx;
-    timer_rec *t = arg;
-    tl_timer_cb cb = t->cb;
-    void *a = t->arg;
-    /* recycle before the call: the callback may set new timers */
-    t->next = s->tfree;
-    s->tfree = t;
-    cb(a, sim_now(s));
+    tl_timer_cb cb = (tl_timer_cb)(uintptr_t)u;
+    cb(arg, sim_now(s));
 }
 
 static int sim_timer(tl_device *d, tl_ns at, tl_timer_cb cb, void *arg)
@@ -279,15 +272,8 @@ static int sim_timer(tl_device *d, tl_ns at, tl_timer_cb cb, void *arg)
     sim *s = sim_of(d);
     if (!cb)
         return TL_EINVAL;
-    timer_rec *t = s->tfree;
-    if (t)
-        s->tfree = t->next;
-    else
-        t = tl_xmalloc(sizeof *t);
-    t->cb = cb;
-    t->arg = arg;
     /* A time in the past fires now (the engine clamps). */
-    tl_engine_at_inline(&s->eng, at, timer_ev, s, t, 0);
+    tl_engine_at_inline(&s->eng, at, timer_ev, s, arg, (uint64_t)(uintptr_t)cb);
     return 0;
 }
 
@@ -438,17 +424,6 @@ static void sim_close(tl_device *d)
     free(s->lslots);
     free(s->lgen);
     free(s->lfree);
-    timer_rec *t = s->tfree;
-    while (t) {
-        timer_rec *n = t->next;
-        free(t);
-        t = n;
-    }
-    /* Timer records still queued in the engine: free them through the queue. */
-    tl_event ev;
-    while (tl_evq_pop(s->eng.q, &ev))
-        if (ev.fn == timer_ev)
-            free(ev.arg);
     free(s->jobs);
     free(s->cmemo);
     tl_engine_close(&s->eng);

@@ -304,7 +304,6 @@ struct sim {
     void *act_arg;
     bool running;
     bool in_flush;
-    struct timer_rec *tfree;
     bool in_callback;       /* inside a completion callback (callback_launch_latency_ns) */
     contention_memo *cmemo;
 };
