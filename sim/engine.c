@@ -71,21 +71,33 @@ void tl_engine_run(tl_engine *e, tl_ns until)
     tl_evq *q = e->q;
     e->stop = false;
     while (!e->stop) {
-        const tl_evq_ent *top = tl_evq_top(q);
-        if (e->flush_pending && (!top || top->time > e->now)) {
+        /* the earliest entry, read once: its time decides flush, stop or fire */
+        if (!q->len) {
+            if (!e->flush_pending)
+                break;
             do_flush(e);
             continue;
         }
-        if (!top)
-            break;
-        if (until >= 0 && top->time > until) {
+        uint32_t i = q->is_heap ? 0 : q->len - 1;
+        tl_ns t = q->ent[i].time;
+        if (e->flush_pending && t > e->now) {
+            do_flush(e);
+            continue;
+        }
+        if (until >= 0 && t > until) {
             if (until > e->now)
                 e->now = until;
             break;
         }
-        tl_event ev;
-        tl_evq_pop(q, &ev);
-        e->now = ev.time;
+        uint32_t slot = q->ent[i].slot;
+        tl_event ev = q->slots[slot].ev;
+        if (q->is_heap) {
+            tl_evq_remove_at(q, 0);
+        } else {
+            q->len--;
+            tl_evq_release(q, slot);
+        }
+        e->now = t;
         e->processed++;
         ev.fn(ev.ctx, ev.arg, ev.u);
     }
