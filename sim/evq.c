@@ -19,16 +19,17 @@ void tl_evq_free(tl_evq *q)
     free(q);
 }
 
+/* Every queued entry holds a slot, so with room for as many entries as
+ * there are slots, a free slot means room for its entry: tl_evq_push checks
+ * only for a free slot. */
 void tl_evq_grow(tl_evq *q)
 {
-    if (q->len == q->cap) {
-        q->cap = q->cap ? q->cap * 2 : 64;
-        q->ent = tl_xrealloc(q->ent, (size_t)q->cap * sizeof *q->ent);
-    }
     if (!q->free_head) {
         if (q->n_slots == q->cap_slots) {
             q->cap_slots = q->cap_slots ? q->cap_slots * 2 : 64;
             q->slots = tl_xrealloc(q->slots, (size_t)q->cap_slots * sizeof *q->slots);
+            q->cap = q->cap_slots;
+            q->ent = tl_xrealloc(q->ent, (size_t)q->cap * sizeof *q->ent);
         }
         tl_evq_slot *s = &q->slots[q->n_slots];
         s->gen = 1;

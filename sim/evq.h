@@ -62,7 +62,7 @@ struct tl_evq {
 
 tl_evq *tl_evq_new(void);
 void tl_evq_free(tl_evq *q);
-/* Room for one more entry and a free slot (cold path of tl_evq_push). */
+/* A free slot, and room for its entry (cold path of tl_evq_push). */
 void tl_evq_grow(tl_evq *q);
 /* Sorted form -> heap form, and back (evq.c). */
 void tl_evq_to_heap(tl_evq *q);
@@ -148,7 +148,7 @@ static inline void tl_evq_rise(tl_evq *q, uint32_t i, tl_evq_ent e)
 static inline uint64_t tl_evq_push(tl_evq *q, tl_ns time, uint64_t seq, tl_event_fn fn,
                                    void *ctx, void *arg, uint64_t u)
 {
-    if (!q->free_head || q->len == q->cap)
+    if (!q->free_head) /* a free slot has room for its entry (tl_evq_grow) */
         tl_evq_grow(q);
     uint32_t s = q->free_head - 1;
     tl_evq_slot *sl = &q->slots[s];
