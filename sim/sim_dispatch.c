@@ -211,6 +211,7 @@ static int place(sim *s, sctx *c, launch *l)
         return PLACE_LATER;
     if (!u->groups && u->n_cls == 1 && c->cap_sms >= u->pools[c->pool].sms)
         return place_idle(s, u, l);
+    sm_classes(s, u);
 again:;
     int n_cls = u->n_cls;
     cand stack_cands[16];

@@ -192,6 +192,12 @@ struct unit {
     int pending;            /* kernels in EE queues or running/paused */
     int n_trains;           /* live wave trains */
     group *groups;          /* live groups (running or paused) */
+    /* A group placed on the idle unit (sm_place_idle) whose classes are not
+     * built yet: its one class still holds every SM, empty. Most such groups
+     * end before anything looks at the classes; sm_classes builds them
+     * first where something does. NULL: the classes are as they are. */
+    group *solo;
+    int solo_m_hi, solo_bps_hi, solo_bps_lo;
     bool dirty;             /* dispatch needed */
     double mem_gbps;        /* dram_share: the running memory-bound groups' demand */
 };
@@ -375,10 +381,20 @@ static inline int sm_fit(const smclass *c, const launch *l)
 typedef struct sm_piece {
     int ci, m, bps;
 } sm_piece;
+void sm_solo_build(sim *s, unit *u);
+/* The unit's classes as placement left them: built now for a lone group
+ * placed on the idle unit (unit.solo). Every reader of a unit's classes
+ * outside sm_place_idle and sm_remove's lone-group case calls this first. */
+static inline void sm_classes(sim *s, unit *u)
+{
+    if (u->solo)
+        sm_solo_build(s, u);
+}
 /* Place group g (its launch's blocks) on the pieces, in order. */
 void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np);
 /* The same on an idle unit of one pool (its one class empty): bps_hi blocks
- * on the first m_hi SMs, bps_lo on the others. */
+ * on the first m_hi SMs, bps_lo on the others. The classes are built later
+ * (unit.solo, sm_classes), if anything needs them before g leaves. */
 void sm_place_idle(sim *s, unit *u, group *g, int m_hi, int bps_hi, int bps_lo);
 /* Remove group g from every class of its unit, merge classes. */
 void sm_remove(sim *s, group *g);

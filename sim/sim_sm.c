@@ -253,37 +253,50 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np)
 }
 
 /* sm_place on an idle unit of one pool: its one class (index 0) is empty and
- * holds every SM. The group takes bps_hi blocks on m_hi SMs (split off into
- * a new last class, as sm_place splits a class) and bps_lo on the rest (may
- * be 0). The same classes, in the same order, as sm_place with those pieces;
- * with no one to meet, the launch, job and context gain every SM placed.
- * About half the placements of a shared run are on an idle unit. */
+ * holds every SM. The group takes bps_hi blocks on m_hi SMs and bps_lo on the
+ * rest (may be 0); with no one to meet, the launch, job and context gain
+ * every SM placed. About half the placements of a shared run are on an idle
+ * unit, and most of those groups leave before another group is placed beside
+ * them: the classes wait (unit.solo) until something reads them. */
 void sm_place_idle(sim *s, unit *u, group *g, int m_hi, int bps_hi, int bps_lo)
 {
     launch *l = g->l;
-    sctx *ctx = l->st->c;
-    smclass *k = u->cls[0];
-    cls_ent ne = { g, l, ctx, l->job, l->cost.threads, 0, l->work };
-    int sms = 0;
-    if (m_hi > 0) {
-        smclass *t = class_clone(s, k, m_hi);
-        k->n -= m_hi;
-        unit_push_class(u, t);
-        ne.bps = bps_hi;
-        class_push_ent(t, &ne, &l->cost);
-        sms = m_hi;
-    }
-    if (bps_lo > 0 && k->n > 0) {
-        ne.bps = bps_lo;
-        class_push_ent(k, &ne, &l->cost);
-        sms += k->n;
-    }
+    int n = u->cls[0]->n;
+    int sms = (m_hi > 0 ? m_hi : 0) + (bps_lo > 0 && n > m_hi ? n - m_hi : 0);
+    u->solo = g;
+    u->solo_m_hi = m_hi;
+    u->solo_bps_hi = bps_hi;
+    u->solo_bps_lo = bps_lo;
     g->sms += sms;
     if (sms && unit_running(s, u)) {
         acct_launch_sms(s, l, sms);
-        acct_job_sms(s, ne.job, sms);
+        acct_job_sms(s, l->job, sms);
     }
-    ctx->sms_now += sms;
+    l->st->c->sms_now += sms;
+}
+
+/* The classes sm_place_idle defers: m_hi SMs split off into a new last
+ * class, as sm_place splits a class, holding bps_hi blocks each; the rest
+ * keep bps_lo (if any). The same classes, in the same order, as sm_place
+ * with those pieces. */
+void sm_solo_build(sim *s, unit *u)
+{
+    group *g = u->solo;
+    launch *l = g->l;
+    smclass *k = u->cls[0];
+    cls_ent ne = { g, l, l->st->c, l->job, l->cost.threads, 0, l->work };
+    u->solo = NULL;
+    if (u->solo_m_hi > 0) {
+        smclass *t = class_clone(s, k, u->solo_m_hi);
+        k->n -= u->solo_m_hi;
+        unit_push_class(u, t);
+        ne.bps = u->solo_bps_hi;
+        class_push_ent(t, &ne, &l->cost);
+    }
+    if (u->solo_bps_lo > 0 && k->n > 0) {
+        ne.bps = u->solo_bps_lo;
+        class_push_ent(k, &ne, &l->cost);
+    }
 }
 
 static bool class_equal(const smclass *a, const smclass *b)
@@ -402,9 +415,28 @@ static inline cls_ent *entry_of(smclass *c, const group *g)
     return NULL;
 }
 
+/* The lone group of an idle unit whose classes were never built leaves:
+ * its one class is empty and holds every SM already, as remove_only_group
+ * would leave it; only the accounting changes. */
+static void remove_solo(sim *s, unit *u, group *g)
+{
+    launch *l = g->l;
+    u->solo = NULL;
+    if (unit_running(s, u)) {
+        acct_launch_sms(s, l, -g->sms);
+        acct_job_sms(s, l->job, -g->sms);
+    }
+    l->st->c->sms_now -= g->sms;
+}
+
 void sm_remove(sim *s, group *g)
 {
     unit *u = g->u;
+    if (u->solo == g) {
+        remove_solo(s, u, g);
+        return;
+    }
+    sm_classes(s, u);
     if (u->groups == g && !g->next) {
         remove_only_group(s, u, g);
         return;
@@ -477,6 +509,7 @@ void sm_remove(sim *s, group *g)
 
 void sm_presence_all(sim *s, unit *u, int sign)
 {
+    sm_classes(s, u);
     for (int ci = 0; ci < u->n_cls; ci++) {
         smclass *c = u->cls[ci];
         for (int i = 0; i < c->n_ents; i++) {
@@ -509,6 +542,7 @@ void sm_renew_age(sim *s, group *g, uint64_t age)
     unit *u = g->u;
     launch *l = g->l;
     int left = g->sms;
+    sm_classes(s, u);
     for (int ci = 0; ci < u->n_cls && left > 0; ci++) {
         smclass *c = u->cls[ci];
         if (!entry_of(c, g))
