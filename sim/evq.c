@@ -33,7 +33,6 @@ void tl_evq_grow(tl_evq *q)
         }
         tl_evq_slot *s = &q->slots[q->n_slots];
         s->gen = 1;
-        s->queued = false;
         s->next_free = 0;
         q->free_head = ++q->n_slots;
     }

@@ -42,9 +42,11 @@ typedef struct tl_evq_ent {
 typedef struct tl_evq_slot {
     tl_event ev;        /* fn, ctx, arg, u (time and seq live in the entry) */
     uint32_t pos;       /* index in ent while queued */
-    uint32_t gen;       /* bumped when the slot is released */
+    uint32_t gen;       /* bumped when the slot is released: a handle is current
+                           (its event queued) while its generation is the slot's,
+                           as a free slot's generation is handed out only by its
+                           next push */
     uint32_t next_free; /* free-list link (slot index + 1; 0 ends) */
-    bool queued;
 } tl_evq_slot;
 
 #define EVQ_SMALL_MAX 32 /* more entries: heap form */
@@ -157,7 +159,6 @@ static inline uint64_t tl_evq_push(tl_evq *q, tl_ns time, uint64_t seq, tl_event
     sl->ev.ctx = ctx;
     sl->ev.arg = arg;
     sl->ev.u = u;
-    sl->queued = true;
     uint32_t i = q->len++;
     if (q->len > q->peak)
         q->peak = q->len;
@@ -183,7 +184,6 @@ static inline const tl_evq_ent *tl_evq_top(const tl_evq *q)
 static inline void tl_evq_release(tl_evq *q, uint32_t s)
 {
     tl_evq_slot *sl = &q->slots[s];
-    sl->queued = false;
     sl->gen++;
     sl->next_free = q->free_head;
     q->free_head = s + 1;
@@ -244,7 +244,7 @@ static inline tl_evq_slot *tl_evq_find(tl_evq *q, uint64_t handle)
     if (s1 == 0 || s1 > q->n_slots)
         return NULL;
     tl_evq_slot *s = &q->slots[s1 - 1];
-    if (!s->queued || s->gen != (uint32_t)(handle >> 32))
+    if (s->gen != (uint32_t)(handle >> 32))
         return NULL;
     return s;
 }
