@@ -104,4 +104,5 @@ void tl_engine_run(tl_engine *e, tl_ns until)
     /* A stop may leave flush work at the current instant: do it so that the
      * model's state is consistent for the caller. */
     do_flush(e);
+    e->peak = q->peak; /* copied once here, not at every push */
 }

@@ -12,9 +12,7 @@
 static inline tl_event_id tl_engine_at_inline(tl_engine *e, tl_ns t, tl_event_fn fn, void *ctx,
                                               void *arg, uint64_t u)
 {
-    tl_event_id id = tl_evq_push(e->q, t < e->now ? e->now : t, e->next_seq++, fn, ctx, arg, u);
-    e->peak = e->q->peak;
-    return id;
+    return tl_evq_push(e->q, t < e->now ? e->now : t, e->next_seq++, fn, ctx, arg, u);
 }
 
 /* Re-time a pending event: the same order as cancelling it and scheduling

@@ -359,7 +359,7 @@ void tl_sim_get_stats(tl_device *d, tl_sim_stats *out)
     sim *s = sim_of(d);
     *out = s->stats;
     out->events = s->eng.processed;
-    out->peak_queue = s->eng.peak;
+    out->peak_queue = s->eng.q->peak;
 }
 
 void tl_sim_set_activity_hook(tl_device *d, tl_sim_activity_fn fn, void *arg)

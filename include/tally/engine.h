@@ -44,7 +44,8 @@ typedef struct tl_engine {
     tl_ns now;
     uint64_t next_seq;
     uint64_t processed;   /* events fired */
-    size_t peak;          /* largest queue length seen */
+    size_t peak;          /* largest queue length seen (as of the end of the last
+                             run; the queue keeps the running figure) */
     bool stop;            /* set by tl_engine_stop: run returns after this event */
     bool flush_pending;
     tl_flush_fn flush;
