@@ -72,14 +72,14 @@ void tl_engine_run(tl_engine *e, tl_ns until)
     e->stop = false;
     while (!e->stop) {
         /* the earliest entry, read once: its time decides flush, stop or fire */
-        if (!q->len) {
+        const tl_evq_ent *top = tl_evq_top(q);
+        if (!top) {
             if (!e->flush_pending)
                 break;
             do_flush(e);
             continue;
         }
-        uint32_t i = q->is_heap ? 0 : q->len - 1;
-        tl_ns t = q->ent[i].time;
+        tl_ns t = top->time;
         if (e->flush_pending && t > e->now) {
             do_flush(e);
             continue;
@@ -89,14 +89,7 @@ void tl_engine_run(tl_engine *e, tl_ns until)
                 e->now = until;
             break;
         }
-        uint32_t slot = q->ent[i].slot;
-        tl_event ev = q->slots[slot].ev;
-        if (q->is_heap) {
-            tl_evq_remove_at(q, 0);
-        } else {
-            q->len--;
-            tl_evq_release(q, slot);
-        }
+        tl_event ev = tl_evq_pop_top(q, top);
         e->now = t;
         e->processed++;
         ev.fn(ev.ctx, ev.arg, ev.u);

@@ -214,27 +214,22 @@ static inline void tl_evq_remove_at(tl_evq *q, uint32_t i)
     tl_evq_release(q, s);
 }
 
-/* Remove the earliest event into *out (time and seq included). False when
- * empty. */
-static inline bool tl_evq_pop(tl_evq *q, tl_event *out)
+/* Remove the earliest entry, top (tl_evq_top's, the queue unchanged since), and
+ * return its event (time and seq included): the engine reads top's time first and
+ * pops it without looking it up again. */
+static inline tl_event tl_evq_pop_top(tl_evq *q, const tl_evq_ent *top)
 {
-    if (!q->len)
-        return false;
-    tl_evq_ent e = q->ent[q->is_heap ? 0 : q->len - 1];
-    const tl_event *ev = &q->slots[e.slot].ev;
-    out->time = e.time;
-    out->seq = e.seq;
-    out->fn = ev->fn;
-    out->ctx = ev->ctx;
-    out->arg = ev->arg;
-    out->u = ev->u;
+    tl_evq_ent e = *top;
+    tl_event ev = q->slots[e.slot].ev;
+    ev.time = e.time;
+    ev.seq = e.seq;
     if (q->is_heap) {
         tl_evq_remove_at(q, 0);
     } else {
         q->len--;
         tl_evq_release(q, e.slot);
     }
-    return true;
+    return ev;
 }
 
 /* The queued event with this handle, or NULL if it is no longer queued. */
