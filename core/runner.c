@@ -967,11 +967,6 @@ static int check_overload(const tl_runtime *rt, tl_err *err)
     return 0;
 }
 
-/* Every kernel must be launchable on the GPU: CUDA refuses a block of more
- * threads, shared memory or registers than one SM of the GPU holds
- * (tl_occupancy's rule, the one the simulator places blocks by), and a
- * simulation that placed it anyway would be a silent wrong answer (a trace
- * from a larger GPU, or a hand-made one). A job's streams are bounded too. */
 /* Waves of blocks faster than any GPU retires them (under TL_MIN_WAVE_NS each,
  * past TL_MAX_FAST_WAVES waves): a broken or hand-made trace, whose every wave
  * would be an event of its own while another launch shares the GPU (days of
@@ -997,6 +992,11 @@ static int check_wave_time(const tl_trace *t, uint32_t i, uint32_t k, const tl_g
                    (long long)op->dur_ns, TL_MIN_WAVE_NS);
 }
 
+/* Every kernel must be launchable on the GPU: CUDA refuses a block of more
+ * threads, shared memory or registers than one SM of the GPU holds
+ * (tl_occupancy's rule, the one the simulator places blocks by), and a
+ * simulation that placed it anyway would be a silent wrong answer (a trace
+ * from a larger GPU, or a hand-made one). A job's streams are bounded too. */
 int tl_trace_check_replayable(const tl_trace *t, const tl_gpu_props *g, tl_err *err)
 {
     const char *path = t->path ? t->path : "trace";

@@ -499,6 +499,18 @@ static int parse_sim_params(tl_experiment *e, const json_t *o, const char *origi
     return 0;
 }
 
+/* Below 0.5 ns a window rounds to a run of no time, which the runner refuses
+ * later without naming the spec or the option. */
+bool tl_spec_duration_ok(double seconds)
+{
+    return seconds > 0 && seconds <= TL_SPEC_MAX_SECONDS && llround(seconds * 1e9) >= 1;
+}
+
+bool tl_spec_warmup_ok(double seconds)
+{
+    return seconds >= 0 && seconds <= TL_SPEC_MAX_SECONDS;
+}
+
 int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err *err)
 {
     const char *eq = assignment ? strchr(assignment, '=') : NULL;
@@ -527,8 +539,11 @@ int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err
         r = parse_sim_params(e, o, "--sim-param", err);
     /* The option's mistake (exit 64, as fidelity's --sim-param and --job say),
      * not bad data: in a spec's "sim_params" the same value exits 65. */
-    if (r < 0 && r != TL_EUNKNOWN && err)
-        r = err->code = TL_EUNKNOWN;
+    if (r < 0 && r != TL_EUNKNOWN) {
+        r = TL_EUNKNOWN;
+        if (err)
+            err->code = r;
+    }
     json_decref(o);
     return r;
 }
@@ -639,9 +654,7 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     if ((r = get_number(spec, "duration_s", &num, &has, origin, "spec", err)) < 0)
         return r;
     if (has) {
-        /* below 0.5 ns it rounds to a run of no time, which the runner refuses
-         * later without naming the spec or the option */
-        if (!(num > 0) || num > TL_SPEC_MAX_SECONDS || llround(num * 1e9) < 1)
+        if (!tl_spec_duration_ok(num))
             return tl_errf(err, TL_ERANGE, "%s: duration_s %g must be in (0, %d] and at least "
                            "1 ns", origin, num, TL_SPEC_MAX_SECONDS);
         e->duration_ns = (tl_ns)llround(num * 1e9);
@@ -650,7 +663,7 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     if ((r = get_number(spec, "warmup_s", &num, &has, origin, "spec", err)) < 0)
         return r;
     if (has) {
-        if (num < 0 || num > TL_SPEC_MAX_SECONDS)
+        if (!tl_spec_warmup_ok(num))
             return tl_errf(err, TL_ERANGE, "%s: warmup_s %g must be in [0, %d]", origin, num,
                            TL_SPEC_MAX_SECONDS);
         e->warmup_ns = (tl_ns)llround(num * 1e9);

@@ -979,11 +979,10 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     /* The options' ranges, checked here: the spec loader blamed the spec
      * file for them ('demo.json: duration_s 86401 must be in ...', exit 65). */
     bool duration = o->duration_s >= 0 || o->duration_s < -1, warmup = o->warmup_s >= 0 || o->warmup_s < -1;
-    if (r == 0 && duration &&
-        (!(o->duration_s > 0) || o->duration_s > TL_SPEC_MAX_SECONDS || llround(o->duration_s * 1e9) < 1))
+    if (r == 0 && duration && !tl_spec_duration_ok(o->duration_s))
         r = tl_errf(err, TL_EUNKNOWN, "--duration: %g must be in (0, %d] seconds and at least 1 ns",
                     o->duration_s, TL_SPEC_MAX_SECONDS);
-    if (r == 0 && warmup && !(o->warmup_s >= 0 && o->warmup_s <= TL_SPEC_MAX_SECONDS))
+    if (r == 0 && warmup && !tl_spec_warmup_ok(o->warmup_s))
         r = tl_errf(err, TL_EUNKNOWN, "--warmup: %g must be in [0, %d] seconds", o->warmup_s,
                     TL_SPEC_MAX_SECONDS);
     if (duration)

@@ -34,6 +34,11 @@
 
 /* The longest window (duration_s) and warm-up (warmup_s) of a run: a day. */
 #define TL_SPEC_MAX_SECONDS 86400
+/* The ranges the spec's duration_s and warmup_s and the --duration and --warmup
+ * options share: a window in (0, TL_SPEC_MAX_SECONDS] seconds of at least 1 ns
+ * (below 0.5 ns it rounds to a run of no time), a warm-up in [0, the same]. */
+bool tl_spec_duration_ok(double seconds);
+bool tl_spec_warmup_ok(double seconds);
 
 typedef struct tl_job_conf {
     char *name;
