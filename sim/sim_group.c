@@ -167,6 +167,18 @@ void emit_activity_now(sim *s, group *g, tl_sim_activity_kind kind, bool paused)
 
 /* ---------- groups ---------- */
 
+/* contention.starved_tail: is g partly starved (some of its SMs, not all),
+ * so that its free blocks run ahead of its starved ones? Only for an
+ * ordinary group (not a wave train, not PTB workers) under the plain KINDS
+ * starvation rule. */
+static inline bool group_tail_free(const sim *s, const group *g)
+{
+    const tl_contention_params *cp = &s->p.contention;
+    return cp->starved_tail && g->starve > 0 && g->starve < g->sms && g->waves == 1 &&
+           !g->l->ptb && cp->model == TL_CONTENTION_KINDS && cp->partial_starve &&
+           cp->mem_share <= 0 && cp->cc_share <= 0;
+}
+
 /* The rate of a group beside other launches' blocks. */
 static double group_slowdown_shared(sim *s, const group *g)
 {
@@ -202,6 +214,8 @@ static double group_slowdown_shared(sim *s, const group *g)
         if (cc_shares) /* beside older compute blocks: slower, not starved (cc_share) */
             return contention_cc_share_slowdown(cp, (double)g->starve / g->sms,
                                                 g->starve_ns / (double)g->starve, sd);
+        if (g->starve > 0 && group_tail_free(s, g))
+            return sd; /* the free blocks' rate; the starved ones lag (g->lag) */
         return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
                              : sd;
     }
@@ -259,6 +273,29 @@ static tl_ns delay_of(const group *g)
         return SIM_MAX_DELAY_NS;
     tl_ns n = (tl_ns)t;
     return (double)n < t ? n + 1 : n;
+}
+
+/* The group's progress from last_t to now at its rate: its remaining work,
+ * and (starved_tail) how far its starved blocks fall behind meanwhile. */
+static inline void group_advance(sim *s, group *g, tl_ns now)
+{
+    double dt = (double)(now - g->last_t), done = dt / g->slowdown;
+    g->remaining -= done;
+    if (g->remaining < 0)
+        g->remaining = 0;
+    if (g->tail_free) {
+        double behind = done - dt * s->p.contention.starved_rate;
+        if (behind > 0)
+            g->lag += behind;
+    }
+    g->last_t = now;
+}
+
+/* Its rate now, and whether that is a partly starved group's free rate. */
+static inline void group_set_rate(sim *s, group *g)
+{
+    g->slowdown = group_slowdown(s, g);
+    g->tail_free = s->p.contention.starved_tail && group_tail_free(s, g);
 }
 
 static void group_schedule(sim *s, group *g)
@@ -393,6 +430,16 @@ bool alone_in_unit(const unit *u, const launch *l)
     return true;
 }
 
+/* starved_tail: once nothing starves g, its blocks end together when its
+ * lagging ones do: the lag becomes work of the whole group. */
+static inline void tail_catch_up(sim *s, group *g)
+{
+    if (g->lag > 0 && !g->tail_free && g->starve == 0) {
+        g->remaining += g->lag;
+        g->lag = 0;
+    }
+}
+
 /* Apply rate changes batched during this instant. Groups that ended in the
  * meantime (l == NULL) are released here. */
 void groups_reevaluate(sim *s)
@@ -406,16 +453,20 @@ void groups_reevaluate(sim *s)
             group_release(s, g);
         } else if (!g->paused && g->ev) {
             double sd = group_slowdown(s, g);
+            bool tail = s->p.contention.starved_tail != 0;
             if (sd != g->slowdown) {
                 train_break(s, g); /* later waves would start at their own rate */
-                tl_ns now = sim_now(s);
-                g->remaining -= (double)(now - g->last_t) / g->slowdown;
-                if (g->remaining < 0)
-                    g->remaining = 0;
-                g->last_t = now;
-                g->slowdown = sd;
-                group_reschedule(s, g);
+                if (tail) /* a train cut back to one wave may run ahead of its starved blocks */
+                    sd = group_slowdown(s, g);
+            } else if (!tail || (g->tail_free == group_tail_free(s, g) && (g->lag <= 0 || g->tail_free))) {
+                g = next;
+                continue;
             }
+            group_advance(s, g, sim_now(s));
+            g->slowdown = sd;
+            g->tail_free = tail && group_tail_free(s, g);
+            tail_catch_up(s, g);
+            group_reschedule(s, g);
         }
         g = next;
     }
@@ -427,9 +478,7 @@ void group_pause(sim *s, group *g)
         return;
     tl_ns now = sim_now(s);
     if (g->ev) {
-        g->remaining -= (double)(now - g->last_t) / g->slowdown;
-        if (g->remaining < 0)
-            g->remaining = 0;
+        group_advance(s, g, now);
         tl_engine_cancel_inline(&s->eng, g->ev);
         g->ev = 0;
     }
@@ -446,7 +495,7 @@ void group_resume(sim *s, group *g)
     g->paused = false;
     g->last_t = sim_now(s);
     dram_share_update(s, g, 1);
-    g->slowdown = group_slowdown(s, g);
+    group_set_rate(s, g);
     group_schedule(s, g);
     emit_activity(s, g, TL_SIM_RUN_START, true);
 }
@@ -481,7 +530,7 @@ void group_start(sim *s, group *g)
     l->groups_live++;
     g->last_t = now;
     dram_share_update(s, g, 1);
-    g->slowdown = group_slowdown(s, g);
+    group_set_rate(s, g);
     group_schedule(s, g);
     s->stats.block_groups++;
     emit_activity(s, g, TL_SIM_RUN_START, false);
@@ -553,7 +602,7 @@ static bool recycle(sim *s, group *g)
     g->last_t = sim_now(s);
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
         sm_renew_age(s, g, ++s->next_age);
-        g->slowdown = group_slowdown(s, g);
+        group_set_rate(s, g);
     }
     group_schedule(s, g);
     s->stats.block_groups++;
@@ -561,6 +610,35 @@ static bool recycle(sim *s, group *g)
     emit_activity(s, g, TL_SIM_RUN_START, false);
     if (l->to_dispatch == 0)
         unit_dirty(s, u); /* leaves its EE queue: the next kernel may get leftovers */
+    return true;
+}
+
+/* starved_tail: g's free blocks are done, its starved ones lag. Those on SMs
+ * where something still starves them stay as g (their lag its work, the
+ * others' room freed); if nothing starves it now, all of g waits for the lag.
+ * Returns whether g goes on. */
+static bool tail_end(sim *s, group *g)
+{
+    launch *l = g->l;
+    tl_ns now = sim_now(s);
+    group_advance(s, g, now);
+    if (g->lag <= 0)
+        return false;
+    if (g->starve > 0) {
+        emit_activity(s, g, TL_SIM_RUN_STOP, false);
+        uint64_t kept = sm_keep_starved(s, g), gone = g->blocks - kept;
+        l->blocks_done += gone;
+        job_acct *j = acct_job(s, l->job);
+        if (j)
+            j->blocks += gone;
+        g->blocks = kept;
+        emit_activity(s, g, TL_SIM_RUN_START, false);
+        unit_dirty(s, g->u); /* the room its free blocks left */
+    }
+    g->remaining = g->lag;
+    g->lag = 0;
+    group_set_rate(s, g);
+    group_schedule(s, g);
     return true;
 }
 
@@ -572,6 +650,8 @@ static void group_end_ev(void *ctx, void *arg, uint64_t u)
     unit *un = g->u;
     job_acct *j = acct_job(s, l->job);
     g->ev = 0;
+    if ((g->lag > 0 || g->tail_free) && tail_end(s, g))
+        return;
     if (l->ptb) {
         l->blocks_done += g->round_blocks;
         if (j)
@@ -634,6 +714,8 @@ group *group_new(sim *s, launch *l, unit *u)
     g->last_t = 0;
     g->ev = 0;
     g->round_blocks = 0;
+    g->lag = 0;
+    g->tail_free = false;
     g->next = u->groups;
     if (u->groups)
         u->groups->prev = g;

@@ -149,6 +149,10 @@ struct group {
     tl_event_id ev;
     tl_ns end_at;           /* time of ev */
     uint64_t round_blocks;  /* PTB: logical blocks in the current round */
+    double lag;             /* contention.starved_tail: solo ns its starved blocks are
+                               behind its free ones (0 otherwise) */
+    bool tail_free;         /* contention.starved_tail: slowdown is the free blocks' rate
+                               of a partly starved group (its lag grows) */
 };
 
 /* A group's presence in a class. Launch, context, job and threads are copied
@@ -398,6 +402,9 @@ void sm_place(sim *s, unit *u, group *g, const sm_piece *pieces, int np);
 void sm_place_idle(sim *s, unit *u, group *g, int m_hi, int bps_hi, int bps_lo);
 /* Remove group g from every class of its unit, merge classes. */
 void sm_remove(sim *s, group *g);
+/* contention.starved_tail: g leaves the SMs where nothing starves it; returns
+ * the blocks it keeps (sim_sm.c). */
+uint64_t sm_keep_starved(sim *s, group *g);
 /* Running-SM accounting of a whole unit on pause (-1) / resume (+1). */
 void sm_presence_all(sim *s, unit *u, int sign);
 bool sm_ctx_present(const smclass *c, const sctx *ctx);

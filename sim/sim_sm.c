@@ -429,6 +429,72 @@ static void remove_solo(sim *s, unit *u, group *g)
     l->st->c->sms_now -= g->sms;
 }
 
+/* g's entry e leaves class c: the class frees its blocks' resources, and
+ * the co-residents lose g's contention counts. Adds the class's SMs to
+ * sub_l / sub_j / sub_c where g's launch / job / context is not left there. */
+static inline void class_drop(sim *s, smclass *c, cls_ent *e, const group *g, int *sub_l,
+                              int *sub_j, int *sub_c)
+{
+    const launch *l = g->l;
+    const sctx *ctx = l->st->c;
+    int job = l->job, work = l->work;
+    int thr = l->cost.threads;
+    cls_ent *end = c->ents + c->n_ents;
+    int bps = e->bps, n = c->n;
+    *e = *--end;
+    c->n_ents--;
+    c->free_thr += bps * thr;
+    c->free_regs += bps * l->cost.regs;
+    c->free_smem += bps * l->cost.smem;
+    c->free_blocks += bps;
+    c->hash -= g->uid * (2 * (uint64_t)bps + 1); /* ent_hash */
+    c->touched = true;
+    int64_t my_thr = (int64_t)n * bps * thr;
+    bool l_here = false, j_here = false, c_here = false;
+    for (e = c->ents; e < end; e++) {
+        if (e->l == l) {
+            l_here = true;
+        } else {
+            group *eg = e->g;
+            eg->foreign -= my_thr;
+            if (work == TL_WORK_MEMORY)
+                eg->foreign_mem -= my_thr;
+            if (contention_starves(e->work, eg->age, work, g->age)) {
+                eg->starve -= n;
+                eg->starve_ns -= (double)n * (double)l->blk_ns;
+            }
+            if (work == TL_WORK_COMPUTE && contention_starves(work, g->age, e->work, eg->age))
+                eg->young -= n; /* g, younger, leaves e's SMs */
+            if (l->churns && e->work == TL_WORK_COMPUTE)
+                eg->churn -= n;
+            if (work == TL_WORK_MEMORY && !l->churns && e->work == TL_WORK_COMPUTE)
+                eg->mem_long -= n;
+            group_rate_dirty(s, eg);
+        }
+        j_here |= e->job == job;
+        c_here |= e->ctx == ctx;
+    }
+    if (!l_here)
+        *sub_l += n;
+    if (!j_here)
+        *sub_j += n;
+    if (!c_here)
+        *sub_c += n;
+}
+
+/* SM counts change at one instant: one accounting step (the same integrals). */
+static inline void account_left(sim *s, unit *u, const group *g, int sub_l, int sub_j, int sub_c)
+{
+    launch *l = g->l;
+    if (unit_running(s, u)) {
+        if (sub_l)
+            acct_launch_sms(s, l, -sub_l);
+        if (sub_j)
+            acct_job_sms(s, l->job, -sub_j);
+    }
+    l->st->c->sms_now -= sub_c;
+}
+
 void sm_remove(sim *s, group *g)
 {
     unit *u = g->u;
@@ -441,70 +507,68 @@ void sm_remove(sim *s, group *g)
         remove_only_group(s, u, g);
         return;
     }
-    launch *l = g->l;
-    sctx *ctx = l->st->c;
-    int job = l->job, work = l->work;
-    int thr = l->cost.threads, regs = l->cost.regs, smem = l->cost.smem;
-    uint64_t h = g->uid;
     int sub_l = 0, sub_j = 0, sub_c = 0;
     /* the classes holding g add up to g->sms SMs: stop once they are found */
     int left = g->sms;
     for (smclass **cp = u->cls, **cend = u->cls + u->n_cls; cp != cend && left > 0; cp++) {
         smclass *c = *cp;
-        cls_ent *e = entry_of(c, g), *end = c->ents + c->n_ents;
+        cls_ent *e = entry_of(c, g);
         if (!e)
             continue;
-        int bps = e->bps, n = c->n;
-        *e = *--end;
-        c->n_ents--;
-        c->free_thr += bps * thr;
-        c->free_regs += bps * regs;
-        c->free_smem += bps * smem;
-        c->free_blocks += bps;
-        c->hash -= h * (2 * (uint64_t)bps + 1); /* ent_hash */
-        c->touched = true;
-        left -= n;
-        int64_t my_thr = (int64_t)n * bps * thr;
-        bool l_here = false, j_here = false, c_here = false;
-        for (e = c->ents; e < end; e++) {
-            if (e->l == l) {
-                l_here = true;
-            } else {
-                group *eg = e->g;
-                eg->foreign -= my_thr;
-                if (work == TL_WORK_MEMORY)
-                    eg->foreign_mem -= my_thr;
-                if (contention_starves(e->work, eg->age, work, g->age)) {
-                    eg->starve -= n;
-                    eg->starve_ns -= (double)n * (double)l->blk_ns;
-                }
-                if (work == TL_WORK_COMPUTE && contention_starves(work, g->age, e->work, eg->age))
-                    eg->young -= n; /* g, younger, leaves e's SMs */
-                if (l->churns && e->work == TL_WORK_COMPUTE)
-                    eg->churn -= n;
-                if (work == TL_WORK_MEMORY && !l->churns && e->work == TL_WORK_COMPUTE)
-                    eg->mem_long -= n;
-                group_rate_dirty(s, eg);
-            }
-            j_here |= e->job == job;
-            c_here |= e->ctx == ctx;
-        }
-        if (!l_here)
-            sub_l += n;
-        if (!j_here)
-            sub_j += n;
-        if (!c_here)
-            sub_c += n;
+        left -= c->n;
+        class_drop(s, c, e, g, &sub_l, &sub_j, &sub_c);
     }
-    /* SM counts change at one instant: one accounting step (the same integrals) */
-    if (unit_running(s, u)) {
-        if (sub_l)
-            acct_launch_sms(s, l, -sub_l);
-        if (sub_j)
-            acct_job_sms(s, job, -sub_j);
-    }
-    ctx->sms_now -= sub_c;
+    account_left(s, u, g, sub_l, sub_j, sub_c);
     merge_classes(s, u);
+}
+
+/* contention.starved_tail: g's blocks leave the SMs where no co-resident
+ * starves them and stay where one does; g loses the contention counts of the
+ * co-residents it left. The caller knows g is starved somewhere (g->starve > 0,
+ * so it is not a unit's lone group). Returns the blocks kept. */
+uint64_t sm_keep_starved(sim *s, group *g)
+{
+    unit *u = g->u;
+    sm_classes(s, u);
+    int work = g->l->work;
+    int sub_l = 0, sub_j = 0, sub_c = 0, kept_sms = 0;
+    uint64_t kept = 0;
+    int left = g->sms;
+    for (smclass **cp = u->cls, **cend = u->cls + u->n_cls; cp != cend && left > 0; cp++) {
+        smclass *c = *cp;
+        cls_ent *e = entry_of(c, g);
+        if (!e)
+            continue;
+        int n = c->n;
+        left -= n;
+        bool starved = false;
+        for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end && !starved; o++)
+            starved = o->l != g->l && contention_starves(work, g->age, o->work, o->g->age);
+        if (starved) {
+            kept += (uint64_t)n * (uint64_t)e->bps;
+            kept_sms += n;
+            continue;
+        }
+        for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end; o++) {
+            if (o->l == g->l)
+                continue;
+            int64_t o_thr = (int64_t)n * o->bps * o->thr;
+            g->foreign -= o_thr;
+            if (o->work == TL_WORK_MEMORY)
+                g->foreign_mem -= o_thr;
+            if (o->work == TL_WORK_COMPUTE && contention_starves(o->work, o->g->age, work, g->age))
+                g->young -= n;
+            if (o->l->churns && work == TL_WORK_COMPUTE)
+                g->churn -= n;
+            if (o->work == TL_WORK_MEMORY && !o->l->churns && work == TL_WORK_COMPUTE)
+                g->mem_long -= n;
+        }
+        class_drop(s, c, e, g, &sub_l, &sub_j, &sub_c);
+    }
+    g->sms = kept_sms;
+    account_left(s, u, g, sub_l, sub_j, sub_c);
+    merge_classes(s, u);
+    return kept;
 }
 
 void sm_presence_all(sim *s, unit *u, int sign)

@@ -1622,6 +1622,52 @@ static void test_contention_partial_starve(void **st)
     }
 }
 
+/* contention.starved_tail (KINDS, four SMs): test_contention_partial_starve's pair,
+ * K1 (memory, one block of 256 threads and 200 KB shared memory on each SM, 1 ms)
+ * and K2 (compute, 2 blocks, 1 ms, at 1 us), and K3 (memory, 2 blocks of 100 KB,
+ * 100 us) launched at 2 us on a third stream, waiting for shared memory.
+ * - partial_starve alone: K1 runs at the averaged rate 0.5085 and leaves all four
+ *   SMs at 1,491,500; K3 runs after it, to 1,591,500.
+ * - starved_tail: K1's two free blocks run at full rate and leave at 1,000,000, so
+ *   K3 runs from there to 1,100,000. Its two starved blocks did 1,000 + 999,000 x
+ *   0.017 = 17,983 ns of work by then: they lag 982,017 ns, stay, starve until K2
+ *   ends at 1,001,000 (17 ns more) and end at 1,983,000, and K1 with them. */
+static void test_contention_starved_tail(void **st)
+{
+    (void)st;
+    for (int tail = 0; tail <= 1; tail++) {
+        h *x = open_h(4, -1);
+        x->p.contention.model = TL_CONTENTION_KINDS;
+        x->p.contention.starved_tail = tail;
+        start_h(x);
+        tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+        tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5), other = stream(x, c, 0);
+        tl_op k1 = mk(4, 256, 32, 200 * 1024, 1 * MS), k2 = mk(2, 256, 32, 0, 1 * MS);
+        tl_op k3 = mk(2, 256, 32, 100 * 1024, 100 * US);
+        k1.work = k3.work = TL_WORK_MEMORY;
+        k2.work = TL_WORK_COMPUTE;
+        launch(x, lo, &k1, 0, 1);
+        later l2 = { x, hi, &k2, 0, 2 }, l3 = { x, other, &k3, 0, 3 };
+        tl_dev_timer(&x->d, 1 * US, launch_later, &l2);
+        tl_dev_timer(&x->d, 2 * US, launch_later, &l3);
+        run(x);
+        tl_ns e1 = rec_of(x, 1)->end_ns, e2 = rec_of(x, 2)->end_ns, e3 = rec_of(x, 3)->end_ns;
+        tl_ns want1 = tail ? 1983000 : 1491500, want3 = tail ? 1100000 : 1591500;
+        if (!(e1 >= want1 - 3 && e1 <= want1 + 3) || !(e3 >= want3 - 3 && e3 <= want3 + 3))
+            fail_msg("starved_tail %d: K1 ends at %lld (want %lld), K3 at %lld (want %lld)", tail,
+                     (long long)e1, (long long)want1, (long long)e3, (long long)want3);
+        assert_true(e2 >= 1001000 - 3 && e2 <= 1001000 + 3);
+        close_h(x);
+    }
+    tl_sim_params p;
+    tl_err err;
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(p.contention.starved_tail, 0);
+    assert_int_equal(tl_sim_params_set(&p, "contention.starved_tail", "2", &err), 0);
+    assert_true(tl_sim_params_validate(&p, &err) < 0);
+    assert_non_null(strstr(err.msg, "starved_tail"));
+}
+
 /* contention churn (KINDS, four SMs): K2, compute, 4 blocks of 256 threads (one an
  * SM), 100 us, starts at 0; K1, memory, 640 blocks of 128 threads (16 an SM: 10
  * waves), launched at 1 us beside it. K1 starves beside the older compute blocks;
@@ -2296,6 +2342,7 @@ int main(void)
         cmocka_unit_test(test_contention_cap),
         cmocka_unit_test(test_contention_kinds_h100_coruns),
         cmocka_unit_test(test_contention_kinds_age),
+        cmocka_unit_test(test_contention_starved_tail),
         cmocka_unit_test(test_contention_partial_starve),
         cmocka_unit_test(test_contention_churn),
         cmocka_unit_test(test_contention_mem_share),

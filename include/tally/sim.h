@@ -73,6 +73,12 @@ typedef struct tl_contention_params {
                               blocks (compute_share); 0: starved (sim/README.md, "The
                               sharing grid") */
     double cc_share_exp;   /* 0.24 (the H100's 2.0 / 3.5 / 5.8x at 50 us / 0.5 / 5 ms) */
+    int starved_tail;      /* KINDS with partial_starve (experimental, 0 by default): 1: a
+                              partly starved group's blocks on its free SMs run at the
+                              free rate and leave when done; its starved blocks lag
+                              behind and hold their SMs, and the launch, until they
+                              finish (sim/README.md, "The starved tail"); 0: the
+                              group progresses at the averaged rate and leaves whole */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
