@@ -650,7 +650,7 @@ static void group_end_ev(void *ctx, void *arg, uint64_t u)
     unit *un = g->u;
     job_acct *j = acct_job(s, l->job);
     g->ev = 0;
-    if ((g->lag > 0 || g->tail_free) && tail_end(s, g))
+    if (s->p.contention.starved_tail && (g->lag > 0 || g->tail_free) && tail_end(s, g))
         return;
     if (l->ptb) {
         l->blocks_done += g->round_blocks;

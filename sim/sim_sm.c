@@ -429,6 +429,27 @@ static void remove_solo(sim *s, unit *u, group *g)
     l->st->c->sms_now -= g->sms;
 }
 
+/* g is leaving class c while staying elsewhere (sm_keep_starved): its own
+ * contention counts lose the co-residents of c's SMs (place_beside's, undone). */
+static void forget_residents(group *g, const smclass *c)
+{
+    int work = g->l->work, n = c->n;
+    for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end; o++) {
+        if (o->l == g->l)
+            continue;
+        int64_t o_thr = (int64_t)n * o->bps * o->thr;
+        g->foreign -= o_thr;
+        if (o->work == TL_WORK_MEMORY)
+            g->foreign_mem -= o_thr;
+        if (o->work == TL_WORK_COMPUTE && contention_starves(o->work, o->g->age, work, g->age))
+            g->young -= n;
+        if (o->l->churns && work == TL_WORK_COMPUTE)
+            g->churn -= n;
+        if (o->work == TL_WORK_MEMORY && !o->l->churns && work == TL_WORK_COMPUTE)
+            g->mem_long -= n;
+    }
+}
+
 /* g's entry e leaves class c: the class frees its blocks' resources, and
  * the co-residents lose g's contention counts. Adds the class's SMs to
  * sub_l / sub_j / sub_c where g's launch / job / context is not left there. */
@@ -495,6 +516,45 @@ static inline void account_left(sim *s, unit *u, const group *g, int sub_l, int 
     l->st->c->sms_now -= sub_c;
 }
 
+/* g's blocks leave the classes of its unit: all of them, or (keep_starved)
+ * those where no co-resident starves them, g then losing the contention
+ * counts of the co-residents it left. Returns the blocks g keeps. One body
+ * for both, so that class_drop and merge_classes stay inlined in it. */
+static uint64_t remove_where(sim *s, group *g, bool keep_starved)
+{
+    unit *u = g->u;
+    int work = g->l->work;
+    int sub_l = 0, sub_j = 0, sub_c = 0, kept_sms = 0;
+    uint64_t kept = 0;
+    /* the classes holding g add up to g->sms SMs: stop once they are found */
+    int left = g->sms;
+    for (smclass **cp = u->cls, **cend = u->cls + u->n_cls; cp != cend && left > 0; cp++) {
+        smclass *c = *cp;
+        cls_ent *e = entry_of(c, g);
+        if (!e)
+            continue;
+        int n = c->n;
+        left -= n;
+        if (keep_starved) {
+            bool starved = false;
+            for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end && !starved; o++)
+                starved = o->l != g->l && contention_starves(work, g->age, o->work, o->g->age);
+            if (starved) {
+                kept += (uint64_t)n * (uint64_t)e->bps;
+                kept_sms += n;
+                continue;
+            }
+            forget_residents(g, c);
+        }
+        class_drop(s, c, e, g, &sub_l, &sub_j, &sub_c);
+    }
+    if (keep_starved)
+        g->sms = kept_sms;
+    account_left(s, u, g, sub_l, sub_j, sub_c);
+    merge_classes(s, u);
+    return kept;
+}
+
 void sm_remove(sim *s, group *g)
 {
     unit *u = g->u;
@@ -507,68 +567,17 @@ void sm_remove(sim *s, group *g)
         remove_only_group(s, u, g);
         return;
     }
-    int sub_l = 0, sub_j = 0, sub_c = 0;
-    /* the classes holding g add up to g->sms SMs: stop once they are found */
-    int left = g->sms;
-    for (smclass **cp = u->cls, **cend = u->cls + u->n_cls; cp != cend && left > 0; cp++) {
-        smclass *c = *cp;
-        cls_ent *e = entry_of(c, g);
-        if (!e)
-            continue;
-        left -= c->n;
-        class_drop(s, c, e, g, &sub_l, &sub_j, &sub_c);
-    }
-    account_left(s, u, g, sub_l, sub_j, sub_c);
-    merge_classes(s, u);
+    remove_where(s, g, false);
 }
 
 /* contention.starved_tail: g's blocks leave the SMs where no co-resident
- * starves them and stay where one does; g loses the contention counts of the
- * co-residents it left. The caller knows g is starved somewhere (g->starve > 0,
- * so it is not a unit's lone group). Returns the blocks kept. */
+ * starves them and stay where one does. The caller knows g is starved
+ * somewhere (g->starve > 0, so it is not a unit's lone group). Returns the
+ * blocks kept. */
 uint64_t sm_keep_starved(sim *s, group *g)
 {
-    unit *u = g->u;
-    sm_classes(s, u);
-    int work = g->l->work;
-    int sub_l = 0, sub_j = 0, sub_c = 0, kept_sms = 0;
-    uint64_t kept = 0;
-    int left = g->sms;
-    for (smclass **cp = u->cls, **cend = u->cls + u->n_cls; cp != cend && left > 0; cp++) {
-        smclass *c = *cp;
-        cls_ent *e = entry_of(c, g);
-        if (!e)
-            continue;
-        int n = c->n;
-        left -= n;
-        bool starved = false;
-        for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end && !starved; o++)
-            starved = o->l != g->l && contention_starves(work, g->age, o->work, o->g->age);
-        if (starved) {
-            kept += (uint64_t)n * (uint64_t)e->bps;
-            kept_sms += n;
-            continue;
-        }
-        for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end; o++) {
-            if (o->l == g->l)
-                continue;
-            int64_t o_thr = (int64_t)n * o->bps * o->thr;
-            g->foreign -= o_thr;
-            if (o->work == TL_WORK_MEMORY)
-                g->foreign_mem -= o_thr;
-            if (o->work == TL_WORK_COMPUTE && contention_starves(o->work, o->g->age, work, g->age))
-                g->young -= n;
-            if (o->l->churns && work == TL_WORK_COMPUTE)
-                g->churn -= n;
-            if (o->work == TL_WORK_MEMORY && !o->l->churns && work == TL_WORK_COMPUTE)
-                g->mem_long -= n;
-        }
-        class_drop(s, c, e, g, &sub_l, &sub_j, &sub_c);
-    }
-    g->sms = kept_sms;
-    account_left(s, u, g, sub_l, sub_j, sub_c);
-    merge_classes(s, u);
-    return kept;
+    sm_classes(s, g->u);
+    return remove_where(s, g, true);
 }
 
 void sm_presence_all(sim *s, unit *u, int sign)
