@@ -144,15 +144,11 @@ static const struct option opts[] = {
 
 static int num(const char *opt, const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) {
-        fprintf(stderr, "tally-run: --%s: '%s' is not a number\n", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    int r = tl_parse_decimal(s, out);
+    if (r < 0)
+        fprintf(stderr, "tally-run: --%s: '%s' is %s\n", opt, s,
+                r == TL_ERANGE ? "out of range" : "not a decimal number");
+    return r < 0 ? -1 : 0;
 }
 
 typedef struct cli {

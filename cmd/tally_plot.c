@@ -71,10 +71,8 @@ static int fail(const tl_err *err)
 
 static bool parse_ms(const char *s, tl_ns *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 9e9)
+    double v;
+    if (tl_parse_decimal(s, &v) < 0 || v < 0 || v > 9e9)
         return false;
     *out = (tl_ns)llround(v * 1e6);
     return true;

@@ -513,15 +513,11 @@ static int cmd_merge(int argc, char **argv)
 
 static int parse_double(const char *opt, const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) {
-        fprintf(stderr, "tally-sim: --%s: '%s' is not a number\n", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    int r = tl_parse_decimal(s, out);
+    if (r < 0)
+        fprintf(stderr, "tally-sim: --%s: '%s' is %s\n", opt, s,
+                r == TL_ERANGE ? "out of range" : "not a decimal number");
+    return r < 0 ? -1 : 0;
 }
 
 /* Seconds and loads: > 0 (or >= 0 where zero_ok). Negative values must not

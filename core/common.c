@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,24 @@ int tl_utf8_len(const unsigned char *p)
         if ((p[i] & 0xc0) != 0x80)
             return 0;
     return n;
+}
+
+int tl_parse_decimal(const char *s, double *out)
+{
+    /* only these characters: no space, no 'x', no letters of inf or nan */
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || strspn(s, "0123456789.eE+-") != n)
+        return TL_ETYPE;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end != s + n)
+        return TL_ETYPE;
+    /* ERANGE is also set for an underflow (a subnormal or 0), which is kept */
+    if (errno == ERANGE && isinf(v))
+        return TL_ERANGE;
+    *out = v;
+    return 0;
 }
 
 int tl_mkdirs(const char *dir, tl_err *err)

@@ -853,9 +853,8 @@ static int job_from_text(const char *text, json_t **out, tl_err *err)
             r = tl_errf(err, TL_EUNKNOWN, "--job '%s': '%s' is given twice", text, k);
             break;
         }
-        char *end;
-        double num = strtod(v, &end);
-        bool numeric = end != v && !*end && isfinite(num);
+        double num = 0;
+        bool numeric = tl_parse_decimal(v, &num) == 0;
         json_t *str;
         char what[64];
         snprintf(what, sizeof what, "--job %s", k);

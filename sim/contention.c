@@ -30,7 +30,6 @@
  * THREADS on the H100 (alpha 2.165, no cap) is the least-squares fit over
  * the 55 co-runs that were not starved; on every other GPU THREADS with
  * alpha = 0.5, capped at 2.0, is still a guess (not measured there). */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,11 +567,12 @@ int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_e
                            value);
         return 0;
     }
-    char *end;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (errno || end == value || *end || !isfinite(v))
-        return tl_errf(err, TL_ETYPE, "sim params: %s: '%s' is not a number", key, value);
+    double v;
+    int r = tl_parse_decimal(value, &v);
+    if (r == TL_ERANGE)
+        return tl_errf(err, r, "sim params: %s: '%s' is out of range", key, value);
+    if (r < 0)
+        return tl_errf(err, r, "sim params: %s: '%s' is not a decimal number", key, value);
     if (d->type == P_DOUBLE) {
         *(double *)at = v;
     } else {

@@ -196,6 +196,19 @@ static void test_bad_input(void **state)
     expect_fail(EX_USAGE, "unknown parameter 'bogus'", NULL, "fidelity --sim-param bogus=1 " INFER);
     expect_fail(EX_USAGE, "graph_gap_ns must be in", NULL, "fidelity --sim-param graph_gap_ns=-5 " INFER);
     expect_fail(EX_USAGE, "one KEY=VALUE per option", NULL, "fidelity --sim-param 'a=1;b=2' " INFER);
+    /* strtod's ERANGE for a subnormal said "not a number"; hex and a leading
+     * space passed as numbers, here and in --duration and the other options */
+    expect_fail(EX_USAGE, "'1e400' is out of range", NULL, "fidelity --sim-param contention.alpha=1e400 " INFER);
+    expect_fail(EX_USAGE, "'0x10' is not a decimal number", NULL,
+                "fidelity --sim-param contention.alpha=0x10 " INFER);
+    expect_fail(EX_USAGE, "' 5' is not a decimal number", NULL,
+                "fidelity --sim-param 'contention.alpha= 5' " INFER);
+    expect_fail(EX_USAGE, "tally-sim: --duration: '0x1' is not a decimal number", NULL,
+                "--policy mps --db %s/a.db -t 0x1" JOBS, tmp);
+    expect_fail(EX_USAGE, "tally-sim: --load: '1e999' is out of range", NULL,
+                "--policy mps --db %s/a.db -l 1e999" JOBS, tmp);
+    expect_fail(EX_USAGE, "load must be a number > 0", NULL,
+                "--policy mps --db %s/a.db --job trace=" INFER ",role=inference,load=0x1", tmp);
     /* --duration and --warmup out of the spec's range blamed the spec file
      * ('demo.json: duration_s 86401 must be in ...', exit 65) */
     expect_fail(EX_USAGE, "tally-sim: --duration: 86401 must be in (0, 86400]", NULL,

@@ -545,6 +545,31 @@ static void test_timeslice_slice_restart(void **st)
     assert_non_null(strstr(err.msg, "launch_latency_ns: '2.5' must be a whole number"));
 }
 
+/* A value is a decimal number, all of it. strtod's ERANGE for a subnormal
+ * made 1e-320 "not a number", and it read " 5" and 0x10 as numbers. */
+static void test_sim_params_decimal(void **st)
+{
+    (void)st;
+    tl_sim_params p;
+    tl_err err;
+    tl_sim_params_default(&p, NULL);
+    assert_int_equal(tl_sim_params_set(&p, "contention.alpha", "1e-320", &err), 0);
+    assert_true(p.contention.alpha > 0 && p.contention.alpha < 1e-300);
+    assert_int_equal(tl_sim_params_set(&p, "contention.alpha", "+.5", &err), 0);
+    assert_true(p.contention.alpha == 0.5);
+    assert_int_equal(tl_sim_params_set(&p, "contention.alpha", "1e400", &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "contention.alpha: '1e400' is out of range"));
+    static const char *const bad[] = { "0x10", " 5", "5 ", "", ".", "1e", "inf", "nan", "-0x1p3" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(tl_sim_params_set(&p, "contention.alpha", bad[i], &err), TL_ETYPE);
+        assert_non_null(strstr(err.msg, "is not a decimal number"));
+        assert_true(p.contention.alpha == 0.5);
+    }
+    assert_int_equal(tl_sim_params_set(&p, "stream_gap_ns", "0x10", &err), TL_ETYPE);
+    assert_int_equal(tl_sim_params_set(&p, "stream_gap_ns", "1e-320", &err), TL_ERANGE);
+    assert_non_null(strstr(err.msg, "must be a whole number"));
+}
+
 /* slice_overtime: A (alone, from 0) queues 100 kernels of 50 us (no gaps); B's
  * 0.1 ms kernel arrives at 3 ms, after A's first slice ran out at 2.09 ms with
  * nobody waiting. Back to back (0): A's second slice ends at 4.18 ms, B starts
@@ -2359,6 +2384,7 @@ int main(void)
         cmocka_unit_test(test_timeslice_idle_handover),
         cmocka_unit_test(test_timeslice_idle_switch),
         cmocka_unit_test(test_timeslice_slice_restart),
+        cmocka_unit_test(test_sim_params_decimal),
         cmocka_unit_test(test_timeslice_slice_overtime),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_one_copy_engine),

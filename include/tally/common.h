@@ -68,6 +68,12 @@ bool tl_contains_ci(const char *hay, const char *needle);
  * sequence RFC 3629 allows (no overlong forms, no surrogates, nothing past
  * U+10FFFF), 0 if it is none. p must be NUL-terminated. */
 int tl_utf8_len(const unsigned char *p);
+/* Read s, the whole of it, as a decimal number: [+-]digits[.digits][e[+-]digits],
+ * nothing before or after (strtod alone also takes leading space, hex, "inf" and
+ * "nan"). 0 with *out set; TL_ETYPE when s is no such number; TL_ERANGE when it
+ * is beyond a double (1e400). A value below the smallest double is read as strtod
+ * rounds it (1e-320 to a subnormal, 1e-400 to 0), not refused. */
+int tl_parse_decimal(const char *s, double *out);
 /* Create a folder and its missing parents (mkdir -p). NULL or "": nothing to do.
  * TL_EIO naming the folder when one cannot be made or the name is not a folder. */
 int tl_mkdirs(const char *dir, tl_err *err);
