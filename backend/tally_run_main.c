@@ -329,15 +329,29 @@ static int load_trace(tl_trace *t, const char *path)
     return 0;
 }
 
+/* Every trace named on the command line loaded and let go, before the GPU is
+ * looked for: a missing or bad trace is said as such (66, 65), not hidden
+ * behind "no usable GPU" (69). */
+static int check_traces(int argc, char **argv)
+{
+    for (int a = optind; a < argc; a++) {
+        tl_trace t;
+        int r = load_trace(&t, argv[a]);
+        if (r) return r;
+        tl_trace_close(&t);
+    }
+    return 0;
+}
+
 static int cmd_calibrate(cli *c, int argc, char **argv)
 {
-    tl_cuda_info info;
-    int r = need_gpu(c, &info);
-    if (r) return r;
     if (optind >= argc) {
         fprintf(stderr, "tally-run calibrate: give at least one trace\n");
         return EX_USAGE;
     }
+    tl_cuda_info info;
+    int r = check_traces(argc, argv);
+    if (r || (r = need_gpu(c, &info))) return r;
     tl_device d;
     tl_err err = {0};
     if ((r = tl_cuda_open(&d, &c->co, &err)) < 0) return fail(&err, r);
@@ -400,13 +414,13 @@ static tl_ns median(tl_ns *v, size_t n)
 
 static int cmd_fidelity(cli *c, int argc, char **argv)
 {
-    tl_cuda_info info;
-    int r = need_gpu(c, &info);
-    if (r) return r;
     if (optind >= argc) {
         fprintf(stderr, "tally-run fidelity: give at least one trace\n");
         return EX_USAGE;
     }
+    tl_cuda_info info;
+    int r = check_traces(argc, argv);
+    if (r || (r = need_gpu(c, &info))) return r;
     const tl_policy_ops *pol = tl_policy_find("priority-streams");
     if (!pol) pol = tl_policy_all()[0];
     FILE *csv;
@@ -610,11 +624,14 @@ static int cmd_run(cli *c, int argc, char **argv)
 {
     if (extra_args("", argc, argv))
         return EX_USAGE;
-    /* The spec first: its mistakes are worth knowing on a machine without a GPU. */
+    /* The spec and its traces first: their mistakes are worth knowing on a
+     * machine without a GPU. */
     tl_experiment e;
     tl_err err = {0};
     tl_experiment_init(&e);
     int r = tl_experiment_from_overrides(&e, &c->ov, &err);
+    if (r >= 0)
+        r = tl_sweep_check_inputs(&e, &err);
     if (r < 0) {
         tl_experiment_close(&e);
         return fail(&err, r);

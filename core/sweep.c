@@ -748,6 +748,14 @@ static void warn_foreign_runs(sweep_ctx *c, const bool *skipped)
                 c->e->name, n > 1 ? "them" : "it", n > 1 ? "them" : "it");
 }
 
+int tl_sweep_check_inputs(const tl_experiment *e, tl_err *err)
+{
+    sweep_ctx c = { .e = e };
+    int r = load_inputs(&c, err);
+    free_inputs(&c);
+    return r;
+}
+
 int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summary, tl_err *err)
 {
     sweep_ctx c = { .e = e, .o = o };

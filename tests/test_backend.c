@@ -812,6 +812,43 @@ static void test_tally_run_refuses_without_gpu(void **state)
     assert_non_null(strstr(out, "no role=inference or role=training"));
 }
 
+/* The inputs are checked before the GPU is looked for: on a machine without
+ * one, a missing trace said "no usable GPU" (69), not that the trace is
+ * missing (66). Holds with or without a GPU. */
+static void test_tally_run_inputs_before_gpu(void **state)
+{
+    (void)state;
+    if (!have_tally_run()) {
+        print_message("tally-run not built here (no nvcc): skipped\n");
+        skip();
+    }
+    char out[4096], args[512], bad[256];
+    const char *missing = "/nonexistent-tally-trace.json.gz";
+    snprintf(args, sizeof args, "run -J trace=%s,role=training -p mps -t 1", missing);
+    assert_int_equal(run_tally(args, out, sizeof out), 66); /* EX_NOINPUT */
+    assert_non_null(strstr(out, missing));
+    assert_null(strstr(out, "no usable GPU"));
+    snprintf(args, sizeof args, "fidelity traces/bundled/h100/vit_b16_infer_b1.json.gz %s", missing);
+    assert_int_equal(run_tally(args, out, sizeof out), 66);
+    assert_non_null(strstr(out, missing));
+    snprintf(args, sizeof args, "calibrate %s", missing);
+    assert_int_equal(run_tally(args, out, sizeof out), 66);
+    assert_non_null(strstr(out, missing));
+    /* a trace that is not one: a data error (65) */
+    snprintf(bad, sizeof bad, "%s/not-a-trace.json", tmpdir);
+    FILE *f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("{", f);
+    fclose(f);
+    snprintf(args, sizeof args, "fidelity %s", bad);
+    assert_int_equal(run_tally(args, out, sizeof out), 65); /* EX_DATAERR */
+    snprintf(args, sizeof args, "run -J trace=%s,role=training -p mps -t 1", bad);
+    assert_int_equal(run_tally(args, out, sizeof out), 65);
+    /* no trace at all is the usage's mistake */
+    assert_int_equal(run_tally("fidelity", out, sizeof out), 64);
+    assert_non_null(strstr(out, "give at least one trace"));
+}
+
 static void test_tally_run_usage(void **state)
 {
     (void)state;
@@ -1223,6 +1260,7 @@ int main(void)
         cmocka_unit_test(test_worker_malformed_messages_are_refused_or_dropped),
         cmocka_unit_test(test_watchdog_ends_hung_run),
         cmocka_unit_test(test_tally_run_refuses_without_gpu),
+        cmocka_unit_test(test_tally_run_inputs_before_gpu),
         cmocka_unit_test(test_tally_run_usage),
         cmocka_unit_test(test_gpu_selftest),
     };

@@ -54,6 +54,11 @@ void tl_spec_overrides_init(tl_spec_overrides *o);
 /* Build the experiment from a spec file and/or overrides. */
 int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, tl_err *err);
 
+/* Load the experiment's traces and arrival files as tl_sweep_run does, check
+ * them the same way and let them go: a missing file (TL_EIO) or a bad one is
+ * said before anything costly, such as looking for a GPU. */
+int tl_sweep_check_inputs(const tl_experiment *e, tl_err *err);
+
 /* Run the grid; prints the summary table to 'summary' (deterministic text). */
 int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summary, tl_err *err);
 
