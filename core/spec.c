@@ -838,6 +838,16 @@ static void finish_item(const tl_experiment *e, tl_run_item *it)
     free(canon);
 }
 
+/* Where a key goes in a table of 1 << bits slots: its first 16 hex digits
+ * (a hash already), spread by a multiply. */
+static size_t key_slot(const char key[33], int bits)
+{
+    uint64_t h = 0;
+    for (int i = 0; i < 16; i++)
+        h = h << 4 | (uint64_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
+    return (size_t)((h * 0x9e3779b97f4a7c15ULL) >> (64 - bits));
+}
+
 int tl_experiment_expand(const tl_experiment *e, tl_run_item **items, size_t *n, tl_err *err)
 {
     size_t loads = e->n_loads ? (size_t)e->n_loads : 1;
@@ -851,7 +861,14 @@ int tl_experiment_expand(const tl_experiment *e, tl_run_item **items, size_t *n,
     tl_run_item *v = tl_xcalloc(cap ? cap : 1, sizeof *v);
     size_t k = 0;
     /* Alone baselines first: shared runs need them for relative metrics. Their
-     * keys deduplicate identical job configs across sets and loads. */
+     * keys deduplicate identical job configs across sets and loads: the first
+     * of each is kept, found in a hash table of its index + 1 (0: empty), at
+     * most half full. Each new key was compared with every one before it,
+     * which near the 1000000-run limit took hours. */
+    int bits = 4;
+    while (((size_t)1 << bits) < 2 * max_jobs * loads * (size_t)e->repetitions)
+        bits++;
+    size_t mask = ((size_t)1 << bits) - 1, *seen = tl_xcalloc(mask + 1, sizeof *seen);
     for (int rep = 0; rep < e->repetitions; rep++)
         for (int s = 0; s < e->n_sets; s++)
             for (size_t l = 0; l < loads; l++)
@@ -864,16 +881,18 @@ int tl_experiment_expand(const tl_experiment *e, tl_run_item **items, size_t *n,
                     it->alone_job = j;
                     it->seed = tl_rng_derive_seed(e->seed, (uint64_t)rep, 0) >> 1; /* fits SQLite's signed integers */
                     finish_item(e, it);
+                    size_t h = key_slot(it->key, bits);
                     bool dup = false;
-                    for (size_t q = 0; q < k && !dup; q++)
-                        dup = !strcmp(v[q].key, it->key);
+                    while (seen[h] && !(dup = !strcmp(v[seen[h] - 1].key, it->key)))
+                        h = (h + 1) & mask;
                     if (dup) {
                         json_decref(it->config);
                         memset(it, 0, sizeof *it);
                     } else {
-                        k++;
+                        seen[h] = ++k;
                     }
                 }
+    free(seen);
     for (int rep = 0; rep < e->repetitions; rep++)
         for (int s = 0; s < e->n_sets; s++)
             for (size_t l = 0; l < loads; l++)

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -220,6 +221,55 @@ static void test_expand_grid(void **state)
         assert_string_equal(items[i].key, again[i].key);
     tl_run_items_free(items, n);
     tl_run_items_free(again, n2);
+    tl_experiment_close(&e);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(((const tl_run_item *)a)->key, ((const tl_run_item *)b)->key);
+}
+
+/* The alone runs' dedupe compared each new key with every one before it: a
+ * sweep of 300,000 runs took nearly two minutes to expand (near the
+ * 1,000,000-run limit, far longer). 1000 repetitions x 100 loads: alone a@load, b@load (distinct) and t
+ * (the same at every load), then one policy's runs. */
+static void test_expand_many_alone(void **state)
+{
+    (void)state;
+    char *spec = malloc(4096), *p = spec;
+    p += sprintf(p, "{\"policies\":[\"mps\"],\"repetitions\":1000,\"loads\":[");
+    for (int l = 1; l <= 100; l++)
+        p += sprintf(p, "%s%g", l > 1 ? "," : "", l / 100.0);
+    sprintf(p, "],\"jobs\":[{\"trace\":\"a\",\"role\":\"inference\"},{\"trace\":\"b\",\"role\":\"inference\"},"
+               "{\"trace\":\"t\",\"role\":\"training\"}]}");
+    tl_experiment e;
+    tl_err err = { 0 };
+    assert_int_equal(parse(spec, &e, &err), 0);
+    free(spec);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tl_run_item *items;
+    size_t n;
+    assert_int_equal(tl_experiment_expand(&e, &items, &n, &err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    print_message("expanded %zu runs in %.2f s\n", n, s);
+    assert_true(s < 45); /* 5 s here, 14 s under ASan; 105 s before */
+    assert_int_equal(n, 1000 * (100 * 2 + 1) + 1000 * 100);
+    /* in order: per repetition, load by load, a, b and (at the first load only) t */
+    for (size_t i = 0; i < 1000 * 201; i++) {
+        const tl_run_item *it = &items[i];
+        size_t rep = i / 201, at = i % 201;
+        assert_int_equal(it->policy, -1);
+        assert_int_equal(it->repetition, (int)rep);
+        assert_int_equal(it->load, at < 3 ? 0 : (int)(at - 3) / 2 + 1);
+        assert_int_equal(it->alone_job, at < 3 ? (int)at : (int)(at - 3) % 2);
+    }
+    /* no key twice */
+    qsort(items, n, sizeof *items, cmp_key);
+    for (size_t i = 1; i < n; i++)
+        assert_true(strcmp(items[i - 1].key, items[i].key) < 0);
+    tl_run_items_free(items, n);
     tl_experiment_close(&e);
 }
 
@@ -517,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_the_field),
         cmocka_unit_test(test_default_names_distinct),
         cmocka_unit_test(test_expand_grid),
+        cmocka_unit_test(test_expand_many_alone),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_overrides_not_utf8),
         cmocka_unit_test(test_sim_params),
