@@ -1,5 +1,5 @@
-/* The files tally-plot and tally-validate write: each one to a temporary file
- * beside it, renamed over it only once complete, so that a failed or
+/* The files tally-plot and tally-validate write: each one (its folder made
+ * first) to a temporary file beside it, renamed over it only once complete, so that a failed or
  * interrupted write never leaves a truncated file nor destroys the one that
  * was there; never one of the files being read; and standard output checked
  * at exit. */
@@ -77,6 +77,12 @@ FILE *tl_out_open(const char *path, const char *const *inputs, tl_err *err)
     }
     if (tl_output_check(path, inputs, err) < 0)
         return NULL;
+    /* missing folders are made, as for the results database (--db) */
+    tl_err mk = {0};
+    if (tl_mkdirs_for(path, &mk) < 0) {
+        tl_errf(err, TL_EIO, "%s: cannot write: %s", path, mk.msg);
+        return NULL;
+    }
     out_file *o = tl_xcalloc(1, sizeof *o);
     o->path = tl_xstrdup(path);
     if (in_place(path)) {

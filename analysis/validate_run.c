@@ -517,6 +517,9 @@ int tl_validation_combine(const tl_validation *v, const char *out_path, tl_err *
     free(inputs);
     if (rc == 0)
         rc = check_old(out_path, err);
+    tl_err mk = {0};
+    if (rc == 0 && tl_mkdirs_for(out_path, &mk) < 0) /* as for the results database */
+        rc = tl_errf(err, TL_EIO, "%s: cannot write: %s", out_path, mk.msg);
     if (rc < 0)
         return rc;
     const char *slash = strrchr(out_path, '/');

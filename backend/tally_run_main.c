@@ -270,11 +270,17 @@ static int fail(const tl_err *err, int code)
     return code == TL_ENODEV ? EX_UNAVAILABLE : tl_exit_code(code);
 }
 
-/* --csv F opened for writing (*csv NULL without --csv): 0, or EX_CANTCREAT
- * with a message naming the file. */
+/* --csv F opened for writing (*csv NULL without --csv), its missing folders
+ * made as for the results database: 0, or EX_CANTCREAT with a message naming
+ * the file (and the folder that could not be made). */
 static int open_csv(const cli *c, FILE **csv)
 {
     *csv = NULL;
+    tl_err mk = {0};
+    if (c->csv && tl_mkdirs_for(c->csv, &mk) < 0) {
+        fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, mk.msg);
+        return EX_CANTCREAT;
+    }
     if (c->csv && !(*csv = fopen(c->csv, "w"))) {
         fprintf(stderr, "tally-run: %s: cannot write: %s\n", c->csv, strerror(errno));
         return EX_CANTCREAT;

@@ -1216,10 +1216,25 @@ static void test_output_files(void **state)
     snprintf(other, sizeof other, "%s/../%s/out.txt", tmpdir, strrchr(tmpdir, '/') + 1);
     assert_ptr_equal(tl_output_clobbers(other, in), p);
     assert_null(tl_output_clobbers(path_in("elsewhere.txt"), in));
-    /* an unwritable folder: TL_EIO naming the path */
-    assert_null(tl_out_open("/nonexistent-dir/x.txt", NULL, &err));
+    /* missing folders are made, as for the results database */
+    assert_non_null(f = tl_out_open(path_in("new/sub/x.txt"), NULL, &err));
+    fputs("five\n", f);
+    assert_int_equal(tl_out_commit(f, &err), 0);
+    t = slurp(path_in("new/sub/x.txt"));
+    assert_string_equal(t, "five\n");
+    free(t);
+    /* a folder that cannot be made (under a file): TL_EIO naming the path and
+     * the folder (not /nonexistent-dir/x.txt: root makes that folder) */
+    char under[300], sub[300];
+    snprintf(under, sizeof under, "%s/x.txt", path_in("out.txt"));
+    snprintf(sub, sizeof sub, "%s/deeper/x.txt", path_in("out.txt"));
+    assert_null(tl_out_open(under, NULL, &err));
     assert_int_equal(err.code, TL_EIO);
-    assert_non_null(strstr(err.msg, "/nonexistent-dir/x.txt"));
+    assert_non_null(strstr(err.msg, under));
+    assert_null(tl_out_open(sub, NULL, &err));
+    assert_int_equal(err.code, TL_EIO);
+    snprintf(under, sizeof under, "%s/deeper: cannot create folder", path_in("out.txt"));
+    assert_non_null(strstr(err.msg, under));
     assert_int_equal(no_temporaries(tmpdir), 0);
 
     /* standard output's check at exit: a write that failed is reported */
@@ -1357,8 +1372,18 @@ static void test_command(void **state)
     assert_non_null(j);
     json_decref(j);
 
-    snprintf(a, sizeof a, "chrome --db '%s' --run-id 3 -o /nonexistent/dir/x.json", db_path);
+    /* -o in folders not there yet: made, as for --db */
+    snprintf(a, sizeof a, "chrome --db '%s' --run-id 3 -o '%s'", db_path, path_in("cmdnew/sub/x.json"));
+    assert_int_equal(run_cmd(NULL, a), EX_OK);
+    assert_true(file_nonempty(path_in("cmdnew/sub/x.json")));
+    snprintf(a, sizeof a, "report --db '%s' --experiment exp1 --markdown '%s'", db_path,
+             path_in("cmdnew/md/cmd.md"));
+    assert_int_equal(run_cmd(NULL, a), EX_OK);
+    assert_true(file_nonempty(path_in("cmdnew/md/cmd.md")));
+    /* one that cannot be made (under a file): exit 73 naming it */
+    snprintf(a, sizeof a, "chrome --db '%s' --run-id 3 -o '%s/dir/x.json'", db_path, path_in("cmd.md"));
     assert_int_equal(run_cmd(NULL, a), EX_CANTCREAT);
+    assert_true(err_has("cmd.md/dir: cannot create folder"));
 
     /* no output is ever the database: a usage error, the database intact */
     long size = file_size(db_path);

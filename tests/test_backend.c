@@ -877,6 +877,16 @@ static void test_tally_run_usage(void **state)
     assert_int_equal(run_tally("jitter --sleep-us -5", out, sizeof out), 64);
     assert_int_equal(run_tally("jitter --timer-slack-ns 0", out, sizeof out), 64);
     assert_int_equal(run_tally("jitter extra", out, sizeof out), 64);
+    /* --csv in folders not there yet: made, as for the results database; one
+     * under a file cannot be: exit 73 naming it */
+    char args[600], csv[400];
+    snprintf(csv, sizeof csv, "%s/jnew/sub/j.csv", tmpdir);
+    snprintf(args, sizeof args, "jitter -q -t 0.02 --csv %s", csv);
+    assert_int_equal(run_tally(args, out, sizeof out), 0);
+    assert_int_equal(access(csv, F_OK), 0);
+    snprintf(args, sizeof args, "jitter -q -t 0.02 --csv %s/x/j.csv", csv);
+    assert_int_equal(run_tally(args, out, sizeof out), 73); /* EX_CANTCREAT */
+    assert_non_null(strstr(out, "j.csv/x: cannot create folder"));
     /* the carveout diagnostic's value is checked before any GPU work */
     assert_int_not_equal(run_tally("info", out, sizeof out), 64);
     setenv("TALLY_SYNTH_CARVEOUT", "150", 1);

@@ -597,8 +597,15 @@ static void test_convert_output(void **state)
     assert_non_null(fgets(out, sizeof out, f));
     fclose(f);
     assert_string_equal(out, "keep\n");
-    expect_fail(EX_CANTCREAT, "/nonexistent-dir/c.json: cannot write", NULL,
-                "convert " INFER " /nonexistent-dir/c.json");
+    /* OUT's missing folders are made, as --db's are; one under a file cannot be */
+    snprintf(cmd, sizeof cmd, "%s convert " INFER " %s/convnew/sub/c.json", sim, tmp);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s/convnew/sub/c.json", tmp);
+    struct stat sb;
+    assert_int_equal(stat(cmd, &sb), 0);
+    expect_fail(EX_CANTCREAT, "convnew/sub/c.json/d/c.json: cannot write:",
+                "convnew/sub/c.json/d: cannot create folder",
+                "convert " INFER " %s/convnew/sub/c.json/d/c.json", tmp);
     expect_fail(EX_USAGE, "OUT is empty: '' names no file", NULL, "convert " INFER " ''");
     /* OUT may not be IN: the trace read would be lost */
     snprintf(cmd, sizeof cmd, "%s convert " INFER " %s/conv2.json && %s convert %s/conv2.json "

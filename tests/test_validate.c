@@ -623,9 +623,14 @@ static void test_csv_markdown(void **state)
     /* no record of how graph kernels were calibrated: nothing said */
     assert_null(strstr(md, "calibrated as"));
     free(md);
-    /* an unwritable path */
-    assert_int_equal(tl_validation_write_csv(&v, "/nonexistent-dir/x.csv", &err), TL_EIO);
-    assert_non_null(strstr(err.msg, "/nonexistent-dir/x.csv"));
+    /* missing folders are made, as for the results database */
+    assert_int_equal(tl_validation_write_csv(&v, path_in("new/sub/x.csv"), &err), 0);
+    assert_int_equal(tl_validation_write_markdown(&v, path_in("new/md/x.md"), NULL, &err), 0);
+    assert_true(file_size(path_in("new/sub/x.csv")) > 0 && file_size(path_in("new/md/x.md")) > 0);
+    /* an unwritable path: a folder under a file */
+    assert_int_equal(tl_validation_write_csv(&v, path_in("v.md/sub/x.csv"), &err), TL_EIO);
+    assert_non_null(strstr(err.msg, path_in("v.md/sub/x.csv")));
+    assert_non_null(strstr(err.msg, "v.md/sub: cannot create folder"));
     /* never a database compared (it was overwritten with text) */
     long size = file_size(db_path);
     assert_int_equal(tl_validation_write_csv(&v, db_path, &err), TL_EUNKNOWN);
@@ -1156,6 +1161,16 @@ static void test_command(void **state)
              path_in("cmd.csv"));
     assert_int_equal(run_validate(a, NULL), EX_OK);
     assert_true(file_size(path_in("cmd.csv")) > 0);
+    /* outputs in folders not there yet: made, as --sim-db's are */
+    snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' --markdown '%s' --combined-db '%s'", db_path, db_path,
+             path_in("cmdnew/md/r.md"), path_in("cmdnew/db/c.db"));
+    assert_int_equal(run_validate(a, NULL), EX_OK);
+    assert_true(file_size(path_in("cmdnew/md/r.md")) > 0 && file_size(path_in("cmdnew/db/c.db")) > 0);
+    /* one that cannot be made (under a file): exit 73 naming it */
+    snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' --combined-db '%s'", db_path, db_path,
+             path_in("cmd.csv/db/c.db"));
+    assert_int_equal(run_validate(a, NULL), EX_CANTCREAT);
+    assert_true(err_has("cmd.csv/db: cannot create folder"));
     /* the time-slicing hardware run has no simulated twin: warned of on
      * stderr (the report alone leaves it out without a word) */
     assert_true(err_has("warning: 1 of the 7 hardware runs in"));
