@@ -648,7 +648,9 @@ int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *or
     if ((r = get_string(spec, "gpu", &s, origin, "spec", err)) < 0)
         return r;
     tl_err gerr = { 0 };
-    if ((r = tl_gpu_lookup(s ? s : "H100", &e->gpu, &gerr)) < 0)
+    /* a GPU already on e (--gpu, looked up by tl_experiment_from_overrides)
+     * stands when the spec names none */
+    if ((s || !e->gpu.name[0]) && (r = tl_gpu_lookup(s ? s : "H100", &e->gpu, &gerr)) < 0)
         return tl_errf(err, r, "%s: %s", origin, gerr.msg);
     e->duration_ns = 10 * TL_NS_PER_S;
     if ((r = get_number(spec, "duration_s", &num, &has, origin, "spec", err)) < 0)

@@ -949,12 +949,13 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
     int r = 0;
     json_t *str;
     if (o->gpu && (r = cli_string("--gpu", o->gpu, &str, err)) == 0) {
-        /* checked here, or the spec loader blames the spec file for the option */
-        tl_gpu_props g;
+        /* looked up here, once, into e: the spec loader keeps it (the spec's
+         * own "gpu" is dropped), and would blame the spec file for the option */
+        json_decref(str);
         tl_err gerr = { 0 };
-        if (tl_gpu_lookup(o->gpu, &g, &gerr) < 0)
+        if (tl_gpu_lookup(o->gpu, &e->gpu, &gerr) < 0)
             r = tl_errf(err, TL_EUNKNOWN, "--%s", gerr.msg);
-        json_object_set_new(root, "gpu", str);
+        json_object_del(root, "gpu");
     }
     if (r == 0 && o->spec_path && (o->n_policies || o->n_jobs) &&
         (r = tl_spec_check_replaced(root, o->n_policies > 0, o->n_jobs > 0, origin, dir, err)) < 0) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -464,6 +465,59 @@ static void test_overrides_not_utf8(void **state)
     tl_experiment_close(&e);
 }
 
+/* --gpu is looked up once, by tl_experiment_from_overrides, into the
+ * experiment; the spec loader keeps a GPU already there when the spec names
+ * none, and the option replaces the spec's own "gpu" (even one it does not
+ * know). */
+static void test_overrides_gpu(void **state)
+{
+    (void)state;
+    tl_experiment e;
+    tl_err err = { 0 };
+    tl_experiment_init(&e);
+    assert_int_equal(tl_gpu_lookup("A100-SXM4-80GB", &e.gpu, &err), 0);
+    const char *spec = "{\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"a\",\"role\":\"training\"}]}";
+    json_t *j = json_loads(spec, 0, NULL);
+    assert_int_equal(tl_experiment_from_json(&e, j, "spec.json", NULL, &err), 0);
+    assert_string_equal(e.gpu.name, "A100-SXM4-80GB");
+    tl_experiment_close(&e);
+    assert_int_equal(tl_experiment_from_json(&e, j, "spec.json", NULL, &err), 0);
+    assert_string_equal(e.gpu.name, "H100 80GB HBM3");
+    tl_experiment_close(&e);
+    json_decref(j);
+
+    char path[] = "/tmp/tally-test-spec-gpu-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "{\"gpu\":\"Z80\",\"policies\":[\"mps\"],\"jobs\":[{\"trace\":\"%s\","
+               "\"role\":\"training\"}]}", TRACE);
+    fclose(f);
+    tl_spec_overrides o;
+    tl_spec_overrides_init(&o);
+    o.spec_path = path;
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, ": gpu: unknown GPU 'Z80'"));
+    tl_experiment_close(&e);
+    o.gpu = "A100-SXM4-80GB";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), 0);
+    assert_string_equal(e.gpu.name, "A100-SXM4-80GB");
+    tl_run_item *items;
+    size_t n;
+    assert_int_equal(tl_experiment_expand(&e, &items, &n, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(items[0].config, "gpu")), "A100-SXM4-80GB");
+    tl_run_items_free(items, n);
+    tl_experiment_close(&e);
+    o.gpu = "Z80";
+    tl_experiment_init(&e);
+    assert_int_equal(tl_experiment_from_overrides(&e, &o, &err), TL_EUNKNOWN);
+    assert_non_null(strstr(err.msg, "--gpu: unknown GPU 'Z80'"));
+    tl_experiment_close(&e);
+    unlink(path);
+}
+
 /* "sim_params" (and --sim-param): kept in key order, checked at load time,
  * part of the run key only when set. */
 static void test_sim_params(void **state)
@@ -570,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_expand_many_alone),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_overrides_not_utf8),
+        cmocka_unit_test(test_overrides_gpu),
         cmocka_unit_test(test_sim_params),
         cmocka_unit_test(test_sim_params_long_list),
     };

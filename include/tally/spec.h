@@ -112,7 +112,8 @@ int tl_experiment_set_sim_param(tl_experiment *e, const char *assignment, tl_err
 int tl_experiment_set_loads(tl_experiment *e, const double *loads, int n, tl_err *err);
 void tl_experiment_close(tl_experiment *e);
 int tl_experiment_load(tl_experiment *e, const char *path, tl_err *err);
-/* base_dir resolves relative paths (may be NULL); origin names the source in errors. */
+/* base_dir resolves relative paths (may be NULL); origin names the source in errors.
+ * The spec's "gpu", else a GPU already in e->gpu, else the H100. */
 int tl_experiment_from_json(tl_experiment *e, const json_t *spec, const char *origin,
                             const char *base_dir, tl_err *err);
 /* Check the parts of a spec that the command line replaces ('policies' when
