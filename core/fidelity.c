@@ -28,16 +28,40 @@ static int name_trace(const tl_trace *t, int r, tl_err *err)
  * any trace the readers accept times a simulator parameter's largest delay. */
 #define FIDELITY_MAX_WINDOW_NS 1000000000000000LL
 
+/* *undrained: the run failed at the drain's limit (runner.h). The replay is
+ * one closed-loop job without arrivals, of a trace checked as a run checks
+ * it: tl_run's TL_ERANGE is then an iteration still running when the runner
+ * stopped waiting for it. */
 static int replay_once(const tl_run_config *cfg, const tl_gpu_props *g, const tl_sim_params *p,
-                       tl_run_result *res, tl_err *err)
+                       tl_run_result *res, bool *undrained, tl_err *err)
 {
     tl_device dev;
+    *undrained = false;
     int r = tl_sim_open(&dev, g, p, err);
     if (r < 0)
         return r;
     r = tl_run(cfg, &dev, res, err);
     tl_dev_close(&dev);
+    *undrained = r == TL_ERANGE;
     return r;
+}
+
+/* The runner's own words for it blame an offered load far beyond what the
+ * GPU serves, and a replay has none: an iteration replays far longer than
+ * it was traced (one of about 60 s where 0.1 ms were), longer than the
+ * runner waits after a window sized by the traced time. */
+static int replay_too_long(const tl_trace *t, const tl_run_config *cfg, long double traced, int r,
+                           tl_err *err)
+{
+    tl_ns drain = cfg->duration_ns * TL_RUN_DRAIN_FACTOR;
+    if (drain < TL_RUN_DRAIN_MIN_NS)
+        drain = TL_RUN_DRAIN_MIN_NS;
+    return tl_errf(err, r, "%s: replayed, an iteration was still running %.0f s after the replay's "
+                   "window of %.4g ms (sized by the %.4g ms traced) ended: the trace replays far "
+                   "slower than it was traced, and a replay window long enough to hold it would be "
+                   "too long (a broken trace, or a --sim-param that slows the replay?)",
+                   t->path ? t->path : "trace", (double)drain / 1e9,
+                   (double)cfg->duration_ns / 1e6, (double)(traced / 1e6));
 }
 
 /* The measured pass: iterations first .. first + n - 1 (ids count from 0 in
@@ -120,10 +144,11 @@ int tl_fidelity_check_params(const tl_trace *t, const tl_gpu_props *gpu, const c
     const tl_request_rec **pass = tl_xcalloc(t->n_iters, sizeof *pass);
     uint32_t found;
     for (;;) {
-        r = replay_once(&cfg, &g, &p, &res, err);
+        bool undrained;
+        r = replay_once(&cfg, &g, &p, &res, &undrained, err);
         if (r < 0) {
             free(pass);
-            return name_trace(t, r, err);
+            return undrained ? replay_too_long(t, &cfg, total, r, err) : name_trace(t, r, err);
         }
         found = measured_pass(&res, first, t->n_iters, pass);
         if (found == t->n_iters || cfg.duration_ns >= FIDELITY_MAX_WINDOW_NS)

@@ -140,8 +140,7 @@ struct tl_runtime {
  * bundled specs' worst (MobileNetV3 under time slicing at load 0.5) ends its
  * 20 s window with about 8,000 requests waiting and drains them in 6 s. */
 #define TL_RUN_MAX_WAITING ((size_t)1 << 20) /* requests waiting in one job */
-#define TL_RUN_DRAIN_FACTOR 10               /* drain at most 10x warm-up + window, */
-#define TL_RUN_DRAIN_MIN_NS (60 * TL_NS_PER_S) /* or 60 s (a short window's long request) */
+/* and the drain's limit, TL_RUN_DRAIN_FACTOR and TL_RUN_DRAIN_MIN_NS (runner.h) */
 
 static void host_continue(job_rt *j);
 static void start_iteration(job_rt *j, uint32_t slot, tl_ns now);

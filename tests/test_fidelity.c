@@ -510,6 +510,28 @@ static void test_slow_replay_is_measured(void **state)
     tl_trace_close(&t);
 }
 
+/* A replayed iteration that outlasts the runner's wait after the window (60
+ * s where 0.1 ms were traced) failed as "the offered load far exceeds what
+ * the GPU serves; lower the job's rate or load": a replay has none. It is
+ * said as what it is, naming the trace; still a data error (TL_ERANGE). */
+static void test_replay_far_too_long(void **state)
+{
+    (void)state;
+    tl_trace t;
+    load_ok(&t, "tests/data/flat_small.json", NULL);
+    t.iters[0].tail_host_ns = 61 * TL_NS_PER_S; /* traced_ns stays 100 us */
+    tl_fidelity f;
+    tl_err e = {0};
+    assert_int_equal(tl_fidelity_check(&t, NULL, &f, &e), TL_ERANGE);
+    print_message("%s\n", e.msg);
+    assert_null(strstr(e.msg, "offered load"));
+    assert_non_null(strstr(e.msg, "tests/data/flat_small.json: replayed, an iteration was still "
+                                  "running 60 s after the replay's window of 2 ms (sized by the "
+                                  "0.2 ms traced) ended"));
+    assert_non_null(strstr(e.msg, "a replay window long enough to hold it would be too long"));
+    tl_trace_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_unlaunchable_kernel_refused),
         cmocka_unit_test(test_impossibly_fast_waves_refused),
         cmocka_unit_test(test_slow_replay_is_measured),
+        cmocka_unit_test(test_replay_far_too_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
