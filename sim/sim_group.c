@@ -214,7 +214,7 @@ static double group_slowdown_shared(sim *s, const group *g)
         if (cc_shares) /* beside older compute blocks: slower, not starved (cc_share) */
             return contention_cc_share_slowdown(cp, (double)g->starve / g->sms,
                                                 g->starve_ns / (double)g->starve, sd);
-        if (g->starve > 0 && group_tail_free(s, g))
+        if (group_tail_free(s, g))
             return sd; /* the free blocks' rate; the starved ones lag (g->lag) */
         return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
                              : sd;
@@ -295,7 +295,7 @@ static inline void group_advance(sim *s, group *g, tl_ns now)
 static inline void group_set_rate(sim *s, group *g)
 {
     g->slowdown = group_slowdown(s, g);
-    g->tail_free = s->p.contention.starved_tail && group_tail_free(s, g);
+    g->tail_free = group_tail_free(s, g);
 }
 
 static void group_schedule(sim *s, group *g)
@@ -453,20 +453,22 @@ void groups_reevaluate(sim *s)
             group_release(s, g);
         } else if (!g->paused && g->ev) {
             double sd = group_slowdown(s, g);
-            bool tail = s->p.contention.starved_tail != 0;
-            if (sd != g->slowdown) {
+            bool moved = sd != g->slowdown;
+            if (moved) {
                 train_break(s, g); /* later waves would start at their own rate */
-                if (tail) /* a train cut back to one wave may run ahead of its starved blocks */
+                if (s->p.contention.starved_tail) /* one wave now: may run ahead of its starved blocks */
                     sd = group_slowdown(s, g);
-            } else if (!tail || (g->tail_free == group_tail_free(s, g) && (g->lag <= 0 || g->tail_free))) {
-                g = next;
-                continue;
             }
-            group_advance(s, g, sim_now(s));
-            g->slowdown = sd;
-            g->tail_free = tail && group_tail_free(s, g);
-            tail_catch_up(s, g);
-            group_reschedule(s, g);
+            bool tail_free = group_tail_free(s, g);
+            /* starved_tail: a group that stops or starts running ahead of its
+             * starved blocks, or whose lag is due, is re-timed at its rate */
+            if (moved || tail_free != g->tail_free || (g->lag > 0 && !tail_free)) {
+                group_advance(s, g, sim_now(s));
+                g->slowdown = sd;
+                g->tail_free = tail_free;
+                tail_catch_up(s, g);
+                group_reschedule(s, g);
+            }
         }
         g = next;
     }
