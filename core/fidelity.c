@@ -53,9 +53,7 @@ static int replay_once(const tl_run_config *cfg, const tl_gpu_props *g, const tl
 static int replay_too_long(const tl_trace *t, const tl_run_config *cfg, long double traced, int r,
                            tl_err *err)
 {
-    tl_ns drain = cfg->duration_ns * TL_RUN_DRAIN_FACTOR;
-    if (drain < TL_RUN_DRAIN_MIN_NS)
-        drain = TL_RUN_DRAIN_MIN_NS;
+    tl_ns drain = tl_run_drain_ns(cfg->warmup_ns + cfg->duration_ns);
     return tl_errf(err, r, "%s: replayed, an iteration was still running %.0f s after the replay's "
                    "window of %.4g ms (sized by the %.4g ms traced) ended: the trace replays far "
                    "slower than it was traced, and a replay window long enough to hold it would be "

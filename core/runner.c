@@ -140,7 +140,8 @@ struct tl_runtime {
  * bundled specs' worst (MobileNetV3 under time slicing at load 0.5) ends its
  * 20 s window with about 8,000 requests waiting and drains them in 6 s. */
 #define TL_RUN_MAX_WAITING ((size_t)1 << 20) /* requests waiting in one job */
-/* and the drain's limit, TL_RUN_DRAIN_FACTOR and TL_RUN_DRAIN_MIN_NS (runner.h) */
+#define TL_RUN_DRAIN_FACTOR 10               /* drain at most 10x warm-up + window, */
+#define TL_RUN_DRAIN_MIN_NS (60 * TL_NS_PER_S) /* or 60 s (a short window's long request) */
 
 static void host_continue(job_rt *j);
 static void start_iteration(job_rt *j, uint32_t slot, tl_ns now);
@@ -937,6 +938,13 @@ static const char *job_name(const tl_runtime *rt, int i)
     return rt->cfg->jobs[i].name ? rt->cfg->jobs[i].name : "?";
 }
 
+tl_ns tl_run_drain_ns(tl_ns window_end)
+{
+    tl_ns drain = window_end <= INT64_MAX / (4 * TL_RUN_DRAIN_FACTOR)
+                      ? window_end * TL_RUN_DRAIN_FACTOR : INT64_MAX / 4;
+    return drain > TL_RUN_DRAIN_MIN_NS ? drain : TL_RUN_DRAIN_MIN_NS;
+}
+
 /* After tl_dev_run: did a job's queue pass TL_RUN_MAX_WAITING, or is work
  * left at the drain's limit? Either means an offered load the GPU cannot serve. */
 static int check_overload(const tl_runtime *rt, tl_err *err)
@@ -1079,9 +1087,7 @@ int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err 
         job_start(&rt.jrt[i]);
     /* Run to the end of the window, then drain: no new training steps or
      * arrivals; requests that arrived inside the window finish. */
-    tl_ns drain = rt.window_end <= INT64_MAX / (4 * TL_RUN_DRAIN_FACTOR)
-                      ? rt.window_end * TL_RUN_DRAIN_FACTOR : INT64_MAX / 4;
-    tl_ns drain_end = rt.window_end + (drain > TL_RUN_DRAIN_MIN_NS ? drain : TL_RUN_DRAIN_MIN_NS);
+    tl_ns drain_end = rt.window_end + tl_run_drain_ns(rt.window_end);
     r = tl_dev_run(dev, drain_end, err);
     if (r == 0)
         r = check_overload(&rt, err);

@@ -86,11 +86,10 @@ tl_ns tl_trace_mean_iteration(const tl_trace *t);
 int tl_trace_check_replayable(const tl_trace *t, const tl_gpu_props *g, tl_err *err);
 
 /* After the window a run drains: it waits for the work in flight at most
- * TL_RUN_DRAIN_FACTOR x (warm-up + window), and at least TL_RUN_DRAIN_MIN_NS
- * (a short window's long request). Work still unfinished then, or a job's
- * queue of waiting requests past its limit, fails the run: TL_ERANGE. */
-#define TL_RUN_DRAIN_FACTOR 10
-#define TL_RUN_DRAIN_MIN_NS (60 * TL_NS_PER_S)
+ * this long after window_end (warm-up + window): 10x window_end, and at least
+ * 60 s (a short window's long request). Work still unfinished then, or a
+ * job's queue of waiting requests past its limit, fails the run: TL_ERANGE. */
+tl_ns tl_run_drain_ns(tl_ns window_end);
 
 int tl_run(const tl_run_config *cfg, tl_device *dev, tl_run_result *out, tl_err *err);
 void tl_run_result_close(tl_run_result *r);
