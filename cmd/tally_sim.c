@@ -516,7 +516,7 @@ static int parse_double(const char *opt, const char *s, double *out)
     int r = tl_parse_decimal(s, out);
     if (r < 0)
         fprintf(stderr, "tally-sim: --%s: '%s' is %s\n", opt, s,
-                r == TL_ERANGE ? "out of range" : "not a decimal number");
+                tl_parse_decimal_what(r));
     return r < 0 ? -1 : 0;
 }
 

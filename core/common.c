@@ -162,6 +162,11 @@ int tl_parse_decimal(const char *s, double *out)
     return 0;
 }
 
+const char *tl_parse_decimal_what(int r)
+{
+    return r == TL_ERANGE ? "out of range" : "not a decimal number";
+}
+
 int tl_mkdirs(const char *dir, tl_err *err)
 {
     if (!dir || !*dir)

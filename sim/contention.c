@@ -569,10 +569,8 @@ int tl_sim_params_set(tl_sim_params *p, const char *key, const char *value, tl_e
     }
     double v;
     int r = tl_parse_decimal(value, &v);
-    if (r == TL_ERANGE)
-        return tl_errf(err, r, "sim params: %s: '%s' is out of range", key, value);
     if (r < 0)
-        return tl_errf(err, r, "sim params: %s: '%s' is not a decimal number", key, value);
+        return tl_errf(err, r, "sim params: %s: '%s' is %s", key, value, tl_parse_decimal_what(r));
     if (d->type == P_DOUBLE) {
         *(double *)at = v;
     } else {

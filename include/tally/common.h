@@ -74,6 +74,9 @@ int tl_utf8_len(const unsigned char *p);
  * is beyond a double (1e400). A value below the smallest double is read as strtod
  * rounds it (1e-320 to a subnormal, 1e-400 to 0), not refused. */
 int tl_parse_decimal(const char *s, double *out);
+/* What tl_parse_decimal's error r says of the value: "out of range" or "not a
+ * decimal number" (the words every option's message uses). */
+const char *tl_parse_decimal_what(int r);
 /* Create a folder and its missing parents (mkdir -p). NULL or "": nothing to do.
  * TL_EIO naming the folder when one cannot be made or the name is not a folder. */
 int tl_mkdirs(const char *dir, tl_err *err);
