@@ -175,8 +175,30 @@ static inline bool group_tail_free(const sim *s, const group *g)
 {
     const tl_contention_params *cp = &s->p.contention;
     return cp->starved_tail && g->starve > 0 && g->starve < g->sms && g->waves == 1 &&
-           !g->l->ptb && cp->model == TL_CONTENTION_KINDS && cp->partial_starve &&
-           cp->mem_share <= 0 && cp->cc_share <= 0;
+           !g->l->ptb && cp->model == TL_CONTENTION_KINDS && cp->partial_starve;
+}
+
+/* mem_share / cc_share: is g slowed, not starved, beside the co-residents
+ * that would starve it? */
+static inline bool group_shares(const sim *s, const group *g)
+{
+    const tl_contention_params *cp = &s->p.contention;
+    return g->starve > 0 && (g->l->work == TL_WORK_MEMORY ? cp->mem_share > 0 : cp->cc_share > 0);
+}
+
+/* mem_share / cc_share: g's rate when a share f of its SMs is shared with
+ * the co-residents that would starve it and it runs at free_sd elsewhere. */
+static double group_shared_rate(sim *s, const group *g, double f, double free_sd)
+{
+    const tl_contention_params *cp = &s->p.contention;
+    double block_ns = g->starve_ns / (double)g->starve;
+    if (g->l->work == TL_WORK_COMPUTE) /* beside older compute blocks */
+        return contention_cc_share_slowdown(cp, f, block_ns, free_sd);
+    /* the other launches' compute warps on an SM it shares with them */
+    double shared = g->starve < g->sms ? (double)g->starve : (double)g->sms;
+    double warps = (double)(g->foreign - g->foreign_mem) / 32.0 / shared;
+    return contention_mem_share_slowdown(cp, g->l->churns, f, warps / s->p.crowding_warps,
+                                         block_ns, free_sd);
 }
 
 /* The rate of a group beside other launches' blocks. */
@@ -184,9 +206,8 @@ static double group_slowdown_shared(sim *s, const group *g)
 {
     if (s->p.contention.model == TL_CONTENTION_KINDS) {
         const tl_contention_params *cp = &s->p.contention;
-        bool mem_shares = g->starve > 0 && g->l->work == TL_WORK_MEMORY && cp->mem_share > 0;
-        bool cc_shares = g->starve > 0 && g->l->work == TL_WORK_COMPUTE && cp->cc_share > 0;
-        if (g->starve > 0 && !cp->partial_starve && !mem_shares && !cc_shares)
+        bool shares = group_shares(s, g);
+        if (g->starve > 0 && !cp->partial_starve && !shares)
             return contention_kinds_slowdown_memo(&s->p.contention, NULL, true, g->l->work, 0.0, 0.0);
         /* Not memory beside memory: no slowdown, and no divisions. */
         double sd = 1.0;
@@ -203,19 +224,10 @@ static double group_slowdown_shared(sim *s, const group *g)
         if (g->churn > 0 || beside > 0)
             sd = contention_compute_beside_memory(cp, (double)g->churn / g->sms,
                                                   (double)beside / g->sms, (double)g->l->blk_ns);
-        if (mem_shares) { /* beside compute blocks: slower, not starved (mem_share) */
-            /* the other launches' compute warps on an SM it shares with them */
-            double shared = g->starve < g->sms ? (double)g->starve : (double)g->sms;
-            double warps = (double)(g->foreign - g->foreign_mem) / 32.0 / shared;
-            return contention_mem_share_slowdown(cp, g->l->churns, (double)g->starve / g->sms,
-                                                 warps / s->p.crowding_warps,
-                                                 g->starve_ns / (double)g->starve, sd);
-        }
-        if (cc_shares) /* beside older compute blocks: slower, not starved (cc_share) */
-            return contention_cc_share_slowdown(cp, (double)g->starve / g->sms,
-                                                g->starve_ns / (double)g->starve, sd);
         if (group_tail_free(s, g))
             return sd; /* the free blocks' rate; the starved ones lag (g->lag) */
+        if (shares) /* slower, not starved, where it shares (mem_share, cc_share) */
+            return group_shared_rate(s, g, (double)g->starve / g->sms, sd);
         return g->starve > 0 ? contention_partly_starved(&s->p.contention, (double)g->starve / g->sms, sd)
                              : sd;
     }
@@ -284,11 +296,21 @@ static inline void group_advance(sim *s, group *g, tl_ns now)
     if (g->remaining < 0)
         g->remaining = 0;
     if (g->tail_free) {
-        double behind = done - dt * s->p.contention.starved_rate;
+        double behind = done - dt * g->tail_rate;
         if (behind > 0)
             g->lag += behind;
     }
     g->last_t = now;
+}
+
+/* starved_tail: the progress (solo ns per ns) of a tail-free group's starved
+ * blocks, its free ones running at slowdown: starved_rate, or with mem_share /
+ * cc_share the rate of a block on an SM it shares (f = 1). */
+static double group_tail_rate(sim *s, const group *g, double slowdown)
+{
+    if (!group_shares(s, g))
+        return s->p.contention.starved_rate;
+    return 1.0 / (slowdown * group_shared_rate(s, g, 1.0, 1.0));
 }
 
 /* Its rate now, and whether that is a partly starved group's free rate. */
@@ -296,6 +318,7 @@ static inline void group_set_rate(sim *s, group *g)
 {
     g->slowdown = group_slowdown(s, g);
     g->tail_free = group_tail_free(s, g);
+    g->tail_rate = g->tail_free ? group_tail_rate(s, g, g->slowdown) : 0;
 }
 
 static void group_schedule(sim *s, group *g)
@@ -460,12 +483,16 @@ void groups_reevaluate(sim *s)
                     sd = group_slowdown(s, g);
             }
             bool tail_free = group_tail_free(s, g);
+            double tail_rate = tail_free ? group_tail_rate(s, g, sd) : 0;
             /* starved_tail: a group that stops or starts running ahead of its
-             * starved blocks, or whose lag is due, is re-timed at its rate */
-            if (moved || tail_free != g->tail_free || (g->lag > 0 && !tail_free)) {
+             * starved blocks, whose starved blocks' rate moved, or whose lag is
+             * due, is re-timed at its rate */
+            if (moved || tail_free != g->tail_free || tail_rate != g->tail_rate ||
+                (g->lag > 0 && !tail_free)) {
                 group_advance(s, g, sim_now(s));
                 g->slowdown = sd;
                 g->tail_free = tail_free;
+                g->tail_rate = tail_rate;
                 tail_catch_up(s, g);
                 group_reschedule(s, g);
             }
@@ -718,6 +745,7 @@ group *group_new(sim *s, launch *l, unit *u)
     g->round_blocks = 0;
     g->lag = 0;
     g->tail_free = false;
+    g->tail_rate = 0;
     g->next = u->groups;
     if (u->groups)
         u->groups->prev = g;

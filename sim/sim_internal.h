@@ -153,6 +153,9 @@ struct group {
                                behind its free ones (0 otherwise) */
     bool tail_free;         /* contention.starved_tail: slowdown is the free blocks' rate
                                of a partly starved group (its lag grows) */
+    double tail_rate;       /* contention.starved_tail: solo ns per ns its starved blocks
+                               make while tail_free (starved_rate; with mem_share or
+                               cc_share the shared SMs' rate) */
 };
 
 /* A group's presence in a class. Launch, context, job and threads are copied

@@ -1656,14 +1656,23 @@ static void test_contention_partial_starve(void **st)
  * - starved_tail: K1's two free blocks run at full rate and leave at 1,000,000, so
  *   K3 runs from there to 1,100,000. Its two starved blocks did 1,000 + 999,000 x
  *   0.017 = 17,983 ns of work by then: they lag 982,017 ns, stay, starve until K2
- *   ends at 1,001,000 (17 ns more) and end at 1,983,000, and K1 with them. */
+ *   ends at 1,001,000 (17 ns more) and end at 1,983,000, and K1 with them.
+ * With mem_share 2 (K2's 8 warps an SM fill it, so m = 2), K1 is slowed, not starved,
+ * beside K2:
+ * - alone it runs at 1 / (0.5 + 0.5 / 2) = 0.75 until K2 ends (751,000 ns done), then
+ *   at full rate: it ends at 1,250,000, K3 at 1,350,000;
+ * - with the tail its free blocks leave at 1,000,000 (K3 ends at 1,100,000); its
+ *   shared blocks did 1,000 + 999,000 / 2 = 500,500 ns: they lag 499,500, do 500 more
+ *   at half rate until K2 ends and the rest alone: K1 ends at 1,500,000. */
 static void test_contention_starved_tail(void **st)
 {
     (void)st;
-    for (int tail = 0; tail <= 1; tail++) {
+    for (int i = 0; i < 4; i++) {
+        int tail = i & 1, share = i >> 1;
         h *x = open_h(4, -1);
         x->p.contention.model = TL_CONTENTION_KINDS;
         x->p.contention.starved_tail = tail;
+        x->p.contention.mem_share = share ? 2 : 0;
         start_h(x);
         tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
         tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5), other = stream(x, c, 0);
@@ -1677,10 +1686,13 @@ static void test_contention_starved_tail(void **st)
         tl_dev_timer(&x->d, 2 * US, launch_later, &l3);
         run(x);
         tl_ns e1 = rec_of(x, 1)->end_ns, e2 = rec_of(x, 2)->end_ns, e3 = rec_of(x, 3)->end_ns;
-        tl_ns want1 = tail ? 1983000 : 1491500, want3 = tail ? 1100000 : 1591500;
+        static const tl_ns want1s[4] = { 1491500, 1983000, 1250000, 1500000 };
+        static const tl_ns want3s[4] = { 1591500, 1100000, 1350000, 1100000 };
+        tl_ns want1 = want1s[i], want3 = want3s[i];
         if (!(e1 >= want1 - 3 && e1 <= want1 + 3) || !(e3 >= want3 - 3 && e3 <= want3 + 3))
-            fail_msg("starved_tail %d: K1 ends at %lld (want %lld), K3 at %lld (want %lld)", tail,
-                     (long long)e1, (long long)want1, (long long)e3, (long long)want3);
+            fail_msg("starved_tail %d mem_share %d: K1 ends at %lld (want %lld), K3 at %lld "
+                     "(want %lld)", tail, share ? 2 : 0, (long long)e1, (long long)want1,
+                     (long long)e3, (long long)want3);
         assert_true(e2 >= 1001000 - 3 && e2 <= 1001000 + 3);
         close_h(x);
     }
