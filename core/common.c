@@ -167,6 +167,27 @@ const char *tl_parse_decimal_what(int r)
     return r == TL_ERANGE ? "out of range" : "not a decimal number";
 }
 
+int tl_parse_int64(const char *s, long long min, long long max, long long *out)
+{
+    /* digits and a leading '-' only: strtoll alone also skips leading space
+     * and takes a '+' (" 5", "+5"), which no whole-number option should */
+    size_t n = s ? strlen(s) : 0;
+    size_t sign = n && s[0] == '-';
+    if (n == sign || strspn(s + sign, "0123456789") != n - sign)
+        return TL_ETYPE;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE || v < min || v > max)
+        return TL_ERANGE;
+    *out = v;
+    return 0;
+}
+
+const char *tl_parse_int64_what(int r)
+{
+    return r == TL_ERANGE ? "out of range" : "not an integer";
+}
+
 int tl_mkdirs(const char *dir, tl_err *err)
 {
     if (!dir || !*dir)

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,37 @@ static void test_errors_and_exit_codes(void **state)
     assert_int_equal(tl_exit_code(TL_EINVAL), EX_SOFTWARE);
     for (int c = 0; c >= TL_ETYPE; c--)
         assert_true(strlen(tl_strerror(c)) > 0);
+}
+
+/* Integers as every integer option reads them: digits and a leading '-',
+ * nothing else (strtoll alone takes " 5" and "+5"); the range is the caller's. */
+static void test_parse_int64(void **state)
+{
+    (void)state;
+    long long v = 0;
+    assert_int_equal(tl_parse_int64("0", 0, 10, &v), 0);
+    assert_true(v == 0);
+    assert_int_equal(tl_parse_int64("-7", -10, 10, &v), 0);
+    assert_true(v == -7);
+    assert_int_equal(tl_parse_int64("007", 0, 10, &v), 0);
+    assert_true(v == 7);
+    assert_int_equal(tl_parse_int64("9223372036854775807", 0, LLONG_MAX, &v), 0);
+    assert_true(v == LLONG_MAX);
+    static const char *const not_int[] = { " 5", "+5", "5 ", "\t5", "", "-", "+", "0x10", "1e3",
+                                           "5.0", "5k", "--5", "- 5" };
+    for (size_t i = 0; i < sizeof not_int / sizeof not_int[0]; i++) {
+        v = 42;
+        assert_int_equal(tl_parse_int64(not_int[i], -100, 100, &v), TL_ETYPE);
+        assert_true(v == 42); /* untouched */
+    }
+    assert_int_equal(tl_parse_int64(NULL, 0, 10, &v), TL_ETYPE);
+    assert_int_equal(tl_parse_int64("11", 0, 10, &v), TL_ERANGE);
+    assert_int_equal(tl_parse_int64("-1", 0, 10, &v), TL_ERANGE);
+    assert_int_equal(tl_parse_int64("9223372036854775808", 0, LLONG_MAX, &v), TL_ERANGE);
+    assert_int_equal(tl_parse_int64("-9223372036854775809", LLONG_MIN, 0, &v), TL_ERANGE);
+    assert_true(v == 42);
+    assert_string_equal(tl_parse_int64_what(TL_ETYPE), "not an integer");
+    assert_string_equal(tl_parse_int64_what(TL_ERANGE), "out of range");
 }
 
 static void test_rng(void **state)
@@ -1749,6 +1781,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors_and_exit_codes),
+        cmocka_unit_test(test_parse_int64),
         cmocka_unit_test(test_rng),
         cmocka_unit_test(test_read_file_gzip),
         cmocka_unit_test(test_truncated_gzip),

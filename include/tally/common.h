@@ -77,6 +77,14 @@ int tl_parse_decimal(const char *s, double *out);
 /* What tl_parse_decimal's error r says of the value: "out of range" or "not a
  * decimal number" (the words every option's message uses). */
 const char *tl_parse_decimal_what(int r);
+/* Read s, the whole of it, as an integer in [min, max]: [-]digits, nothing
+ * before or after (strtoll alone also takes leading space and '+'). 0 with
+ * *out set; TL_ETYPE when s is no such number; TL_ERANGE when it is outside
+ * [min, max] or beyond a long long. */
+int tl_parse_int64(const char *s, long long min, long long max, long long *out);
+/* What tl_parse_int64's error r says of the value: "out of range" or "not an
+ * integer" (the words every integer option's message uses). */
+const char *tl_parse_int64_what(int r);
 /* Create a folder and its missing parents (mkdir -p). NULL or "": nothing to do.
  * TL_EIO naming the folder when one cannot be made or the name is not a folder. */
 int tl_mkdirs(const char *dir, tl_err *err);
