@@ -2,7 +2,6 @@
  * timers and the event loop (overview in cuda_device.h; launches and graph
  * batches: cuda_launch.c; completions: cuda_complete.c; run metrics:
  * cuda_metrics.c; kernel plans: cuda_plan.c). */
-#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -460,17 +459,13 @@ static void hang_report(void *arg)
 
 /* A whole number from the environment, for the loop's diagnostics: 0 when
  * the variable is unset or empty (*v untouched), 1 with *v set, -1 when it is
- * not a whole number in [lo, hi]. */
+ * not a whole number in [lo, hi] (digits alone, as for every integer option:
+ * " 5" and "+5" are refused). */
 static int env_ll(const char *name, long long lo, long long hi, long long *v)
 {
     const char *s = getenv(name);
     if (!s || !*s) return 0;
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (errno || *end || x < lo || x > hi) return -1;
-    *v = x;
-    return 1;
+    return tl_parse_int64(s, lo, hi, v) == 0 ? 1 : -1;
 }
 
 int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)

@@ -209,16 +209,16 @@ static int parse(cli *c, int argc, char **argv)
             break;
         case 'S': case 'r': case OPT_DEVICE: {
             const char *name = ch == 'S' ? "seed" : ch == 'r' ? "repetitions" : "device";
-            double max = ch == 'S' ? 9e15 : ch == 'r' ? 1000 : 1023;
-            if (num(name, optarg, &v) < 0) return EX_USAGE;
-            if (v != floor(v) || v < (ch == 'r' ? 1 : 0) || v > max) {
-                fprintf(stderr, "tally-run: --%s: '%s' must be an integer in [%d, %.0f]\n", name, optarg,
-                        ch == 'r' ? 1 : 0, max);
-                return EX_USAGE;
-            }
-            if (ch == 'S') c->ov.seed = (long long)v;
-            else if (ch == 'r') c->ov.repetitions = (int)v;
-            else c->co.device = (int)v;
+            long long n, lo = ch == 'r' ? 1 : 0, hi = ch == 'S' ? 9000000000000000LL : ch == 'r' ? 1000 : 1023;
+            int r = tl_parse_int64(optarg, lo, hi, &n);
+            if (r == TL_ERANGE)
+                fprintf(stderr, "tally-run: --%s: '%s' is out of range (%lld to %lld)\n", name, optarg, lo, hi);
+            else if (r < 0)
+                fprintf(stderr, "tally-run: --%s: '%s' is %s\n", name, optarg, tl_parse_int64_what(r));
+            if (r < 0) return EX_USAGE;
+            if (ch == 'S') c->ov.seed = n;
+            else if (ch == 'r') c->ov.repetitions = (int)n;
+            else c->co.device = (int)n;
             break;
         }
         case OPT_CALIB_TOL:

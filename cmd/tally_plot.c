@@ -1,7 +1,7 @@
 /* tally-plot: plots, timelines, a Chrome trace export and the report table,
  * all read from the results database that tally-sim / tally-run write. */
-#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,12 +128,10 @@ static int run(int argc, char **argv)
         case 'O': po.out_dir = optarg; break;
         case 'e': flt.experiment = optarg; break;
         case 'r': {
-            char *end;
-            errno = 0;
-            long long v = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end || v <= 0)
-                return usage_error("--run-id: '%s' is not a positive run id", optarg);
-            flt.run_id = v;
+            int r = tl_parse_int64(optarg, 1, LLONG_MAX, &flt.run_id);
+            if (r < 0)
+                return usage_error(r == TL_ERANGE ? "--run-id: '%s' is out of range (run ids start at 1)"
+                                                  : "--run-id: '%s' is not an integer", optarg);
             break;
         }
         case 'p':

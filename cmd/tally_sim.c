@@ -1,8 +1,6 @@
 /* tally-sim: replay kernel traces of jobs sharing one GPU in the simulator,
  * under one or more policies, and write everything to SQLite. */
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +172,21 @@ static int bad_option(const char *cmd, int c, int li)
     return EX_USAGE;
 }
 
+/* An integer option's value in [min, max], worded as parse_double's (cmd:
+ * the subcommand the option belongs to, NULL for run's). */
+static int parse_int(const char *cmd, const char *opt, const char *s, long long min,
+                     long long max, long long *out)
+{
+    int r = tl_parse_int64(s, min, max, out);
+    if (r == TL_ERANGE)
+        fprintf(stderr, "tally-sim%s%s: --%s: '%s' is out of range (%lld to %lld)\n", cmd ? " " : "",
+                cmd ? cmd : "", opt, s, min, max);
+    else if (r < 0)
+        fprintf(stderr, "tally-sim%s%s: --%s: '%s' is %s\n", cmd ? " " : "", cmd ? cmd : "", opt, s,
+                tl_parse_int64_what(r));
+    return r < 0 ? -1 : 0;
+}
+
 static int cmd_info(int argc, char **argv)
 {
     tl_trace_options o = { 0 };
@@ -182,14 +195,9 @@ static int cmd_info(int argc, char **argv)
     while ((li = -1, c = getopt_long(argc, argv, "h", run_opts, &li)) != -1) {
         switch (c) {
         case OPT_SKIP: {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0 || v > 1000000) {
-                fprintf(stderr, "tally-sim info: --skip: '%s' is not a count of iterations (0 to 1000000)\n",
-                        optarg);
+            long long v;
+            if (parse_int("info", "skip", optarg, 0, 1000000, &v) < 0)
                 return EX_USAGE;
-            }
             o.skip_iterations = (int)v;
             break;
         }
@@ -235,7 +243,7 @@ static int cmd_info(int argc, char **argv)
  * and the benchmark of cost against grid size. */
 static int cmd_convert(int argc, char **argv)
 {
-    long scale = 1;
+    long long scale = 1;
     bool graph = false;
     optind = 1;
     int c, li;
@@ -250,12 +258,8 @@ static int cmd_convert(int argc, char **argv)
         }
         if (c != OPT_SCALE_GRID)
             return bad_option("convert", c, li);
-        char *end;
-        scale = strtol(optarg, &end, 10);
-        if (*end || scale < 1 || scale > 1000000) {
-            fprintf(stderr, "tally-sim convert: --scale-grid '%s' must be an integer in [1, 1000000]\n", optarg);
+        if (parse_int("convert", "scale-grid", optarg, 1, 1000000, &scale) < 0)
             return EX_USAGE;
-        }
     }
     if (argc - optind != 2) {
         fprintf(stderr, "tally-sim convert: give IN and OUT\n");
@@ -559,7 +563,7 @@ static int sim_main(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     so.workers = ncpu > 0 ? (int)ncpu : 1;
     int c, li;
-    double v;
+    long long n;
     while ((li = -1, c = getopt_long(argc, argv, "s:d:p:g:J:t:w:S:r:l:kj:qhV", run_opts, &li)) != -1) {
         switch (c) {
         case 'h':
@@ -619,19 +623,16 @@ static int sim_main(int argc, char **argv)
         case 'S':
         case 'r':
         case 'j':
-            if (parse_double(c == 'S' ? "seed" : c == 'r' ? "repetitions" : "jobs", optarg, &v) < 0)
+            if (parse_int(NULL, c == 'S' ? "seed" : c == 'r' ? "repetitions" : "jobs", optarg,
+                          c == 'S' ? 0 : 1, c == 'S' ? 9000000000000000LL : c == 'r' ? 1000 : 100000,
+                          &n) < 0)
                 return EX_USAGE;
-            if (v != floor(v) || v < (c == 'S' ? 0 : 1) || v > (c == 'S' ? 9e15 : c == 'r' ? 1000 : 100000)) {
-                fprintf(stderr, "tally-sim: --%s: '%s' is out of range\n",
-                        c == 'S' ? "seed" : c == 'r' ? "repetitions" : "jobs", optarg);
-                return EX_USAGE;
-            }
             if (c == 'S')
-                ov.seed = (long long)v;
+                ov.seed = n;
             else if (c == 'r')
-                ov.repetitions = (int)v;
+                ov.repetitions = (int)n;
             else
-                so.workers = (int)v;
+                so.workers = (int)n;
             break;
         default:
             return bad_option("run", c, li);

@@ -109,15 +109,17 @@ static int fail(const tl_err *err)
     return tl_exit_code(err->code);
 }
 
-static bool parse_count(const char *s, long long lo, long long hi, long long *out)
+/* An integer option's value in [lo, hi]; false after saying what is wrong. */
+static bool parse_count(const char *opt, const char *s, long long lo, long long hi, long long *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
+    int r = tl_parse_int64(s, lo, hi, out);
+    if (r == TL_ERANGE)
+        fprintf(stderr, "tally-validate: --%s: '%s' is out of range (%lld to %lld)\n", opt, s, lo, hi);
+    else if (r < 0)
+        fprintf(stderr, "tally-validate: --%s: '%s' is %s\n", opt, s, tl_parse_int64_what(r));
+    if (r < 0)
+        fputs("Try 'tally-validate --help'.\n", stderr);
+    return r == 0;
 }
 
 /* A temporary folder for the files the user did not ask to keep. */
@@ -302,12 +304,12 @@ static int run(int argc, char **argv)
         case 'd': sim_db = optarg; break;
         case 'e': experiment = optarg; break;
         case 'S':
-            if (!parse_count(optarg, 0, 9000000000000000000LL, &seed))
-                return usage_error("--seed: '%s' is not a seed (an integer >= 0)", optarg);
+            if (!parse_count("seed", optarg, 0, 9000000000000000000LL, &seed))
+                return EX_USAGE;
             break;
         case 'j':
-            if (!parse_count(optarg, 1, 100000, &jobs))
-                return usage_error("--jobs: '%s' is not a number of processes (1-100000)", optarg);
+            if (!parse_count("jobs", optarg, 1, 100000, &jobs))
+                return EX_USAGE;
             break;
         case 'm': markdown = optarg; break;
         case 'c': csv = optarg; break;

@@ -1315,6 +1315,13 @@ static void test_command(void **state)
     assert_int_equal(run_cmd(NULL, "report --bogus"), EX_USAGE);
     assert_int_equal(run_cmd(NULL, "timeline"), EX_USAGE);
     assert_true(err_has("--run-id"));
+    /* strtoll took a leading space or '+' (" 3", "+3"); digits alone now */
+    assert_int_equal(run_cmd(NULL, "timeline --run-id ' 3'"), EX_USAGE);
+    assert_true(err_has("--run-id: ' 3' is not an integer"));
+    assert_int_equal(run_cmd(NULL, "timeline --run-id +3"), EX_USAGE);
+    assert_true(err_has("--run-id: '+3' is not an integer"));
+    assert_int_equal(run_cmd(NULL, "timeline --run-id 0"), EX_USAGE);
+    assert_true(err_has("--run-id: '0' is out of range (run ids start at 1)"));
     assert_int_equal(run_cmd(NULL, "tradeoff --format gif"), EX_USAGE);
 
     snprintf(a, sizeof a, "report --db '%s'", path_in("missing.db"));

@@ -219,6 +219,32 @@ static void test_bad_input(void **state)
                 "--spec experiments/specs/demo.json --db %s/a.db -w 90000", tmp);
 }
 
+/* Integer options read what strtol reads: a leading space or '+' (" 1",
+ * "+1") passed, where the decimal options refuse a leading space. Now digits
+ * alone (tl_parse_int64), worded as the decimal options are. --seed, --jobs
+ * and --repetitions were read as decimals, so "1e1" passed for 10. */
+static void test_integer_options(void **state)
+{
+    expect_fail(EX_USAGE, "tally-sim info: --skip: ' 1' is not an integer", NULL, "info --skip ' 1' " INFER);
+    expect_fail(EX_USAGE, "tally-sim info: --skip: '+1' is not an integer", NULL, "info --skip +1 " INFER);
+    expect_fail(EX_USAGE, "tally-sim info: --skip: '1000001' is out of range (0 to 1000000)", NULL,
+                "info --skip 1000001 " INFER);
+    expect_fail(EX_USAGE, "tally-sim convert: --scale-grid: '+2' is not an integer", NULL,
+                "convert --scale-grid +2 " INFER " %s/c.json", tmp);
+    expect_fail(EX_USAGE, "tally-sim convert: --scale-grid: ' 2' is not an integer", NULL,
+                "convert --scale-grid ' 2' " INFER " %s/c.json", tmp);
+    expect_fail(EX_USAGE, "tally-sim convert: --scale-grid: '0' is out of range (1 to 1000000)", NULL,
+                "convert --scale-grid 0 " INFER " %s/c.json", tmp);
+    expect_fail(EX_USAGE, "tally-sim: --seed: '+1' is not an integer", NULL,
+                "--policy mps --db %s/a.db --seed +1" JOBS, tmp);
+    expect_fail(EX_USAGE, "tally-sim: --jobs: '1e1' is not an integer", NULL,
+                "--policy mps --db %s/a.db --jobs 1e1" JOBS, tmp);
+    expect_fail(EX_USAGE, "tally-sim: --repetitions: '1001' is out of range (1 to 1000)", NULL,
+                "--policy mps --db %s/a.db --repetitions 1001" JOBS, tmp);
+    char out[8192];
+    assert_int_equal(run_sim(out, sizeof out, "info --skip 1 " INFER), 0);
+}
+
 static char *dump(const char *db)
 {
     /* every row that must be identical between two runs of the same spec */
@@ -723,6 +749,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_version),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_integer_options),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_kill9_resume),
 #ifdef __linux__

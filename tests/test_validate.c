@@ -1157,6 +1157,17 @@ static void test_command(void **state)
         snprintf(want, sizeof want, "%s: '' is empty", empties[i]);
         assert_true(err_has(want));
     }
+    /* strtoll took a leading space or '+' (" 5", "+2"); digits alone now */
+    static const char *const ints[][2] = {
+        {"--seed ' 5'", "--seed: ' 5' is not an integer"},
+        {"--jobs +2", "--jobs: '+2' is not an integer"},
+        {"--jobs 0", "--jobs: '0' is out of range (1 to 100000)"},
+    };
+    for (int i = 0; i < 3; i++) {
+        snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' %s", db_path, db_path, ints[i][0]);
+        assert_int_equal(run_validate(a, NULL), EX_USAGE);
+        assert_true(err_has(ints[i][1]));
+    }
     snprintf(a, sizeof a, "--hw-db '%s' --sim-db '%s' --csv '%s'", db_path, db_path,
              path_in("cmd.csv"));
     assert_int_equal(run_validate(a, NULL), EX_OK);
