@@ -2073,6 +2073,36 @@ static void test_host_timeline_options(void **state)
     unsetenv("TALLY_TRACE_SYNC_RECORDS");
 }
 
+/* Integer options and their variables took what strtoll takes: a leading
+ * space or '+' (" 2", "+2"). Digits alone now, as in every command. */
+static void test_integer_options(void **state)
+{
+    (void)state;
+    int64_t n = 0;
+    int kind;
+    assert_int_equal(tt_parse_iter_sync("device:3", &n, &kind), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(kind, TT_SYNC_DEVICE);
+    static const char *const bad[] = {"device: 3", "+3", " 3", "stream:+1", "3 ", "0", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(tt_parse_iter_sync(bad[i], &n, &kind), -1);
+    tt_options o;
+    char msg[512];
+    setenv("TALLY_TRACE_RECORD_EVERY", "2", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_int_equal(o.record_every, 2);
+    setenv("TALLY_TRACE_RECORD_EVERY", " 2", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_TRACE_RECORD_EVERY=' 2' is not an integer"));
+    setenv("TALLY_TRACE_RECORD_EVERY", "+2", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_TRACE_RECORD_EVERY='+2' is not an integer"));
+    setenv("TALLY_TRACE_RECORD_EVERY", "0", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_TRACE_RECORD_EVERY='0' is out of range (expected an integer >= 1)"));
+    unsetenv("TALLY_TRACE_RECORD_EVERY");
+}
+
 /* ---- tests that need no GPU ---------------------------------------------- */
 
 static void test_usage(void **state)
@@ -2127,6 +2157,11 @@ static void test_usage(void **state)
         {tool, "--record-every", "5", "--", "/bin/true", NULL}, /* no boundaries seen live */
         {tool, "--record-every", "5", "--iteration-kernel", "k", "--", "/bin/true", NULL},
         {tool, "--record-every", "5", "--latency-sample", "5", "--iteration-sync", "1", NULL},
+        /* a leading space or '+' (strtoll took them) */
+        {tool, "--record-every", "+2", "--iteration-sync", "1", "--", "/bin/true", NULL},
+        {tool, "--stop-after-iterations", " 3", "--iteration-sync", "1", "--", "/bin/true", NULL},
+        {tool, "--buffer-size", " 8M", "--", "/bin/true", NULL},
+        {tool, "--buffer-size", "+8192", "--", "/bin/true", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = run(cases[i], out, err);
@@ -2735,6 +2770,7 @@ int main(void)
         cmocka_unit_test(test_lite_variants_on_captures),
         cmocka_unit_test(test_completion_capture_rebuilt),
         cmocka_unit_test(test_host_timeline_options),
+        cmocka_unit_test(test_integer_options),
         cmocka_unit_test(test_committed_lite_trace),
         cmocka_unit_test(test_gpu_every_field),
         cmocka_unit_test(test_gpu_completions),

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tally/common.h" /* tl_parse_int64: core/common.c is linked in (cuda.mk) */
 #include "tracer.h"
 
 static const struct {
@@ -55,11 +56,11 @@ static int env_int(const char *name, int64_t min, int64_t *out, char *msg, size_
     const char *v = getenv(name);
     if (!v || !*v)
         return 0;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || x < min) {
-        snprintf(msg, msg_len, "%s='%s': expected an integer >= %lld", name, v, (long long)min);
+    long long x;
+    int r = tl_parse_int64(v, min, INT64_MAX, &x);
+    if (r < 0) {
+        snprintf(msg, msg_len, "%s='%s' is %s (expected an integer >= %lld)", name, v,
+                 tl_parse_int64_what(r), (long long)min);
         return -1;
     }
     *out = x;
@@ -242,10 +243,8 @@ int tt_parse_iter_sync(const char *s, int64_t *n, int *kind)
         *kind = TT_SYNC_DEVICE, s += 7;
     else if (strncmp(s, "stream:", 7) == 0)
         *kind = TT_SYNC_STREAM, s += 7;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < 1)
+    long long v;
+    if (tl_parse_int64(s, 1, INT64_MAX, &v) < 0)
         return -1;
     *n = v;
     return 0;

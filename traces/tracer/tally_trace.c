@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tally/common.h" /* tl_parse_int64: core/common.c is linked in (cuda.mk) */
 #include "tracer.h"
 
 static const char usage_text[] =
@@ -170,13 +171,7 @@ static int usage_error(const char *fmt, const char *arg)
 
 static int parse_count(const char *s, long long min, long long *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < min)
-        return -1;
-    *out = v;
-    return 0;
+    return tl_parse_int64(s, min, LLONG_MAX, out);
 }
 
 static int parse_seconds(const char *s, double *out)
@@ -190,21 +185,23 @@ static int parse_seconds(const char *s, double *out)
     return 0;
 }
 
+/* Digits and an optional K, M or G (binary), up to 1 TiB. */
 static int parse_bytes(const char *s, long long *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || v <= 0)
+    size_t n = strlen(s);
+    char unit = n ? s[n - 1] : 0;
+    long long mul = unit == 'K' || unit == 'k'   ? 1LL << 10
+                    : unit == 'M' || unit == 'm' ? 1LL << 20
+                    : unit == 'G' || unit == 'g' ? 1LL << 30
+                                                 : 1;
+    n -= mul > 1;
+    char digits[32]; /* 2^40 has 13 digits: a longer number is no size here */
+    if (n >= sizeof digits)
         return -1;
-    long long mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1LL << 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1LL << 20, end++;
-    else if (*end == 'G' || *end == 'g')
-        mul = 1LL << 30, end++;
-    if (*end || v > (1LL << 40) / mul)
+    memcpy(digits, s, n);
+    digits[n] = 0;
+    long long v;
+    if (tl_parse_int64(digits, 1, (1LL << 40) / mul, &v) < 0)
         return -1;
     *out = v * mul;
     return 0;
