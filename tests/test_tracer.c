@@ -255,8 +255,8 @@ static void load_steps(const char *path, tl_trace *t, uint32_t n)
 
 /* Write store s as the lite tracer would at exit on an H100 (device
  * properties as the driver reports them), failing the test on an error. */
-static void write_lite_h100(const tt_store *s, const tt_lite_stats *st, const tt_options *o,
-                            bool latency_timestamps, const char *path)
+static int try_write_lite_h100(const tt_store *s, const tt_lite_stats *st, const tt_options *o,
+                               bool latency_timestamps, const char *path, char *msg, size_t len)
 {
     tt_device dev = {.ordinal = 0, .sms = 132, .max_threads_per_sm = 2048,
                      .max_threads_per_block = 1024, .max_blocks_per_sm = 32,
@@ -267,8 +267,14 @@ static void write_lite_h100(const tt_store *s, const tt_lite_stats *st, const tt
     tt_trace_meta m = {.pid = 4242, .opts = o, .devices = &dev, .n_devices = 1,
                        .window_stop_ts = UINT64_MAX, .window_stop_corr = UINT32_MAX,
                        .end_reason = "exit", .lite = st, .latency_timestamps = latency_timestamps};
+    return tt_write_trace(s, &m, path, msg, len);
+}
+
+static void write_lite_h100(const tt_store *s, const tt_lite_stats *st, const tt_options *o,
+                            bool latency_timestamps, const char *path)
+{
     char msg[512];
-    if (tt_write_trace(s, &m, path, msg, sizeof msg) < 0)
+    if (try_write_lite_h100(s, st, o, latency_timestamps, path, msg, sizeof msg) < 0)
         fail_msg("%s", msg);
 }
 
@@ -2103,6 +2109,35 @@ static void test_integer_options(void **state)
     unsetenv("TALLY_TRACE_RECORD_EVERY");
 }
 
+/* The library wrote into a folder that had to be there: -o runs/%p/t.json
+ * (tally-trace cannot make a folder named after a pid it does not know yet)
+ * or the library used without tally-trace failed at exit, the trace lost. It
+ * makes the folder now, and names the one it cannot make. */
+static void test_write_makes_folder(void **state)
+{
+    (void)state;
+    tt_store s;
+    tt_store_init(&s);
+    mk_step(&s, 0);
+    tt_lite_stats st;
+    assert_int_equal(tt_lite_reconstruct(&s, 4242, &st), 0);
+    tt_options o;
+    char msg[512], path[300];
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    path_in_tmp(path, sizeof path, "runs/4242/t.json");
+    write_lite_h100(&s, &st, &o, true, path);
+    json_decref(load_json(path));
+    path_in_tmp(path, sizeof path, "in-the-way");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    path_in_tmp(path, sizeof path, "in-the-way/4242/t.json");
+    assert_int_equal(try_write_lite_h100(&s, &st, &o, true, path, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "in-the-way/4242: cannot create folder"));
+    tt_lite_restore(&s, &st);
+    tt_store_free(&s);
+}
+
 /* ---- tests that need no GPU ---------------------------------------------- */
 
 static void test_usage(void **state)
@@ -2171,13 +2206,30 @@ static void test_usage(void **state)
     char *missing[] = {tool, "--", "/nonexistent/program", NULL};
     st = run(missing, out, err);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 127);
-    /* an output folder that cannot take the trace is said before the program runs */
-    char *nodir[] = {tool, "-o", "/nonexistent-folder/t-%p.json", "--", "/bin/true", NULL};
+    /* an output folder that cannot be made is said before the program runs */
+    char in_the_way[300], pat[400];
+    path_in_tmp(in_the_way, sizeof in_the_way, "usage-file");
+    FILE *f = fopen(in_the_way, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(pat, sizeof pat, "%s/sub/t-%%p.json", in_the_way);
+    char *nodir[] = {tool, "-o", pat, "--", "/bin/true", NULL};
     st = run(nodir, out, err);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 73);
     text = slurp(err);
-    assert_non_null(strstr(text, "cannot write in the folder /nonexistent-folder"));
+    assert_non_null(strstr(text, "usage-file/sub: cannot create folder"));
     free(text);
+    /* one that is missing is made, as far as it does not depend on the pid
+     * (the library makes runs/PID when it writes) */
+    char made[300];
+    path_in_tmp(made, sizeof made, "usage-new/runs");
+    snprintf(pat, sizeof pat, "%s/%%p/t.json", made);
+    char *newdir[] = {tool, "-o", pat, "--", "/bin/true", NULL};
+    st = run(newdir, out, err);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    struct stat sb;
+    assert_int_equal(stat(made, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
 
     /* what reaches the program's environment (the library reads it there):
      * --launch-times and its old spelling --queued-times, the last one
@@ -2771,6 +2823,7 @@ int main(void)
         cmocka_unit_test(test_completion_capture_rebuilt),
         cmocka_unit_test(test_host_timeline_options),
         cmocka_unit_test(test_integer_options),
+        cmocka_unit_test(test_write_makes_folder),
         cmocka_unit_test(test_committed_lite_trace),
         cmocka_unit_test(test_gpu_every_field),
         cmocka_unit_test(test_gpu_completions),

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tally/common.h" /* tl_parse_int64: core/common.c is linked in (cuda.mk) */
+#include "tally/common.h" /* tl_parse_int64, tl_mkdirs: core/common.c is linked in (cuda.mk) */
 #include "tracer.h"
 
 static const char usage_text[] =
@@ -39,7 +39,7 @@ static const char usage_text[] =
     "\n"
     "Output:\n"
     "  -o, --output PATH              file name pattern; %p = process id, %% = '%'\n"
-    "                                 (default tally-trace-%p.json)\n"
+    "                                 (default tally-trace-%p.json; folders made)\n"
     "      --gzip                     compress (adds .gz to PATH if missing)\n"
     "  -q, --quiet                    no messages from the tracer on stderr\n"
     "What to record:\n"
@@ -205,6 +205,27 @@ static int parse_bytes(const char *s, long long *out)
         return -1;
     *out = v * mul;
     return 0;
+}
+
+/* The output's folder as far as it does not depend on the pid: up to the
+ * last '/' before the names of two pids part (-o runs/%p/t.json: "runs"; no
+ * '/' there: "."). The library makes the rest when it writes. */
+static void fixed_folder(const char *output, int gzip, char *dir, size_t len)
+{
+    char a[8192], b[8192];
+    tt_expand_output(output, 1, gzip, a, sizeof a); /* main checked the length */
+    tt_expand_output(output, 2, gzip, b, sizeof b);
+    size_t n = 0;
+    while (a[n] && a[n] == b[n])
+        n++;
+    a[n] = 0;
+    char *slash = strrchr(a, '/');
+    if (!slash)
+        snprintf(dir, len, ".");
+    else if (slash == a)
+        snprintf(dir, len, "/");
+    else
+        snprintf(dir, len, "%.*s", (int)(slash - a), a);
 }
 
 /* The library: $TALLY_TRACE_LIB, else next to this executable (build dir),
@@ -443,20 +464,6 @@ int main(int argc, char **argv)
     char probe[8192];
     if (tt_expand_output(output, 1, gzip, probe, sizeof probe) < 0)
         return usage_error("--output: path too long%s", "");
-    /* The trace is written when the program ends, maybe hours from now: a
-     * folder that is not there or not writable must be said now. */
-    char dir[8192];
-    snprintf(dir, sizeof dir, "%s", probe);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    if (access(dir, W_OK | X_OK) != 0) {
-        fprintf(stderr, "tally-trace: --output %s: cannot write in the folder %s: %s\n", output, dir,
-                strerror(errno));
-        return EX_CANTCREAT;
-    }
 
     char lib[PATH_MAX], cupti[PATH_MAX], err[PATH_MAX + 512];
     if (find_library(lib, sizeof lib) < 0) {
@@ -467,6 +474,22 @@ int main(int argc, char **argv)
     if (find_cupti(lib, cupti, sizeof cupti, err, sizeof err) < 0) {
         fprintf(stderr, "tally-trace: cannot load the tracer library: %s\n", err);
         return EX_UNAVAILABLE;
+    }
+
+    /* The trace is written when the program ends, maybe hours from now: a
+     * folder that cannot be made or written in must be said now (made here,
+     * once the run can start, not before). */
+    char dir[8192];
+    fixed_folder(output, gzip, dir, sizeof dir);
+    tl_err merr = {0};
+    if (tl_mkdirs(dir, &merr) < 0) {
+        fprintf(stderr, "tally-trace: --output %s: %s\n", output, merr.msg);
+        return EX_CANTCREAT;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "tally-trace: --output %s: cannot write in the folder %s: %s\n", output, dir,
+                strerror(errno));
+        return EX_CANTCREAT;
     }
 
     set_env("CUDA_INJECTION64_PATH", lib);

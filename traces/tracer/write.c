@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tally/common.h" /* tl_mkdirs_for: core/common.c is linked in (cuda.mk) */
 #include "tracer.h"
 
 /* ---- output sink: plain fd or zlib gz stream ---- */
@@ -514,6 +515,14 @@ static void put_marker(emit *e, const char *name, const char *domain, uint64_t s
 int tt_write_trace(const tt_store *s, const tt_trace_meta *m, const char *path, char *msg,
                    size_t msg_len)
 {
+    /* Its folder, made if missing, as every output of the project: tally-trace
+     * made what does not depend on the pid (-o runs/%p/t.json: runs), and the
+     * library may be used without tally-trace. */
+    tl_err derr = {0};
+    if (tl_mkdirs_for(path, &derr) < 0) {
+        snprintf(msg, msg_len, "%s", derr.msg);
+        return -1;
+    }
     /* Select and order the records; join syncs and event records to calls. */
     size_t *idx = malloc((s->n ? s->n : 1) * sizeof *idx);
     corr_map joins = {0};
