@@ -945,8 +945,20 @@ tl_ns tl_run_drain_ns(tl_ns window_end)
     return drain > TL_RUN_DRAIN_MIN_NS ? drain : TL_RUN_DRAIN_MIN_NS;
 }
 
+static size_t live_work(const job_rt *j)
+{
+    size_t live = j->q_len;
+    for (uint32_t s = 0; s < MAX_INFLIGHT; s++)
+        live += j->slots[s].in_use;
+    return live;
+}
+
 /* After tl_dev_run: did a job's queue pass TL_RUN_MAX_WAITING, or is work
- * left at the drain's limit? Either means an offered load the GPU cannot serve. */
+ * left at the drain's limit? An open-loop inference job's requests arrive at
+ * their rate whatever the GPU serves: an offered load it cannot serve, named
+ * first, as it may be what held the others back. A training job (or a
+ * closed-loop one) offers no load and starts nothing after the window: what it
+ * has left is an iteration (request) that outlasts the drain. */
 static int check_overload(const tl_runtime *rt, tl_err *err)
 {
     const char *policy = rt->cfg->policy->name;
@@ -956,20 +968,32 @@ static int check_overload(const tl_runtime *rt, tl_err *err)
                        "exceeds what the GPU serves; lower the job's rate or load",
                        policy, job_name(rt, rt->overloaded_job), TL_RUN_MAX_WAITING,
                        (double)rt->overloaded_at / 1e9);
+    double after_s = (double)(tl_dev_now(rt->dev) - rt->window_end) / 1e9;
+    int limit_s = (int)(TL_RUN_DRAIN_MIN_NS / TL_NS_PER_S);
     for (int i = 0; i < rt->n_jobs; i++) {
-        const job_rt *j = &rt->jrt[i];
-        size_t live = j->q_len;
-        for (uint32_t s = 0; s < MAX_INFLIGHT; s++)
-            live += j->slots[s].in_use;
-        if (live)
+        const tl_job_spec *js = rt->jrt[i].spec;
+        size_t live = live_work(&rt->jrt[i]);
+        if (live && js->role == TL_ROLE_INFERENCE && js->arrival != TL_ARRIVAL_CLOSED)
             return tl_errf(err, TL_ERANGE,
                            "policy %s: job %s: %zu requests unfinished %.1f s after the window ended "
                            "(the drain's limit: %dx warm-up plus window, at least %d s): the offered "
                            "load far exceeds what the GPU serves; lower the job's rate or load, or "
                            "shorten the run",
-                           policy, job_name(rt, i), live,
-                           (double)(tl_dev_now(rt->dev) - rt->window_end) / 1e9, TL_RUN_DRAIN_FACTOR,
-                           (int)(TL_RUN_DRAIN_MIN_NS / TL_NS_PER_S));
+                           policy, job_name(rt, i), live, after_s, TL_RUN_DRAIN_FACTOR, limit_s);
+    }
+    for (int i = 0; i < rt->n_jobs; i++) {
+        bool training = rt->jrt[i].spec->role == TL_ROLE_TRAINING;
+        const char *what = training ? "training iteration" : "request";
+        size_t live = live_work(&rt->jrt[i]);
+        if (live)
+            return tl_errf(err, TL_ERANGE,
+                           "policy %s: job %s: %zu %s%s unfinished %.1f s after the window ended "
+                           "(the drain's limit: %dx warm-up plus window, at least %d s): the %s job "
+                           "had not finished its %ss by the drain's limit, and starts none after the "
+                           "window: one lasts longer than the run waits; check the trace's times, "
+                           "or lengthen the run",
+                           policy, job_name(rt, i), live, what, live == 1 ? "" : "s", after_s,
+                           TL_RUN_DRAIN_FACTOR, limit_s, training ? "training" : "closed-loop", what);
     }
     return 0;
 }

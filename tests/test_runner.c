@@ -435,11 +435,40 @@ static void test_overload_refused(void **state)
 
     assert_int_equal(overload_run(10000, 10 * 1000 * US, 1 * US, &res, &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "job flood: 3999 requests unfinished 60.0 s after the window ended"));
+    assert_non_null(strstr(err.msg, "the offered load far exceeds what the GPU serves"));
     assert_int_equal(res.n_recs, 0); /* the failed run's result is released */
 
     memset(&err, 0, sizeof err);
     assert_int_equal(overload_run(1100000, 100 * US, 5, &res, &err), TL_ERANGE);
     assert_non_null(strstr(err.msg, "job flood: over 1048576 requests waiting"));
+}
+
+/* A training job left at the drain's limit offers no load: it was told "the
+ * offered load far exceeds what the GPU serves; lower the job's rate or load",
+ * which it has none of. One iteration of a 70 s kernel in a 10 ms window is
+ * still running when the drain stops at 60 s; the message says so. */
+static void test_training_past_drain(void **state)
+{
+    (void)state;
+    tl_op ops[] = { kernel(0, 0, 0, 70 * TL_NS_PER_S), sync_op(TL_SYNC_DEVICE, 0, -1, 0, 0) };
+    tl_trace t;
+    tl_iteration it;
+    make_trace(&t, &it, ops, 2, 0);
+    tl_job_spec job = { .name = "train", .trace = &t, .role = TL_ROLE_TRAINING };
+    tl_gpu_props gpu = { .name = "test", .sms = 1 };
+    tl_device dev;
+    tl_fake_device_open(&dev, &gpu);
+    tl_run_config cfg = { .jobs = &job, .n_jobs = 1, .policy = &plain_ops,
+                          .duration_ns = 10 * 1000 * US, .warmup_ns = 0, .seed = 1 };
+    tl_run_result res;
+    tl_err err = { 0 };
+    assert_int_equal(tl_run(&cfg, &dev, &res, &err), TL_ERANGE);
+    tl_dev_close(&dev);
+    assert_non_null(strstr(err.msg, "job train: 1 training iteration unfinished 60.0 s after the "
+                                    "window ended"));
+    assert_non_null(strstr(err.msg, "the training job had not finished its training iterations "
+                                    "by the drain's limit"));
+    assert_null(strstr(err.msg, "offered load"));
 }
 
 /* The runner calls the device's begin hook once, after the policy's setup
@@ -523,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_deterministic_poisson),
         cmocka_unit_test(test_tiny_rate_no_arrivals),
         cmocka_unit_test(test_overload_refused),
+        cmocka_unit_test(test_training_past_drain),
         cmocka_unit_test(test_begin_after_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
