@@ -2107,6 +2107,17 @@ static void test_integer_options(void **state)
     assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, "TALLY_TRACE_RECORD_EVERY='0' is out of range (expected an integer >= 1)"));
     unsetenv("TALLY_TRACE_RECORD_EVERY");
+    /* seconds: decimals as every option reads them; strtod took space, hex, inf */
+    setenv("TALLY_TRACE_STOP_SECONDS", "2.5", 1);
+    assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), 0);
+    assert_true(o.stop_seconds == 2.5);
+    static const char *const bad_s[] = {" 2", "0x2", "inf", "nan", "-1", "2s"};
+    for (size_t i = 0; i < sizeof bad_s / sizeof bad_s[0]; i++) {
+        setenv("TALLY_TRACE_STOP_SECONDS", bad_s[i], 1);
+        assert_int_equal(tt_options_from_env(&o, msg, sizeof msg), -1);
+        assert_non_null(strstr(msg, "TALLY_TRACE_STOP_SECONDS"));
+    }
+    unsetenv("TALLY_TRACE_STOP_SECONDS");
 }
 
 /* The library wrote into a folder that had to be there: -o runs/%p/t.json
@@ -2197,6 +2208,10 @@ static void test_usage(void **state)
         {tool, "--stop-after-iterations", " 3", "--iteration-sync", "1", "--", "/bin/true", NULL},
         {tool, "--buffer-size", " 8M", "--", "/bin/true", NULL},
         {tool, "--buffer-size", "+8192", "--", "/bin/true", NULL},
+        /* seconds as every decimal option reads them (strtod took these) */
+        {tool, "--start-after-seconds", " 1", "--", "/bin/true", NULL},
+        {tool, "--stop-after-seconds", "0x10", "--", "/bin/true", NULL},
+        {tool, "--stop-after-seconds", "inf", "--", "/bin/true", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = run(cases[i], out, err);

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "tally/common.h" /* tl_parse_int64: core/common.c is linked in (cuda.mk) */
 
 /* tracer.h mirrors these CUPTI values so that write.c and lite.c build
  * without CUPTI's headers. */
@@ -168,7 +169,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     char pattern[4200];
     snprintf(pattern, sizeof pattern, "%s", tt_state.opts.output);
     const char *root = getenv("TALLY_TRACE_ROOT_PID");
-    if (!strstr(pattern, "%p") && root && atoi(root) != tt_state.pid) {
+    long long root_pid = -1; /* unset or not a pid: this process is not tally-trace's */
+    if (root)
+        tl_parse_int64(root, 1, INT_MAX, &root_pid);
+    if (!strstr(pattern, "%p") && root && root_pid != tt_state.pid) {
         char *dot = strstr(pattern, ".json");
         char tail[4200];
         snprintf(tail, sizeof tail, "%s", dot ? dot : "");

@@ -72,10 +72,8 @@ static int env_double(const char *name, double *out, char *msg, size_t msg_len)
     const char *v = getenv(name);
     if (!v || !*v)
         return 0;
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || *end || !(x >= 0)) {
+    double x;
+    if (tl_parse_decimal(v, &x) < 0 || !(x >= 0)) {
         snprintf(msg, msg_len, "%s='%s': expected a number of seconds >= 0", name, v);
         return -1;
     }

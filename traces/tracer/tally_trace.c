@@ -176,10 +176,8 @@ static int parse_count(const char *s, long long min, long long *out)
 
 static int parse_seconds(const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0) || v > 1e9)
+    double v;
+    if (tl_parse_decimal(s, &v) < 0 || !(v >= 0) || v > 1e9)
         return -1;
     *out = v;
     return 0;
