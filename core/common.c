@@ -192,7 +192,11 @@ int tl_mkdirs(const char *dir, tl_err *err)
 {
     if (!dir || !*dir)
         return 0;
-    char *p = tl_xstrdup(dir);
+    /* not tl_xstrdup: the tracer's library calls this inside the traced
+     * program, which must not be ended for want of a few bytes */
+    char *p = strdup(dir);
+    if (!p)
+        return tl_errf(err, TL_ENOMEM, "%s: out of memory", dir);
     for (char *s = p + 1;; s++) {
         if (*s == '/' || *s == '\0') {
             char c = *s;
@@ -220,7 +224,9 @@ int tl_mkdirs_for(const char *path, tl_err *err)
     const char *slash = path ? strrchr(path, '/') : NULL;
     if (!slash || slash == path)
         return 0;
-    char *dir = tl_xstrdup(path);
+    char *dir = strdup(path); /* as in tl_mkdirs */
+    if (!dir)
+        return tl_errf(err, TL_ENOMEM, "%s: out of memory", path);
     dir[slash - path] = '\0';
     int rc = tl_mkdirs(dir, err);
     free(dir);

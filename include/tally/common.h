@@ -86,7 +86,8 @@ int tl_parse_int64(const char *s, long long min, long long max, long long *out);
  * integer" (the words every integer option's message uses). */
 const char *tl_parse_int64_what(int r);
 /* Create a folder and its missing parents (mkdir -p). NULL or "": nothing to do.
- * TL_EIO naming the folder when one cannot be made or the name is not a folder. */
+ * TL_EIO naming the folder when one cannot be made or the name is not a folder;
+ * TL_ENOMEM, never an exit (the tracer calls it inside the traced program). */
 int tl_mkdirs(const char *dir, tl_err *err);
 /* The same for the folder a file named path would be in (nothing for a bare name). */
 int tl_mkdirs_for(const char *path, tl_err *err);
