@@ -253,6 +253,45 @@ static void test_read_file_gzip(void **state)
     free(buf);
 }
 
+/* A trace's digest is of its decoded bytes (zlib's CRC-32 and the count):
+ * gzipped at another level it is the same trace, one byte changed another. */
+static void test_trace_digest(void **state)
+{
+    (void)state;
+    size_t n;
+    char *text = slurp("tests/data/kineto_small.json", &n);
+    tl_trace plain, gz;
+    load_ok(&plain, "tests/data/kineto_small.json", NULL);
+    assert_int_equal(plain.digest.bytes, n);
+    assert_int_equal(plain.digest.crc, (uint32_t)crc32(0, (const Bytef *)text, (uInt)n));
+    const char *levels[] = { "wb1", "wb9" };
+    for (int i = 0; i < 2; i++) {
+        gzFile g = gzopen(tmp_path("digest.json.gz"), levels[i]);
+        assert_non_null(g);
+        assert_int_equal(gzwrite(g, text, (unsigned)n), (int)n);
+        gzclose(g);
+        load_ok(&gz, tmp_path("digest.json.gz"), NULL);
+        assert_int_equal(gz.digest.crc, plain.digest.crc);
+        assert_int_equal(gz.digest.bytes, plain.digest.bytes);
+        tl_trace_close(&gz);
+    }
+    /* the last newline a space: the same timeline, other bytes */
+    assert_int_equal(text[n - 1], '\n');
+    text[n - 1] = ' ';
+    write_gz(tmp_path("digest.json.gz"), text, n);
+    load_ok(&gz, tmp_path("digest.json.gz"), NULL);
+    assert_int_equal(gz.digest.bytes, n);
+    assert_int_not_equal(gz.digest.crc, plain.digest.crc);
+    char a[TL_DIGEST_TEXT], b[TL_DIGEST_TEXT];
+    tl_digest_text(&plain.digest, a);
+    tl_digest_text(&gz.digest, b);
+    assert_string_not_equal(a, b);
+    assert_int_equal(strncmp(a, "crc32:", 6), 0);
+    tl_trace_close(&gz);
+    tl_trace_close(&plain);
+    free(text);
+}
+
 static void test_truncated_gzip(void **state)
 {
     (void)state;
@@ -1784,6 +1823,7 @@ int main(void)
         cmocka_unit_test(test_parse_int64),
         cmocka_unit_test(test_rng),
         cmocka_unit_test(test_read_file_gzip),
+        cmocka_unit_test(test_trace_digest),
         cmocka_unit_test(test_truncated_gzip),
         cmocka_unit_test(test_missing_and_empty_file),
         cmocka_unit_test(test_kineto_definitions),

@@ -149,9 +149,26 @@ int tl_trace_check(const tl_trace *t, int skip, tl_err *err)
     return 0;
 }
 
-/* Every loader ends here: the common checks, then the kernel kinds. */
-static int finish_load(tl_trace *t, int r, const tl_trace_options *opts, tl_err *err)
+/* Every loader starts here: the file's bytes (gunzipped) and their digest,
+ * taken before a reader can touch them. */
+static int read_trace(const char *path, char **buf, size_t *len, tl_digest *d, tl_err *err)
 {
+    int r = tl_read_file(path, buf, len, err);
+    if (r == 0) {
+        tl_digest_init(d);
+        tl_digest_add(d, *buf, *len);
+    }
+    return r;
+}
+
+/* Every loader ends here: the buffer freed, the digest kept, the common
+ * checks, then the kernel kinds. */
+static int finish_load(tl_trace *t, int r, char *buf, const tl_digest *d,
+                       const tl_trace_options *opts, tl_err *err)
+{
+    free(buf);
+    if (r == 0)
+        t->digest = *d;
     if (r == 0 && (r = tl_trace_check(t, opts ? opts->skip_iterations : 0, err)) < 0)
         tl_trace_close(t);
     if (r == 0)
@@ -163,7 +180,8 @@ int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, t
 {
     char *buf;
     size_t len;
-    int r = tl_read_file(path, &buf, &len, err);
+    tl_digest d;
+    int r = read_trace(path, &buf, &len, &d, err);
     if (r < 0)
         return r;
     if (len == 0)
@@ -174,47 +192,46 @@ int tl_trace_load(tl_trace *t, const char *path, const tl_trace_options *opts, t
         r = tl_tally_from_buffer(t, path, buf, len, opts, err);
     else
         r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
-    free(buf);
-    return finish_load(t, r, opts, err);
+    return finish_load(t, r, buf, &d, opts, err);
 }
 
 int tl_trace_load_kineto(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
 {
     char *buf;
     size_t len;
-    int r = tl_read_file(path, &buf, &len, err);
+    tl_digest d;
+    int r = read_trace(path, &buf, &len, &d, err);
     if (r < 0)
         return r;
     r = tl_kineto_from_buffer(t, path, buf, len, opts, err);
-    free(buf);
-    return finish_load(t, r, opts, err);
+    return finish_load(t, r, buf, &d, opts, err);
 }
 
 int tl_trace_load_nsys(tl_trace *t, const char *path, const tl_trace_options *opts, tl_err *err)
 {
     char *buf;
     size_t len;
-    int r = tl_read_file(path, &buf, &len, err);
+    tl_digest d;
+    int r = read_trace(path, &buf, &len, &d, err);
     if (r < 0)
         return r;
     if (!is_sqlite(buf, len))
         r = tl_errf(err, TL_EFORMAT, "%s: not an SQLite database (Nsight Systems export)", path);
     else
         r = tl_nsys_from_buffer(t, path, buf, len, opts, err);
-    free(buf);
-    return finish_load(t, r, opts, err);
+    return finish_load(t, r, buf, &d, opts, err);
 }
 
 int tl_trace_load_tally(tl_trace *t, const char *path, tl_err *err)
 {
     char *buf;
     size_t len;
-    int r = tl_read_file(path, &buf, &len, err);
+    tl_digest d;
+    int r = read_trace(path, &buf, &len, &d, err);
     if (r < 0)
         return r;
     r = tl_tally_from_buffer(t, path, buf, len, NULL, err);
-    free(buf);
-    return finish_load(t, r, NULL, err);
+    return finish_load(t, r, buf, &d, NULL, err);
 }
 
 const char *tl_trace_op_name(const tl_trace *t, const tl_op *op)

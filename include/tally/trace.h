@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "tally/common.h"
+#include "tally/digest.h"
 #include "tally/gpu.h"
 
 #define TL_TRACE_FORMAT_VERSION 1
@@ -150,6 +151,9 @@ typedef struct tl_trace {
                                 waits (traces/FORMAT.md, "Inferred dependencies") */
     uint32_t n_untraced;     /* TL_OP_UNTRACED ops: stretches of CUDA graph launches the
                                 trace has no record for (same section) */
+    tl_digest digest;        /* of the bytes read (after gunzip), set by the tl_trace_load*
+                                functions: a sweep records it with each run and will not
+                                reuse runs of a trace that has changed since */
 } tl_trace;
 
 /* How to split a trace without markers. */
