@@ -19,7 +19,7 @@ static const char schema_sql[] =
     "  experiment TEXT, kind TEXT NOT NULL, policy TEXT NOT NULL, policy_params TEXT,\n"
     "  gpu TEXT, driver TEXT, clocks TEXT, seed INTEGER, repetition INTEGER, load REAL,\n"
     "  duration_ns INTEGER, warmup_ns INTEGER, config TEXT, status TEXT, wall_s REAL,\n"
-    "  events INTEGER, created TEXT);\n"
+    "  events INTEGER, created TEXT, inputs TEXT);\n"
     "CREATE TABLE IF NOT EXISTS jobs(run_id INTEGER NOT NULL, job_id INTEGER NOT NULL, name TEXT,\n"
     "  trace TEXT, role TEXT, priority INTEGER, arrival TEXT, rate REAL, slo_ns INTEGER,\n"
     "  alone_run_id INTEGER, PRIMARY KEY(run_id, job_id));\n"
@@ -51,7 +51,9 @@ static int db_err(tl_results *r, tl_err *err, const char *what)
 
 /* The tables of the schema above with every column, for the checks made before
  * anything is written. A table may be absent from an existing database of
- * this version (created on open); one that is there must have these columns. */
+ * this version (created on open); one that is there must have these columns.
+ * Not runs.inputs: it came later, and a database without it is read as it
+ * is, and gets it when opened for writing (add_inputs). */
 enum { T_META, T_RUNS, T_JOBS, T_REQUESTS, T_ITERATIONS, T_METRICS, T_KERNELS, T_COUNT };
 static const struct {
     const char *name, *columns;
@@ -167,6 +169,29 @@ static int check_schema(sqlite3 *db, const char *schema, const char *path, int i
         sqlite3_finalize(st);
     }
     return 0;
+}
+
+/* Has schema.table a column of this name? */
+static bool has_column(sqlite3 *db, const char *schema, const char *table, const char *column)
+{
+    char sql[160];
+    sqlite3_stmt *st;
+    snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\".%s LIMIT 0", column, schema, table);
+    bool ok = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
+    sqlite3_finalize(st);
+    return ok;
+}
+
+/* runs.inputs (the digests of the files a run read, include/tally/digest.h)
+ * in a database made before it: a nullable column at the end, where a new
+ * database has it. Nothing else changes, so older Tally builds (whose
+ * inserts name their columns) still write and read the file; their runs have
+ * no digests, and a resume takes them as it did. */
+static int add_inputs(sqlite3 *db, char **msg)
+{
+    if (has_column(db, "main", "runs", "inputs"))
+        return SQLITE_OK;
+    return sqlite3_exec(db, "ALTER TABLE runs ADD COLUMN inputs TEXT", NULL, NULL, msg);
 }
 
 /* An empty name is a private temporary database to SQLite, ":memory:" one in
@@ -292,7 +317,8 @@ int tl_results_open(tl_results *r, const char *path, tl_err *err)
                      msg ? msg : sqlite3_errmsg(r->db));
     else if (rc == 0) {
         rc = check_schema(r->db, "main", path, TL_EDB, &n_objects, &present, err);
-        if (rc == 0 && sqlite3_exec(r->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK)
+        if (rc == 0 && (sqlite3_exec(r->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK ||
+                        add_inputs(r->db, &msg) != SQLITE_OK))
             rc = tl_errf(err, TL_EDB, "%s: cannot create the results schema: %s", path,
                          msg ? msg : "?");
         if (rc == 0 && sqlite3_exec(r->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
@@ -403,6 +429,24 @@ int tl_results_has_run(tl_results *r, const char *run_key, long long *run_id, tl
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return db_err(r, err, "query runs");
     return found;
+}
+
+int tl_results_run_inputs(tl_results *r, const char *run_key, char **inputs, tl_err *err)
+{
+    *inputs = NULL;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT inputs FROM runs WHERE run_key=?1 AND status='done'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_err(r, err, "query runs");
+    sqlite3_bind_text(st, 1, run_key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    const char *v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (v)
+        *inputs = tl_xstrdup(v);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_err(r, err, "query runs");
+    return rc == SQLITE_ROW;
 }
 
 int tl_results_begin(tl_results *r, tl_err *err)
@@ -633,8 +677,8 @@ int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run
     if (sqlite3_prepare_v2(r->db,
                            "INSERT INTO runs(run_key, experiment, kind, policy, policy_params, gpu, "
                            "driver, clocks, seed, repetition, load, duration_ns, warmup_ns, config, "
-                           "status, wall_s, events, created) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,"
-                           "?11,?12,?13,?14,'done',?15,?16,?17)",
+                           "status, wall_s, events, created, inputs) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,"
+                           "?9,?10,?11,?12,?13,?14,'done',?15,?16,?17,?18)",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = db_err(r, err, "prepare run insert");
         tl_results_rollback(r);
@@ -660,6 +704,7 @@ int tl_results_write_run(tl_results *r, const tl_run_record *rec, long long *run
     sqlite3_bind_double(st, 15, rec->wall_s);
     sqlite3_bind_int64(st, 16, (sqlite3_int64)rec->events);
     sqlite3_bind_text(st, 17, created, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 18, rec->inputs, -1, SQLITE_STATIC); /* NULL: none */
     int s = sqlite3_step(st);
     sqlite3_finalize(st);
     if (s != SQLITE_DONE) {
@@ -773,14 +818,19 @@ int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err)
     rc = check_schema(r->db, "src", shard, TL_EIO, &n_objects, &seen, err);
     if (rc == 0 && seen != present)
         rc = tl_errf(err, TL_EIO, "%s: the shard changed while it was being merged", shard);
-    static const char sql[] =
+    /* runs.inputs: NULL for the runs of a shard made before it. */
+    static const char runs_sql[] =
         "CREATE TEMP TABLE newruns AS SELECT run_id AS old_id, run_key FROM src.runs "
         "  WHERE status='done' AND run_key NOT IN (SELECT run_key FROM main.runs);"
         "INSERT INTO main.runs(run_key, experiment, kind, policy, policy_params, gpu, driver, clocks,"
-        "  seed, repetition, load, duration_ns, warmup_ns, config, status, wall_s, events, created)"
-        "  SELECT run_key, experiment, kind, policy, policy_params, gpu, driver, clocks, seed,"
-        "  repetition, load, duration_ns, warmup_ns, config, status, wall_s, events, created"
-        "  FROM src.runs WHERE run_id IN (SELECT old_id FROM newruns) ORDER BY run_id;"
+        "  seed, repetition, load, duration_ns, warmup_ns, config, status, wall_s, events, created,"
+        "  inputs) SELECT run_key, experiment, kind, policy, policy_params, gpu, driver, clocks, seed,"
+        "  repetition, load, duration_ns, warmup_ns, config, status, wall_s, events, created, %s"
+        "  FROM src.runs WHERE run_id IN (SELECT old_id FROM newruns) ORDER BY run_id;";
+    char runs_copy[sizeof runs_sql + 16];
+    snprintf(runs_copy, sizeof runs_copy, runs_sql,
+             rc == 0 && has_column(r->db, "src", "runs", "inputs") ? "inputs" : "NULL");
+    static const char sql[] =
         "CREATE TEMP TABLE idmap AS SELECT n.old_id, m.run_id AS new_id FROM newruns n"
         "  JOIN main.runs m ON m.run_key = n.run_key;"
         "CREATE TEMP TABLE keymap AS SELECT s.run_id AS old_id, m.run_id AS new_id FROM src.runs s"
@@ -804,7 +854,8 @@ int tl_results_merge(tl_results *r, const char *shard, int *merged, tl_err *err)
         rc = tl_results_begin(r, err);
     if (rc == 0) {
         char *msg = NULL;
-        if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK ||
+        if (sqlite3_exec(r->db, runs_copy, NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK ||
             ((present & (1u << T_ITERATIONS)) &&
              sqlite3_exec(r->db, iterations_sql, NULL, NULL, &msg) != SQLITE_OK) ||
             ((present & (1u << T_KERNELS)) &&

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "tally/digest.h"
 #include "tally/metrics.h"
 #include "tally/results.h"
 #include "tally/spec.h"
@@ -45,7 +46,9 @@ static long long count(tl_results *r, const char *sql)
     return n;
 }
 
-static void write_one(tl_results *r, const char *key, bool replace, int n_reqs, int expect)
+/* A run of one inference job, with runs.inputs (NULL: none). */
+static void write_inputs(tl_results *r, const char *key, bool replace, int n_reqs, int expect,
+                         const char *inputs)
 {
     tl_job_conf job = { .name = "bert", .trace_path = "t.json", .role = TL_ROLE_INFERENCE,
                         .arrival = TL_ARRIVAL_POISSON_RATE, .rate = 10, .slo_ns = 5000000 };
@@ -63,12 +66,18 @@ static void write_one(tl_results *r, const char *key, bool replace, int n_reqs, 
                           .policy_params = "{}", .gpu = "H100", .seed = 1, .load = 0.5,
                           .duration_ns = 1000000000, .config = "{}", .n_jobs = 1, .jobs = &job,
                           .alone_run_ids = &alone, .result = &res, .metrics = &m,
-                          .system_throughput = 1.0, .system_util = 0.5, .replace = replace };
+                          .system_throughput = 1.0, .system_util = 0.5, .replace = replace,
+                          .inputs = inputs };
     tl_err err = { 0 };
     long long id = 0;
     assert_int_equal(tl_results_write_run(r, &rec, &id, &err), expect);
     if (expect == 0)
         assert_true(id > 0);
+}
+
+static void write_one(tl_results *r, const char *key, bool replace, int n_reqs, int expect)
+{
+    write_inputs(r, key, replace, n_reqs, expect, NULL);
 }
 
 static void test_write_and_find(void **state)
@@ -390,6 +399,119 @@ static void test_damaged_database(void **state)
     remove_db(bad);
 }
 
+/* runs.inputs of key: its text, "NULL" for none, "absent" for no such run. */
+static char *inputs_of(tl_results *r, const char *key)
+{
+    char *v;
+    tl_err err = { 0 };
+    int have = tl_results_run_inputs(r, key, &v, &err);
+    assert_true(have >= 0);
+    return have ? (v ? v : strdup("NULL")) : strdup("absent");
+}
+
+static void assert_inputs(tl_results *r, const char *key, const char *want)
+{
+    char *v = inputs_of(r, key);
+    assert_string_equal(v, want);
+    free(v);
+}
+
+/* runs.inputs (the digests of a run's files) came after schema version 1's
+ * first databases: one made before it is read as it is (checked, merged:
+ * its runs have none), and gets the column when opened for writing, its runs
+ * kept. A shard with digests merges them. */
+static void test_inputs_column(void **state)
+{
+    char old[96], shard[96];
+    snprintf(old, sizeof old, "%s.old", path);
+    snprintf(shard, sizeof shard, "%s.new", path);
+    remove_db(old);
+    remove_db(shard);
+    /* the schema as it was: runs without inputs */
+    const char *full = tl_results_schema_sql(), *col = strstr(full, ", inputs TEXT");
+    assert_non_null(col);
+    char *before = strdup(full);
+    memmove(before + (col - full), col + strlen(", inputs TEXT"), strlen(col + strlen(", inputs TEXT")) + 1);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, before, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO runs(run_key, kind, policy, status) "
+                                      "VALUES('old', 'sim', 'mps', 'done');"
+                                      "INSERT INTO jobs(run_id, job_id) VALUES(1, 0);",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    free(before);
+    size_t n0, n1;
+    char *bytes = slurp(old, &n0);
+    tl_results r;
+    tl_err err = { 0 };
+    assert_int_equal(tl_results_check(old, &err), 0);
+    /* a shard of runs with digests */
+    assert_int_equal(tl_results_open(&r, shard, &err), 0);
+    write_inputs(&r, "new", false, 1, 0, "[{\"trace\":\"crc32:00000001:5\"}]");
+    tl_results_close(&r);
+    /* both merged: the old one's run has none */
+    assert_int_equal(tl_results_open(&r, path, &err), 0);
+    int n = -1;
+    assert_int_equal(tl_results_merge(&r, old, &n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(tl_results_merge(&r, shard, &n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_inputs(&r, "old", "NULL");
+    assert_inputs(&r, "new", "[{\"trace\":\"crc32:00000001:5\"}]");
+    assert_inputs(&r, "none", "absent");
+    tl_results_close(&r);
+    char *after = slurp(old, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(bytes, after, n0); /* read, never written */
+    free(after);
+    free(bytes);
+    /* opened for writing: the column added, the run kept without digests */
+    assert_int_equal(tl_results_open(&r, old, &err), 0);
+    assert_inputs(&r, "old", "NULL");
+    write_inputs(&r, "next", false, 1, 0, "[]");
+    assert_inputs(&r, "next", "[]");
+    assert_int_equal(count(&r, "SELECT count(*) FROM runs"), 2);
+    tl_results_close(&r);
+    assert_int_equal(tl_results_check(old, &err), 0);
+    remove_db(old);
+    remove_db(shard);
+}
+
+/* The record of a run's digests, and its comparison with the files now. */
+static void test_inputs_record(void **state)
+{
+    tl_digest t = { 0x1234abcd, 42 }, a = { 7, 3 }, t2 = { 0x1234abcd, 43 };
+    tl_job_inputs now[2] = { { &t, NULL }, { &t, &a } };
+    char *rec = tl_inputs_record(now, 2);
+    assert_string_equal(rec, "[{\"trace\":\"crc32:1234abcd:42\"},"
+                             "{\"arrivals\":\"crc32:00000007:3\",\"trace\":\"crc32:1234abcd:42\"}]");
+    int job = -1;
+    bool arrivals = true;
+    char was[TL_DIGEST_TEXT] = "";
+    assert_int_equal(tl_inputs_compare(rec, now, 2, &job, &arrivals, was), TL_INPUTS_SAME);
+    /* the second job's trace: one byte longer */
+    now[1].trace = &t2;
+    assert_int_equal(tl_inputs_compare(rec, now, 2, &job, &arrivals, was), TL_INPUTS_CHANGED);
+    assert_int_equal(job, 1);
+    assert_false(arrivals);
+    assert_string_equal(was, "crc32:1234abcd:42");
+    /* its arrival file */
+    now[1].trace = &t;
+    tl_digest a2 = { 8, 3 };
+    now[1].arrivals = &a2;
+    assert_int_equal(tl_inputs_compare(rec, now, 2, &job, &arrivals, was), TL_INPUTS_CHANGED);
+    assert_int_equal(job, 1);
+    assert_true(arrivals);
+    assert_string_equal(was, "crc32:00000007:3");
+    /* nothing to compare: no record, not ours, digests of another kind */
+    assert_int_equal(tl_inputs_compare(NULL, now, 2, &job, &arrivals, was), TL_INPUTS_UNRECORDED);
+    assert_int_equal(tl_inputs_compare("x", now, 2, &job, &arrivals, was), TL_INPUTS_UNRECORDED);
+    assert_int_equal(tl_inputs_compare("[{\"trace\":\"sha256:00\"},{}]", now, 2, &job, &arrivals,
+                                       was), TL_INPUTS_UNRECORDED);
+    free(rec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +521,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_empty_name_and_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inputs_column, setup, teardown),
+        cmocka_unit_test(test_inputs_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,12 @@
  *        duration_ns INTEGER, warmup_ns INTEGER,
  *        config TEXT,                    -- the full run config as JSON
  *        status TEXT,                    -- 'done'
- *        wall_s REAL, events INTEGER, created TEXT)
+ *        wall_s REAL, events INTEGER, created TEXT,
+ *        inputs TEXT)                    -- digests of the files the run read, per job
+ *                                        -- (tl_inputs_record): a resume refuses to reuse
+ *                                        -- a run whose trace has changed since; NULL in
+ *                                        -- runs written before (the column is added when
+ *                                        -- such a database is opened for writing)
  *   jobs(run_id, job_id, name, trace, role TEXT ('inference'|'training'),
  *        priority, arrival TEXT, rate REAL, slo_ns INTEGER,
  *        alone_run_id INTEGER,           -- the 'alone' run of this job (NULL for alone runs)
@@ -89,6 +94,9 @@ char *tl_results_canonical_path(const char *path);
 void tl_results_close(tl_results *r);
 /* Is a finished run with this key already in the database? (sweep resume) */
 int tl_results_has_run(tl_results *r, const char *run_key, long long *run_id, tl_err *err);
+/* The runs.inputs of the finished run with this key: 1 and *inputs (malloc'ed,
+ * NULL where the run has none), or 0 when there is no such run. */
+int tl_results_run_inputs(tl_results *r, const char *run_key, char **inputs, tl_err *err);
 int tl_results_begin(tl_results *r, tl_err *err);
 int tl_results_commit(tl_results *r, tl_err *err);
 void tl_results_rollback(tl_results *r);
@@ -111,6 +119,7 @@ typedef struct tl_run_record {
     double load;                /* NAN: none */
     tl_ns duration_ns, warmup_ns;
     const char *config;         /* JSON text */
+    const char *inputs;         /* runs.inputs (tl_inputs_record); NULL: none */
     double wall_s;
     uint64_t events;
     int n_jobs;
