@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tally/digest.h"
 #include "tally/metrics.h"
 #include "tally/results.h"
 #include "tally/sim.h"
@@ -37,6 +38,7 @@ typedef struct loaded_arrivals {
     char *path;
     tl_ns *times;
     size_t n;
+    tl_digest digest;  /* of the file's bytes, recorded with each run (runs.inputs) */
 } loaded_arrivals;
 
 typedef struct sweep_ctx {
@@ -66,8 +68,10 @@ static int load_arrival_file(loaded_arrivals *a, const char *path, tl_err *err)
     ssize_t len;
     int lineno = 0, r = 0;
     tl_ns last = -1;
+    tl_digest_init(&a->digest);
     while (r == 0 && (len = getline(&line, &line_cap, f)) >= 0) {
         lineno++;
+        tl_digest_add(&a->digest, line, (size_t)len); /* every byte, comments included */
         if (memchr(line, '\0', (size_t)len)) {
             r = tl_errf(err, TL_EFORMAT, "%s:%d: a NUL byte: not a text file of arrival times",
                         path, lineno);
@@ -214,6 +218,18 @@ static const loaded_arrivals *find_arrivals(const sweep_ctx *c, const char *path
         if (!strcmp(c->arrivals[i].path, path))
             return &c->arrivals[i];
     return NULL;
+}
+
+/* What the jobs of run it read (confs: tl_item_job_confs of it), for runs.inputs. */
+static void item_inputs(const sweep_ctx *c, const tl_job_conf *confs, int n, tl_job_inputs *in)
+{
+    for (int j = 0; j < n; j++) {
+        const tl_trace *t = find_trace(c, &confs[j]);
+        const loaded_arrivals *a = confs[j].arrival == TL_ARRIVAL_FILE
+                                       ? find_arrivals(c, confs[j].arrival_path) : NULL;
+        in[j].trace = t ? &t->digest : NULL;
+        in[j].arrivals = a ? &a->digest : NULL;
+    }
 }
 
 static void free_inputs(sweep_ctx *c)
@@ -414,6 +430,9 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
     char *params = pc && pc->params ? json_dumps(pc->params, JSON_SORT_KEYS | JSON_COMPACT)
                                     : tl_xstrdup("{}");
     char *config = json_dumps(it->config, JSON_SORT_KEYS | JSON_COMPACT);
+    tl_job_inputs in[64];
+    item_inputs(c, confs, n, in);
+    char *inputs = tl_inputs_record(in, n);
     tl_run_record rec = {
         .run_key = it->key, .experiment = e->name, .kind = c->o->kind,
         .policy = pc ? ops->name : "alone", .policy_params = params, .gpu = e->gpu.name,
@@ -422,6 +441,7 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
         .load = it->load >= 0 && (it->policy >= 0 || confs[0].role == TL_ROLE_INFERENCE)
                     ? e->loads[it->load] : NAN,
         .duration_ns = e->duration_ns, .warmup_ns = e->warmup_ns, .config = config,
+        .inputs = inputs,
         .wall_s = wall, .events = events, .n_jobs = n, .jobs = confs, .alone_run_ids = alone_ids,
         .result = &res, .metrics = m, .system_throughput = tl_metrics_system_throughput(m, n),
         .system_util = util, .replace = c->o->force, .n_device_metrics = figs.n,
@@ -439,6 +459,7 @@ static int run_item(sweep_ctx *c, const tl_run_item *it, tl_err *err)
     figures_free(&figs);
     free(params);
     free(config);
+    free(inputs);
     tl_run_result_close(&res);
     return r;
 }
@@ -748,6 +769,53 @@ static void warn_foreign_runs(sweep_ctx *c, const bool *skipped)
                 c->e->name, n > 1 ? "them" : "it", n > 1 ? "them" : "it");
 }
 
+/* The runs about to be reused (skipped[i]) against the files their jobs read
+ * now. A run key names a trace by its path only (keys must stay as they are),
+ * so a trace captured again or edited at the same path kept its runs, and the
+ * sweep reported the old trace's results as the new one's. Refused before
+ * anything runs, naming the file (TL_EFORMAT: the input is not what the
+ * database holds results of, exit 65). Runs written before digests were
+ * recorded are reused as they were, with a note. */
+static int check_reused(sweep_ctx *c, const bool *skipped, tl_err *err)
+{
+    size_t changed = 0, unrecorded = 0;
+    char what[1024] = "";
+    for (size_t i = 0; i < c->n_items; i++) {
+        if (!skipped[i])
+            continue;
+        char *rec;
+        int have = tl_results_run_inputs(&c->db, c->items[i].key, &rec, err);
+        if (have < 0)
+            return have;
+        tl_job_conf confs[64];
+        tl_job_inputs in[64];
+        int n, job;
+        bool arrivals;
+        char was[TL_DIGEST_TEXT], now[TL_DIGEST_TEXT];
+        tl_item_job_confs(c->e, &c->items[i], confs, &n);
+        item_inputs(c, confs, n, in);
+        int k = have ? tl_inputs_compare(rec, in, n, &job, &arrivals, was) : TL_INPUTS_SAME;
+        free(rec);
+        if (k == TL_INPUTS_UNRECORDED)
+            unrecorded++;
+        if (k != TL_INPUTS_CHANGED || changed++)
+            continue;
+        tl_digest_text(arrivals ? in[job].arrivals : in[job].trace, now);
+        snprintf(what, sizeof what, "%s (the %s of job %s) has changed since runs of it went into "
+                 "%s (%s there, %s now)", arrivals ? confs[job].arrival_path : confs[job].trace_path,
+                 arrivals ? "arrival file" : "trace", confs[job].name, c->o->db_path, was, now);
+    }
+    if (changed)
+        return tl_errf(err, TL_EFORMAT, "%s: resuming would reuse %zu run%s of earlier inputs as "
+                       "this sweep's. Give --force to run %s again, or another --db", what, changed,
+                       changed > 1 ? "s" : "", changed > 1 ? "them" : "it");
+    if (unrecorded)
+        fprintf(stderr, "tally: note: %zu run%s in %s %s written by a Tally that recorded no "
+                "digests of the traces: reused without checking that those files are unchanged\n",
+                unrecorded, unrecorded > 1 ? "s" : "", c->o->db_path, unrecorded > 1 ? "were" : "was");
+    return 0;
+}
+
 int tl_sweep_check_inputs(const tl_experiment *e, tl_err *err)
 {
     sweep_ctx c = { .e = e };
@@ -788,7 +856,9 @@ int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summar
         else
             shared[ns++] = i;
     }
-    if (skipped)
+    if (r == 0 && skipped)
+        r = check_reused(&c, was_there, err);
+    if (r == 0 && skipped)
         fprintf(stderr, "tally: %zu runs already in %s: skipped (resume)\n", skipped, o->db_path);
     if (r == 0 && skipped)
         warn_foreign_runs(&c, was_there);

@@ -744,6 +744,75 @@ static void test_fidelity_many_sim_params(void **state)
     assert_non_null(strstr(out, "tests/data/flat_small.json,"));
 }
 
+/* A shell command; fmt names the test's folder as %1$s. */
+static void sh(const char *fmt, const char *a)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, fmt, a);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A resume reuses runs by their key, which names a trace by its path only: a
+ * trace edited or captured again at the same path kept the old trace's
+ * results, silently. Each run records the digests of the files it read; a
+ * resume compares them and refuses (65) before anything is written. */
+static void test_resume_checks_inputs(void **state)
+{
+    char out[16384], db[160], args[1024], arr[160];
+    snprintf(db, sizeof db, "%s/dg.db", tmp);
+    snprintf(arr, sizeof arr, "%s/dg.txt", tmp);
+    snprintf(args, sizeof args, "--quiet --policy mps --duration 0.2 --warmup 0.1 --db %s "
+             "--job trace=%s/dg.json.gz,role=inference,arrivals=%s --job trace=" TRAIN
+             ",role=training", db, tmp, arr);
+    sh("cp " INFER " %1$s/dg.json.gz", tmp);
+    write_bytes(arr, "0.12\n0.15\n0.2\n", 14);
+    assert_int_equal(run_sim(out, sizeof out, "%s", args), 0);
+    /* unchanged: skipped, as ever */
+    assert_int_equal(run_sim(out, sizeof out, "%s", args), 0);
+    assert_non_null(strstr(out, "3 runs already in"));
+    assert_null(strstr(out, "note"));
+    /* gzipped again at another level: the same trace */
+    sh("zcat %1$s/dg.json.gz | gzip -9 > %1$s/dg2 && mv %1$s/dg2 %1$s/dg.json.gz", tmp);
+    assert_int_equal(run_sim(out, sizeof out, "%s", args), 0);
+    assert_non_null(strstr(out, "3 runs already in"));
+    /* its content changed (a space before the JSON): refused, nothing written */
+    sh("(printf ' '; zcat %1$s/dg.json.gz) | gzip > %1$s/dg2 && mv %1$s/dg2 %1$s/dg.json.gz", tmp);
+    char *before = dump(db);
+    int st = run_sim(out, sizeof out, "%s", args);
+    if (st != EX_DATAERR || !strstr(out, "dg.json.gz (the trace of job dg) has changed") ||
+        !strstr(out, db) || !strstr(out, "--force") || !strstr(out, "another --db"))
+        print_error("status %d: %s\n", st, out);
+    assert_int_equal(st, EX_DATAERR);
+    assert_non_null(strstr(out, "dg.json.gz (the trace of job dg) has changed"));
+    assert_non_null(strstr(out, "another --db"));
+    assert_null(strstr(out, "already in"));
+    char *after = dump(db);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    /* --force runs them again, and they resume */
+    assert_int_equal(run_sim(out, sizeof out, "%s --force", args), 0);
+    assert_null(strstr(out, "already in"));
+    assert_int_equal(run_sim(out, sizeof out, "%s", args), 0);
+    assert_non_null(strstr(out, "3 runs already in"));
+    assert_int_equal(count(db, "SELECT count(*) FROM runs"), 3);
+    /* the arrival file changed: refused, naming it; put back: resumed */
+    write_bytes(arr, "0.12\n0.16\n0.2\n", 14);
+    assert_int_equal(run_sim(out, sizeof out, "%s", args), EX_DATAERR);
+    assert_non_null(strstr(out, "dg.txt (the arrival file of job dg) has changed"));
+    write_bytes(arr, "0.12\n0.15\n0.2\n", 14);
+    assert_int_equal(run_sim(out, sizeof out, "%s", args), 0);
+    /* runs of a Tally that recorded no digests: reused as they were, with a note */
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "UPDATE runs SET inputs = NULL", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    sh("cp " INFER " %1$s/dg.json.gz", tmp);
+    assert_int_equal(run_sim(out, sizeof out, "%s", args), 0);
+    assert_non_null(strstr(out, "3 runs already in"));
+    assert_non_null(strstr(out, "note: 3 runs in"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_fidelity_csv),
         cmocka_unit_test(test_fidelity_many_sim_params),
         cmocka_unit_test(test_runs_of_another_experiment),
+        cmocka_unit_test(test_resume_checks_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

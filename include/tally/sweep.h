@@ -59,7 +59,11 @@ int tl_experiment_from_overrides(tl_experiment *e, const tl_spec_overrides *o, t
  * said before anything costly, such as looking for a GPU. */
 int tl_sweep_check_inputs(const tl_experiment *e, tl_err *err);
 
-/* Run the grid; prints the summary table to 'summary' (deterministic text). */
+/* Run the grid; prints the summary table to 'summary' (deterministic text).
+ * Runs already in the database are skipped (resume) where the files their jobs
+ * read now are the ones they recorded (runs.inputs, tally/digest.h); one that
+ * differs is TL_EFORMAT, naming the file, before anything runs (o->force runs
+ * them again). Runs that recorded none are skipped unchecked, with a note. */
 int tl_sweep_run(const tl_experiment *e, const tl_sweep_options *o, FILE *summary, tl_err *err);
 
 #endif
