@@ -23,7 +23,7 @@ typedef struct tl_sweep_options {
     const char *db_label;     /* how the start line names the database (a temporary
                                  one: what it is for); NULL: db_path */
     int workers;              /* worker processes; <= 1: run in this process */
-    bool force;               /* re-run finished runs (deletes nothing: new keys not reused) */
+    bool force;               /* re-run finished runs, each replacing the run of its key */
     bool quiet;               /* no progress bar */
     bool stats;               /* JSON lines of engine statistics on stderr */
     const char *kind;         /* "sim" or "hw" (runs.kind) */
