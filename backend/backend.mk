@@ -2,7 +2,7 @@
 # after cuda.mk.
 #   build/backend/libtally_backend_host.a  GPU-free parts (kernel-kind rule,
 #       calibration arithmetic and cache, MPS command lines, cleanup, watchdog,
-#       the context workers' messages):
+#       the context workers' messages, the block trace's files):
 #       always built; tests/test_backend links it.
 #   build/backend/libtally_backend_cuda.a  synthetic kernels (nvcc) and the CUDA
 #       device: built when nvcc exists.
@@ -16,7 +16,7 @@
 BACKEND_HOST_SRC := backend/kind_rule.c backend/calib_math.c backend/calib_db.c backend/mps.c \
                     backend/procs.c backend/watchdog.c backend/contention_fit.c backend/crowding_fit.c \
                     backend/gap_stats.c backend/host_jitter.c backend/gpu_sampler.c \
-                    backend/worker_ipc.c backend/clock_fix.c
+                    backend/worker_ipc.c backend/clock_fix.c backend/block_trace.c
 BACKEND_HOST_OBJ := $(BACKEND_HOST_SRC:%.c=$(BUILD)/%.o)
 BACKEND_HOST_LIB := $(BUILD)/backend/libtally_backend_host.a
 

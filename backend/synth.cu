@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "block_trace.h"
 #include "synth.h"
 
 namespace {
@@ -44,6 +45,7 @@ struct kargs {
     unsigned int gen;
     unsigned int node;             // 1: a CUDA-graph node: stamps only (node_exit)
     unsigned int sm_trace;         // 1: every block marks its SM in slot->sm_mask
+    tl_block_rec *bt;              // TALLY_BLOCK_TRACE: this launch's block records; NULL: untraced
     float *sink;                   // written only if the impossible happens
 };
 
@@ -54,11 +56,27 @@ __device__ __forceinline__ unsigned long long gtimer()
     return t;
 }
 
-__device__ __forceinline__ void stamp_start(slot_dev *s)
+__device__ __forceinline__ unsigned long long stamp_start(slot_dev *s)
 {
     unsigned long long t = gtimer();
     // Read first: only the earliest blocks pay for an atomic.
     if (t < *(volatile unsigned long long *)&s->start) atomicMin(&s->start, t);
+    return t;
+}
+
+// TALLY_BLOCK_TRACE (a diagnostic, block_trace.h): the block's SM, start and
+// end, at its own place in the launch's records (no atomics).
+__device__ __forceinline__ void block_record(const kargs &a, unsigned long long t0)
+{
+    if (!a.bt) return;
+    unsigned int id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    unsigned long long d = gtimer() - t0;
+    tl_block_rec r;
+    r.start_gt = t0;
+    r.dur_ns = d < 0xffffffffull ? (unsigned int)d : 0xffffffffu;
+    r.sm = id;
+    a.bt[blockIdx.x] = r;
 }
 
 // TALLY_SM_TRACE (a diagnostic): the block's SM in the launch's mask; read
@@ -184,13 +202,16 @@ __device__ __forceinline__ void do_block(const kargs &a, unsigned long long lb)
 template <int KIND, int NACC>
 __device__ __forceinline__ void plain_body(const kargs &a)
 {
-    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
-        stamp_start(a.slot);
+    const bool t0 = threadIdx.x + threadIdx.y + threadIdx.z == 0;
+    unsigned long long t_start = 0;
+    if (t0) {
+        t_start = stamp_start(a.slot);
         mark_sm(a);
     }
     do_block<KIND, NACC>(a, a.begin + blockIdx.x);
     __syncthreads();
-    if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+    if (t0) {
+        block_record(a, t_start);
         if (a.node) node_exit(a);
         else block_exit(a);
     }
@@ -203,8 +224,9 @@ __device__ __forceinline__ void ptb_body(const kargs &a)
 {
     __shared__ unsigned long long s_lb;
     const bool t0 = threadIdx.x + threadIdx.y + threadIdx.z == 0;
+    unsigned long long t_start = 0;
     if (t0) {
-        stamp_start(a.slot);
+        t_start = stamp_start(a.slot);
         mark_sm(a);
     }
     for (;;) {
@@ -222,7 +244,10 @@ __device__ __forceinline__ void ptb_body(const kargs &a)
         if (lb == ~0ull) break;
         do_block<KIND, NACC>(a, lb);
     }
-    if (t0) block_exit(a);
+    if (t0) {
+        block_record(a, t_start);
+        block_exit(a);
+    }
 }
 
 // (variant, register cap, accumulators). The memory kind keeps 8 fewer
@@ -316,6 +341,8 @@ struct tl_synth {
     int smem_optin;
     int smem_attr_set[TL_SYNTH_NVARIANTS][4]; // largest dynamic smem allowed so far
     unsigned int sm_trace;     // TALLY_SM_TRACE=1: records count the SMs each launch ran on
+    tl_btrace bt;              // TALLY_BLOCK_TRACE: the traced launches (host side)
+    tl_block_rec *bt_dev;      // their block records; NULL: not tracing
 };
 
 static long long mono_ns()
@@ -424,6 +451,17 @@ extern "C" int tl_synth_open(tl_synth **out, unsigned int nslots)
         s->info[v].max_threads = maxthr;
     }
     if ((e = (cudaError_t)tl_synth_apply_carveout_env())) goto fail;
+    {
+        tl_btrace_conf bc;
+        char msg[256];
+        if (tl_btrace_env(&bc, msg, sizeof msg) < 0) { e = cudaErrorInvalidValue; goto fail; } // tally-run said why
+        if (bc.dir) {
+            tl_btrace_init(&s->bt, &bc);
+            size_t bytes = (size_t)bc.max_records * sizeof(tl_block_rec);
+            if ((e = cudaMalloc(&s->bt_dev, bytes))) goto fail;
+            if ((e = cudaMemset(s->bt_dev, 0, bytes))) goto fail;
+        }
+    }
     *out = s;
     return 0;
 fail:
@@ -431,9 +469,28 @@ fail:
     return (int)e;
 }
 
+// The traced blocks to their file, after the GPU is done with them.
+static void btrace_save(tl_synth *s)
+{
+    tl_block_rec *h = s->bt.used ? (tl_block_rec *)malloc(s->bt.used * sizeof *h) : NULL;
+    cudaError_t e = cudaDeviceSynchronize();
+    if (!e && h) e = cudaMemcpy(h, s->bt_dev, s->bt.used * sizeof *h, cudaMemcpyDeviceToHost);
+    if (e || (s->bt.used && !h))
+        fprintf(stderr, "tally-run: TALLY_BLOCK_TRACE: the records could not be read back: %s\n",
+                e ? cudaGetErrorString(e) : "out of memory");
+    else
+        tl_btrace_save(&s->bt, h);
+    free(h);
+}
+
 extern "C" void tl_synth_close(tl_synth *s)
 {
     if (!s) return;
+    if (s->bt_dev) {
+        btrace_save(s);
+        cudaFree(s->bt_dev);
+    }
+    tl_btrace_close(&s->bt);
     cudaFree(s->buf);
     cudaFree(s->sink);
     cudaFree(s->slots);
@@ -584,6 +641,20 @@ static int enqueue(tl_synth *s, const tl_synth_launch *l, void *stream)
     ready_launch r;
     int e = prepare(s, l, false, &r);
     if (e) return e;
+    if (s->bt_dev) {
+        tl_btrace_launch bl;
+        memset(&bl, 0, sizeof bl);
+        bl.kind = l->kind;
+        bl.variant = l->variant;
+        bl.threads = l->block[0] * l->block[1] * l->block[2];
+        bl.smem = l->smem;
+        bl.iters = l->iters;
+        bl.grid = r.grid;
+        bl.begin = l->begin;
+        bl.workers = l->workers;
+        long long at = tl_btrace_claim(&s->bt, &bl, mono_ns());
+        if (at >= 0) r.a.bt = s->bt_dev + at;
+    }
     s->recs_h[l->slot].gen = 0;
     /* cudaGetLastError also returns errors of earlier calls: clear them
      * first, or a launch that went ahead would be taken for a failed one

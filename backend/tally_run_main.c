@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "block_trace.h"
 #include "synth.h"
 #include "cuda_device.h"
 #include "worker.h"
@@ -114,6 +115,11 @@ static void usage(FILE *f)
 "TALLY_SM_TRACE=1 makes every synthetic block mark its SM, and the kernel\n"
 "records' avg_sms (-k) the number of SMs each launch's blocks ran on, where it\n"
 "is otherwise min(grid, SMs);\n"
+"TALLY_BLOCK_TRACE=DIR writes every block's SM, start and duration, for the\n"
+"launches enqueued in a window of TALLY_BLOCK_TRACE_WINDOW_US (default 5000)\n"
+"every TALLY_BLOCK_TRACE_PERIOD_MS (default 250), up to TALLY_BLOCK_TRACE_MAX\n"
+"blocks (default 4194304) per process and run, to DIR/blocks-run<R>-pid<P>-<K>.csv\n"
+"(R: the run's place in the sweep; graph nodes are not traced);\n"
 "TALLY_TGS_LOG and TALLY_TALLY_LOG log those policies' decisions.\n"
 "\n"
 "Exit status: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 no GPU / no MPS,\n"
@@ -566,6 +572,15 @@ static int cmd_fidelity(cli *c, int argc, char **argv)
 static int cuda_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_err *err)
 {
     (void)gpu;
+    /* TALLY_BLOCK_TRACE: the run's place in the sweep names its files (the
+     * context workers started for it inherit the variable) */
+    static unsigned runs;
+    const char *bt = getenv("TALLY_BLOCK_TRACE");
+    if (bt && *bt) {
+        char n[16];
+        snprintf(n, sizeof n, "%u", ++runs);
+        setenv("TALLY_BLOCK_TRACE_RUN", n, 1);
+    }
     return tl_cuda_open(dev, (const tl_cuda_options *)arg, err);
 }
 
@@ -939,6 +954,12 @@ int main(int argc, char **argv)
     if (tl_synth_carveout_env() == -2) {
         fprintf(stderr, "tally-run: TALLY_SYNTH_CARVEOUT='%s': want a whole percentage 0-100\n",
                 getenv("TALLY_SYNTH_CARVEOUT"));
+        return EX_USAGE;
+    }
+    tl_btrace_conf bc;
+    char bmsg[256];
+    if (tl_btrace_env(&bc, bmsg, sizeof bmsg) < 0) {
+        fprintf(stderr, "tally-run: %s\n", bmsg);
         return EX_USAGE;
     }
     if (!strcmp(sub, "run")) return cmd_run(&c, argc, argv);

@@ -148,7 +148,11 @@ void tl_worker_stop(tl_worker *w)
     m.type = TL_W_QUIT;
     tl_worker_send(w, &m);
     int st;
-    for (int i = 0; i < 300; i++) {
+    /* 3 s to finish; 60 s with TALLY_BLOCK_TRACE, whose records the worker
+     * writes out as it closes (block_trace.h: millions of CSV lines) */
+    const char *bt = getenv("TALLY_BLOCK_TRACE");
+    int waits = bt && *bt ? 6000 : 300;
+    for (int i = 0; i < waits; i++) {
         if (waitpid(w->pid, &st, WNOHANG) == w->pid) goto gone;
         struct timespec ts = {0, 10000000L};
         nanosleep(&ts, NULL);

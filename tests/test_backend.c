@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "backend.h"
+#include "block_trace.h"
 #include "tally/sim.h"
 #include "worker.h"
 #include "tally/trace.h"
@@ -895,6 +896,13 @@ static void test_tally_run_usage(void **state)
     setenv("TALLY_SYNTH_CARVEOUT", "5x", 1);
     assert_int_equal(run_tally("info", out, sizeof out), 64);
     unsetenv("TALLY_SYNTH_CARVEOUT");
+    /* so is the block trace's */
+    setenv("TALLY_BLOCK_TRACE", tmpdir, 1);
+    setenv("TALLY_BLOCK_TRACE_MAX", "0", 1);
+    assert_int_equal(run_tally("info", out, sizeof out), 64);
+    assert_non_null(strstr(out, "TALLY_BLOCK_TRACE_MAX='0'"));
+    unsetenv("TALLY_BLOCK_TRACE_MAX");
+    unsetenv("TALLY_BLOCK_TRACE");
 }
 
 /* The host-stall probe: its counts agree with its own CSV, sleeps are counted
@@ -1235,6 +1243,107 @@ static void test_contention_csv(void **state)
     assert_int_equal(tl_contention_read_csv(path, &p, &n, &err), TL_EIO);
 }
 
+/* TALLY_BLOCK_TRACE's host side: its variables (defaults, bad values named),
+ * the window rule (launches enqueued inside the first window_us of every
+ * period are traced, until the records run out), and the CSV the GPU's
+ * records become (a block never written is left out). */
+static void test_block_trace(void **state)
+{
+    (void)state;
+    tl_btrace_conf c;
+    char msg[256];
+    unsetenv("TALLY_BLOCK_TRACE");
+    assert_int_equal(tl_btrace_env(&c, msg, sizeof msg), 0);
+    setenv("TALLY_BLOCK_TRACE", tmpdir, 1);
+    assert_int_equal(tl_btrace_env(&c, msg, sizeof msg), 1);
+    assert_int_equal(c.max_records, 4194304);
+    assert_int_equal(c.window_ns, 5000000);
+    assert_int_equal(c.period_ns, 250000000);
+    setenv("TALLY_BLOCK_TRACE_WINDOW_US", "+5", 1);
+    assert_int_equal(tl_btrace_env(&c, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "TALLY_BLOCK_TRACE_WINDOW_US='+5'"));
+    setenv("TALLY_BLOCK_TRACE_WINDOW_US", "3000", 1);
+    setenv("TALLY_BLOCK_TRACE_PERIOD_MS", "2", 1);
+    assert_int_equal(tl_btrace_env(&c, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "longer than TALLY_BLOCK_TRACE_PERIOD_MS=2"));
+    setenv("TALLY_BLOCK_TRACE_WINDOW_US", "1000", 1);
+    setenv("TALLY_BLOCK_TRACE_PERIOD_MS", "10", 1);
+    setenv("TALLY_BLOCK_TRACE_MAX", "10", 1);
+    assert_int_equal(tl_btrace_env(&c, msg, sizeof msg), 1);
+    unsetenv("TALLY_BLOCK_TRACE_WINDOW_US");
+    unsetenv("TALLY_BLOCK_TRACE_PERIOD_MS");
+    unsetenv("TALLY_BLOCK_TRACE_MAX");
+
+    tl_btrace b;
+    tl_btrace_init(&b, &c);
+    tl_btrace_launch l = {.kind = 1, .variant = 2, .threads = 256, .iters = 7, .grid = 4, .begin = 100};
+    assert_int_equal(tl_btrace_claim(&b, &l, 20000000 + 999999), 0);   /* inside: 0.999 ms into a period */
+    assert_int_equal(tl_btrace_claim(&b, &l, 20000000 + 1000000), -1); /* the window's end: outside */
+    assert_int_equal(tl_btrace_claim(&b, &l, 35000000), -1);
+    assert_int_equal(tl_btrace_claim(&b, &l, 40000000), 4);
+    assert_int_equal(tl_btrace_claim(&b, &l, 40000001), -1); /* 8 used of 10: no room for 4 more */
+    assert_int_equal(b.skipped, 1);
+    l.grid = 2;
+    l.workers = 2;
+    assert_int_equal(tl_btrace_claim(&b, &l, 40000002), 8);
+    assert_int_equal(b.n, 3);
+    assert_int_equal(b.used, 10);
+
+    tl_block_rec recs[10];
+    memset(recs, 0, sizeof recs);
+    for (int i = 0; i < 10; i++) recs[i] = (tl_block_rec){.start_gt = 1000 + i, .dur_ns = 50 + i, .sm = 131 - i};
+    recs[5].start_gt = 0; /* launch 1's block 1 never ran */
+    recs[9].dur_ns = 0xffffffffu;
+    char path[600];
+    snprintf(path, sizeof path, "%s/bt.csv", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(tl_btrace_write_csv(&b, recs, f), 0);
+    fclose(f);
+    char buf[4096];
+    f = fopen(path, "r");
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    assert_string_equal(buf,
+        "launch,kind,variant,threads,smem,iters,grid,begin,workers,enqueue_ns,block,sm,start_gt,dur_ns\n"
+        "0,1,2,256,0,7,4,100,0,20999999,0,131,1000,50\n"
+        "0,1,2,256,0,7,4,100,0,20999999,1,130,1001,51\n"
+        "0,1,2,256,0,7,4,100,0,20999999,2,129,1002,52\n"
+        "0,1,2,256,0,7,4,100,0,20999999,3,128,1003,53\n"
+        "1,1,2,256,0,7,4,100,0,40000000,0,127,1004,54\n"
+        "1,1,2,256,0,7,4,100,0,40000000,2,125,1006,56\n"
+        "1,1,2,256,0,7,4,100,0,40000000,3,124,1007,57\n"
+        "2,1,2,256,0,7,2,100,2,40000002,0,123,1008,58\n"
+        "2,1,2,256,0,7,2,100,2,40000002,1,122,1009,4294967295\n");
+
+    /* saved under folders not made yet, named by run, process and instance */
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/bt/deep", tmpdir);
+    b.conf.dir = dir;
+    setenv("TALLY_BLOCK_TRACE_RUN", "7", 1);
+    assert_int_equal(tl_btrace_save(&b, recs), 0);
+    char want[700];
+    tl_btrace_path(&b, want, sizeof want); /* the next instance's name */
+    char *k = strrchr(want, '-');
+    assert_non_null(k);
+    strcpy(k, "-1.csv"); /* this process's first */
+    snprintf(path, sizeof path, "%s/bt/deep/blocks-run7-pid%ld-", tmpdir, (long)getpid());
+    assert_int_equal(strncmp(want, path, strlen(path)), 0);
+    f = fopen(want, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "2,1,2,256,0,7,2,100,2,40000002,1,122,1009,4294967295\n"));
+    /* a folder that cannot be made: -1, nothing written */
+    snprintf(dir, sizeof dir, "%s/bt.csv/x", tmpdir);
+    assert_int_equal(tl_btrace_save(&b, recs), -1);
+    unsetenv("TALLY_BLOCK_TRACE_RUN");
+    unsetenv("TALLY_BLOCK_TRACE");
+    tl_btrace_close(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1266,6 +1375,7 @@ int main(void)
         cmocka_unit_test(test_contention_fit_kinds),
         cmocka_unit_test(test_contention_csv),
         cmocka_unit_test(test_clock_offset_moves_both_ways),
+        cmocka_unit_test(test_block_trace),
         cmocka_unit_test(test_worker_bulk_messages_keep_their_entries),
         cmocka_unit_test(test_worker_malformed_messages_are_refused_or_dropped),
         cmocka_unit_test(test_watchdog_ends_hung_run),
