@@ -3,7 +3,7 @@
 summarised per run and job: are a kernel's blocks beside the other job's slow only on the
 SMs they share with it (a tail), or everywhere (a shared resource), and do they start late
 (waiting for room on an SM)?
-    python3 block_probe.py DIR DB > summary.csv     [--sample OUT.csv]
+    python3 block_probe.py DIR DB > summary.csv  [--coresidency OUT.csv] [--sample OUT.csv]
 DIR: the blocks-run<R>-*.csv files of one `tally-run run` of probe_variants.json into the
 fresh database DB (run R is run_id R). Jobs are told apart by their kernel's shape (grid,
 threads), matched against the job's trace. Per run and job:
@@ -17,8 +17,12 @@ threads), matched against the job's trace. Per run and job:
   late_us p50/p90: a block's start after its launch's first block start;
   sms: SMs a launch's blocks ran on, median; per_sm: its blocks at once on an SM, median
     of each launch's largest.
+--coresidency OUT.csv adds own_avg / other_avg (the time-averaged blocks of the job and
+of the other job on a block's SM during its life, weighted by block time) and writes block
+durations by those two numbers, rounded (run, job, own, other: blocks, p50, x alone).
 --sample writes the blocks of each run's fourth traced window (a few thousand launches'
-worth at most) with run, job and the shared fraction, for plots."""
+worth at most) with run, job and the shared fraction, for plots (SAMPLE_JOBS=v1,v2: only
+those variants' jobs)."""
 import glob, os, re, sqlite3, sys
 import numpy as np
 import pandas as pd
@@ -89,6 +93,33 @@ def shared_fraction(x, y):
         frac[idx] = (L(xe[idx]) - L(xs[idx])) / life
     return frac
 
+def coresidents(x, y):
+    """For each block of x: the time-averaged number of y's blocks on its SM during its
+    life (y may be x itself: then the block counts itself)."""
+    out = np.zeros(len(x))
+    xs, xe, xsm = (x[c].to_numpy(np.int64) for c in ("start_gt", "end_gt", "sm"))
+    ysm = y["sm"].to_numpy()
+    ys_all, ye_all = y["start_gt"].to_numpy(np.int64), y["end_gt"].to_numpy(np.int64)
+    for sm in np.unique(xsm):
+        idx = np.nonzero(xsm == sm)[0]
+        sel = ysm == sm
+        if not sel.any(): continue
+        t = np.concatenate([ys_all[sel], ye_all[sel]])
+        d = np.concatenate([np.ones(sel.sum()), -np.ones(sel.sum())])
+        o = np.lexsort((d, t))
+        t, d = t[o], d[o]
+        n_after = np.cumsum(d)                     # count just after each event
+        integ = np.concatenate([[0.0], np.cumsum(n_after[:-1] * np.diff(t))])  # integral up to each event
+        def I(q):
+            p = np.searchsorted(t, q, side="right") - 1
+            r = np.zeros(len(q))
+            ok = p >= 0
+            r[ok] = integ[p[ok]] + n_after[p[ok]] * (q[ok] - t[p[ok]])
+            return r
+        life = np.maximum(xe[idx] - xs[idx], 1)
+        out[idx] = (I(xe[idx]) - I(xs[idx])) / life
+    return out
+
 def covered(x, y, period_ns):
     """Blocks of x inside the span of y's traced launches of the same window."""
     ok = np.zeros(len(x), dtype=bool)
@@ -104,7 +135,11 @@ def main():
     sample = None
     if "--sample" in args:
         i = args.index("--sample"); sample = args[i + 1]; del args[i:i + 2]
+    cores = None
+    if "--coresidency" in args:
+        i = args.index("--coresidency"); cores = args[i + 1]; del args[i:i + 2]
     dirname, db = args
+    crows = []
     runs = load(dirname)
     meta = job_shapes(db)
     period = int(os.environ.get("TALLY_BLOCK_TRACE_PERIOD_MS", "250")) * 1000000
@@ -168,8 +203,26 @@ def main():
                 row["n_unshared"], row["n_shared"] = len(lo), len(hi)
                 row["dur_x_alone_unshared"] = np.median(lo) / a if a and len(lo) else np.nan
                 row["dur_x_alone_shared"] = np.median(hi) / a if a and len(hi) else np.nan
+            if cores:
+                # block durations by the time-averaged blocks on their SM: own (this
+                # job's, the block included) and other (the other job's), rounded
+                own = coresidents(x, x)
+                other = np.zeros(len(x))
+                use = np.ones(len(x), bool)
+                if len(names) == 2:
+                    use = ~np.isnan(frac)
+                    y = byjob[[n for n in names if n != name][0]]
+                    if use.any(): other[use] = coresidents(x[use], y)
+                row["own_avg"] = float(np.average(own[use], weights=x["dur_ns"].to_numpy()[use])) if use.any() else np.nan
+                row["other_avg"] = float(np.average(other[use], weights=x["dur_ns"].to_numpy()[use])) if use.any() else np.nan
+                c = pd.DataFrame({"own": np.rint(own[use]).astype(int), "other": np.rint(other[use]).astype(int),
+                                  "dur": x["dur_ns"].to_numpy()[use] / 1e3})
+                for (o1, o2), g in c.groupby(["own", "other"]):
+                    if len(g) < 50: continue
+                    crows.append({"run": r, "policy": policy, "job": name, "own": o1, "other": o2, "blocks": len(g),
+                                  "dur_p50_us": g["dur"].median(), "x_alone": g["dur"].median() / a if a else np.nan})
             rows.append(row)
-            if sample:
+            if sample and (not os.environ.get("SAMPLE_JOBS") or name.split("-")[0] in os.environ["SAMPLE_JOBS"].split(",")):
                 ws = sorted(x["window"].unique())
                 if len(ws) >= 4:
                     s = x[x["window"] == ws[3]].copy()
@@ -178,8 +231,10 @@ def main():
                     samples.append(s[["run", "policy", "job", "lkey", "block", "sm", "start_gt", "dur_ns", "late", "shared"]])
     cols = ["run", "policy", "job", "launches", "blocks", "span_us", "dur_p10_us", "dur_p50_us", "dur_p90_us",
             "x_alone", "covered", "shared_frac", "n_unshared", "dur_x_alone_unshared", "n_shared",
-            "dur_x_alone_shared", "late_p50_us", "late_p90_us", "sms", "per_sm"]
+            "dur_x_alone_shared", "late_p50_us", "late_p90_us", "sms", "per_sm", "own_avg", "other_avg"]
     pd.DataFrame(rows).reindex(columns=cols).to_csv(sys.stdout, index=False, float_format="%.4g")
+    if cores and crows:
+        pd.DataFrame(crows).to_csv(cores, index=False, float_format="%.4g")
     if sample and samples:
         pd.concat(samples).to_csv(sample, index=False, float_format="%.4g")
 
