@@ -235,6 +235,7 @@ void tl_sim_params_default(tl_sim_params *p, const tl_gpu_props *gpu)
     p->contention.churn_block_ns = h100 ? 4000 : 0;
     p->contention.churn_slowdown = 1.6;
     p->contention.starved_tail = 0; /* experimental, off */
+    p->contention.mem_age = 0;      /* experimental, off */
     p->contention.mem_share = 0; /* experimental, off */
     p->contention.mem_share_short = 0;
     p->contention.compute_share = 0;
@@ -413,6 +414,8 @@ int tl_sim_params_validate(const tl_sim_params *p, tl_err *err)
         return tl_errf(err, TL_ERANGE, "sim params: contention.partial_starve must be 0 or 1");
     if (p->contention.starved_tail != 0 && p->contention.starved_tail != 1)
         return tl_errf(err, TL_ERANGE, "sim params: contention.starved_tail must be 0 or 1");
+    if (p->contention.mem_age != 0 && p->contention.mem_age != 1)
+        return tl_errf(err, TL_ERANGE, "sim params: contention.mem_age must be 0 or 1");
     if (p->contention.churn_block_ns < 0 || p->contention.churn_block_ns > TL_NS_PER_S)
         return tl_errf(err, TL_ERANGE, "sim params: contention.churn_block_ns must be in [0, 1e9] ns");
     if (!(p->contention.churn_slowdown >= 1 && p->contention.churn_slowdown <= 100))
@@ -503,6 +506,7 @@ static const pdesc pdescs[] = {
     PD("contention.mem_max_slowdown", P_DOUBLE, contention.mem_max_slowdown),
     PD("contention.partial_starve", P_INT, contention.partial_starve),
     PD("contention.starved_tail", P_INT, contention.starved_tail),
+    PD("contention.mem_age", P_INT, contention.mem_age),
     PD("contention.churn_block_ns", P_NS, contention.churn_block_ns),
     PD("contention.mem_share", P_DOUBLE, contention.mem_share),
     PD("contention.mem_share_short", P_DOUBLE, contention.mem_share_short),

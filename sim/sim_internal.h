@@ -547,9 +547,10 @@ double contention_cc_share_slowdown(const tl_contention_params *p, double f, dou
                                     double free_sd);
 /* Does a group of kind wa (placed at age_a) starve beside one of kind wb
  * (placed at age_b), of another launch? */
-static inline bool contention_starves(int wa, uint64_t age_a, int wb, uint64_t age_b)
+static inline bool contention_starves(const sim *s, int wa, uint64_t age_a, int wb, uint64_t age_b)
 {
-    return wb == TL_WORK_COMPUTE && (wa == TL_WORK_MEMORY || age_b < age_a);
+    /* contention.mem_age: memory blocks too only beside older compute blocks */
+    return wb == TL_WORK_COMPUTE && ((wa == TL_WORK_MEMORY && !s->p.contention.mem_age) || age_b < age_a);
 }
 /* sim_sm.c: g's blocks were placed anew (a recycled wave): it is now the
  * youngest on its SMs. */

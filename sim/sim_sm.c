@@ -162,13 +162,13 @@ static unsigned place_beside(sim *s, const smclass *c, group *g, const cls_ent *
                 foreign_mem += e_thr;
             if (work == TL_WORK_MEMORY)
                 eg->foreign_mem += my_thr;
-            if (contention_starves(work, g->age, e->work, eg->age)) {
+            if (contention_starves(s, work, g->age, e->work, eg->age)) {
                 starve += m;
                 starve_ns += (double)m * (double)e->l->blk_ns;
                 if (work == TL_WORK_COMPUTE)
                     eg->young += m; /* g, younger, beside e */
             }
-            if (contention_starves(e->work, eg->age, work, g->age)) {
+            if (contention_starves(s, e->work, eg->age, work, g->age)) {
                 eg->starve += m;
                 eg->starve_ns += (double)m * (double)l->blk_ns;
                 if (e->work == TL_WORK_COMPUTE)
@@ -431,7 +431,7 @@ static void remove_solo(sim *s, unit *u, group *g)
 
 /* g is leaving class c while staying elsewhere (sm_keep_starved): its own
  * contention counts lose the co-residents of c's SMs (place_beside's, undone). */
-static void forget_residents(group *g, const smclass *c)
+static void forget_residents(const sim *s, group *g, const smclass *c)
 {
     int work = g->l->work, n = c->n;
     for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end; o++) {
@@ -441,7 +441,7 @@ static void forget_residents(group *g, const smclass *c)
         g->foreign -= o_thr;
         if (o->work == TL_WORK_MEMORY)
             g->foreign_mem -= o_thr;
-        if (o->work == TL_WORK_COMPUTE && contention_starves(o->work, o->g->age, work, g->age))
+        if (o->work == TL_WORK_COMPUTE && contention_starves(s, o->work, o->g->age, work, g->age))
             g->young -= n;
         if (o->l->churns && work == TL_WORK_COMPUTE)
             g->churn -= n;
@@ -480,11 +480,11 @@ static inline void class_drop(sim *s, smclass *c, cls_ent *e, const group *g, in
             eg->foreign -= my_thr;
             if (work == TL_WORK_MEMORY)
                 eg->foreign_mem -= my_thr;
-            if (contention_starves(e->work, eg->age, work, g->age)) {
+            if (contention_starves(s, e->work, eg->age, work, g->age)) {
                 eg->starve -= n;
                 eg->starve_ns -= (double)n * (double)l->blk_ns;
             }
-            if (work == TL_WORK_COMPUTE && contention_starves(work, g->age, e->work, eg->age))
+            if (work == TL_WORK_COMPUTE && contention_starves(s, work, g->age, e->work, eg->age))
                 eg->young -= n; /* g, younger, leaves e's SMs */
             if (l->churns && e->work == TL_WORK_COMPUTE)
                 eg->churn -= n;
@@ -538,13 +538,13 @@ static uint64_t remove_where(sim *s, group *g, bool keep_starved)
         if (keep_starved) {
             bool starved = false;
             for (const cls_ent *o = c->ents, *end = c->ents + c->n_ents; o < end && !starved; o++)
-                starved = o->l != g->l && contention_starves(work, g->age, o->work, o->g->age);
+                starved = o->l != g->l && contention_starves(s, work, g->age, o->work, o->g->age);
             if (starved) {
                 kept += (uint64_t)n * (uint64_t)e->bps;
                 kept_sms += n;
                 continue;
             }
-            forget_residents(g, c);
+            forget_residents(s, g, c);
         }
         class_drop(s, c, e, g, &sub_l, &sub_j, &sub_c);
     }
@@ -624,10 +624,10 @@ void sm_renew_age(sim *s, group *g, uint64_t age)
         for (cls_ent *e = c->ents, *end = c->ents + c->n_ents; e < end; e++) {
             if (e->l == l)
                 continue;
-            int64_t d_g = (int64_t)contention_starves(l->work, age, e->work, e->g->age) -
-                          (int64_t)contention_starves(l->work, g->age, e->work, e->g->age);
-            int64_t d_e = (int64_t)contention_starves(e->work, e->g->age, l->work, age) -
-                          (int64_t)contention_starves(e->work, e->g->age, l->work, g->age);
+            int64_t d_g = (int64_t)contention_starves(s, l->work, age, e->work, e->g->age) -
+                          (int64_t)contention_starves(s, l->work, g->age, e->work, e->g->age);
+            int64_t d_e = (int64_t)contention_starves(s, e->work, e->g->age, l->work, age) -
+                          (int64_t)contention_starves(s, e->work, e->g->age, l->work, g->age);
             g->starve += d_g * c->n;
             g->starve_ns += (double)(d_g * c->n) * (double)e->l->blk_ns;
             g->young += d_e * c->n; /* e starved by g: e is the younger */

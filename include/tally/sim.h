@@ -79,6 +79,11 @@ typedef struct tl_contention_params {
                               behind and hold their SMs, and the launch, until they
                               finish (sim/README.md, "The starved tail"); 0: the
                               group progresses at the averaged rate and leaves whole */
+    int mem_age;           /* KINDS (experimental, 0 by default): 1: a memory-bound block
+                              is starved only beside OLDER compute blocks, as a compute
+                              block is (the H100's block records: memory blocks placed
+                              before the compute blocks beside them ran 1.0-1.5x their
+                              alone time; sim/README.md, "Contention") */
 } tl_contention_params;
 
 typedef struct tl_sim_params {
