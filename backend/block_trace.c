@@ -12,19 +12,22 @@
 /* One variable: 1 set (*v), 0 unset or empty, -1 bad (msg says why). */
 static int env_int(const char *name, long long lo, long long hi, long long *v, char *msg, size_t len)
 {
-    const char *s = getenv(name);
-    if (!s || !*s) return 0;
-    if (tl_parse_int64(s, lo, hi, v) == 0) return 1;
-    snprintf(msg, len, "%s='%s': want a whole number %lld-%lld", name, s, lo, hi);
-    return -1;
+    int r = tl_env_int64(name, lo, hi, v);
+    if (r < 0) snprintf(msg, len, "%s='%s': want a whole number %lld-%lld", name, getenv(name), lo, hi);
+    return r < 0 ? -1 : r;
+}
+
+bool tl_btrace_enabled(void)
+{
+    const char *dir = getenv("TALLY_BLOCK_TRACE");
+    return dir && *dir;
 }
 
 int tl_btrace_env(tl_btrace_conf *c, char *msg, size_t msg_len)
 {
     memset(c, 0, sizeof *c);
-    const char *dir = getenv("TALLY_BLOCK_TRACE");
-    if (!dir || !*dir) return 0;
-    c->dir = dir;
+    if (!tl_btrace_enabled()) return 0;
+    c->dir = getenv("TALLY_BLOCK_TRACE");
     long long max = 4194304, win_us = 5000, per_ms = 250;
     /* 2^28 records are 4 GiB of GPU memory per process: more is a typo */
     if (env_int("TALLY_BLOCK_TRACE_MAX", 1, 1ll << 28, &max, msg, msg_len) < 0 ||

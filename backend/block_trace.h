@@ -31,6 +31,7 @@
 #ifndef TALLY_BACKEND_BLOCK_TRACE_H
 #define TALLY_BACKEND_BLOCK_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@ typedef struct tl_btrace_conf {
     long long period_ns;    /* TALLY_BLOCK_TRACE_PERIOD_MS (default 250) */
 } tl_btrace_conf;
 
+/* Whether TALLY_BLOCK_TRACE is set (not empty): the trace is on. */
+bool tl_btrace_enabled(void);
 /* 0: TALLY_BLOCK_TRACE unset or empty (off); 1: on, *c filled; -1: a bad
  * value, why in msg (naming the variable). */
 int tl_btrace_env(tl_btrace_conf *c, char *msg, size_t msg_len);

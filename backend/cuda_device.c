@@ -457,17 +457,6 @@ static void hang_report(void *arg)
     }
 }
 
-/* A whole number from the environment, for the loop's diagnostics: 0 when
- * the variable is unset or empty (*v untouched), 1 with *v set, -1 when it is
- * not a whole number in [lo, hi] (digits alone, as for every integer option:
- * " 5" and "+5" are refused). */
-static int env_ll(const char *name, long long lo, long long hi, long long *v)
-{
-    const char *s = getenv(name);
-    if (!s || !*s) return 0;
-    return tl_parse_int64(s, lo, hi, v) == 0 ? 1 : -1;
-}
-
 int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -514,7 +503,7 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
     /* The GPU's clocks every 10 ms (TALLY_GPU_SAMPLE_MS; 0: off). Without NVML
      * the run goes on without them, saying so once. */
     long long sample_ms = 10;
-    if (env_ll("TALLY_GPU_SAMPLE_MS", 0, 10000, &sample_ms) < 0) {
+    if (tl_env_int64("TALLY_GPU_SAMPLE_MS", 0, 10000, &sample_ms) < 0) {
         r = tl_errf(err, TL_EINVAL, "TALLY_GPU_SAMPLE_MS=%s: want 0 (off) to 10000 ms", getenv("TALLY_GPU_SAMPLE_MS"));
         goto fail;
     }
@@ -532,7 +521,7 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
      * (session 18: spinning instead served requests at an idle GPU 5-9% sooner
      * at the median; sleeping stays the default every earlier run had). */
     long long margin_us = 60;
-    if (env_ll("TALLY_SLEEP_MARGIN_US", LLONG_MIN, 1000000, &margin_us) < 0) {
+    if (tl_env_int64("TALLY_SLEEP_MARGIN_US", LLONG_MIN, 1000000, &margin_us) < 0) {
         r = tl_errf(err, TL_EINVAL, "TALLY_SLEEP_MARGIN_US=%s: not a whole number of us up to 1000000 "
                     "(negative: never sleep)", getenv("TALLY_SLEEP_MARGIN_US"));
         goto fail;
@@ -543,7 +532,7 @@ int tl_cuda_open(tl_device *d, const tl_cuda_options *o, tl_err *err)
      * sleep_margin early and spins the rest, so the slack only matters where
      * an oversleep passes the margin; `tally-run jitter` measures both). */
     long long slack_ns;
-    int set = env_ll("TALLY_TIMER_SLACK_NS", 1, 1000000, &slack_ns);
+    int set = tl_env_int64("TALLY_TIMER_SLACK_NS", 1, 1000000, &slack_ns);
     if (set < 0 || (set > 0 && prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0) != 0)) {
         r = tl_errf(err, TL_EINVAL, "TALLY_TIMER_SLACK_NS=%s: want 1 to 1000000 ns (and a Linux that "
                     "takes it)", getenv("TALLY_TIMER_SLACK_NS"));

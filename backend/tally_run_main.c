@@ -575,8 +575,7 @@ static int cuda_factory(void *arg, tl_device *dev, const tl_gpu_props *gpu, tl_e
     /* TALLY_BLOCK_TRACE: the run's place in the sweep names its files (the
      * context workers started for it inherit the variable) */
     static unsigned runs;
-    const char *bt = getenv("TALLY_BLOCK_TRACE");
-    if (bt && *bt) {
+    if (tl_btrace_enabled()) {
         char n[16];
         snprintf(n, sizeof n, "%u", ++runs);
         setenv("TALLY_BLOCK_TRACE_RUN", n, 1);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "block_trace.h"
 #include "worker.h"
 
 /* The bytes of m that travel: the header, and n payload entries for the
@@ -150,8 +151,7 @@ void tl_worker_stop(tl_worker *w)
     int st;
     /* 3 s to finish; 60 s with TALLY_BLOCK_TRACE, whose records the worker
      * writes out as it closes (block_trace.h: millions of CSV lines) */
-    const char *bt = getenv("TALLY_BLOCK_TRACE");
-    int waits = bt && *bt ? 6000 : 300;
+    int waits = tl_btrace_enabled() ? 6000 : 300;
     for (int i = 0; i < waits; i++) {
         if (waitpid(w->pid, &st, WNOHANG) == w->pid) goto gone;
         struct timespec ts = {0, 10000000L};

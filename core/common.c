@@ -188,6 +188,15 @@ const char *tl_parse_int64_what(int r)
     return r == TL_ERANGE ? "out of range" : "not an integer";
 }
 
+int tl_env_int64(const char *name, long long min, long long max, long long *out)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return 0;
+    int r = tl_parse_int64(s, min, max, out);
+    return r < 0 ? r : 1;
+}
+
 int tl_mkdirs(const char *dir, tl_err *err)
 {
     if (!dir || !*dir)

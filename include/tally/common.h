@@ -85,6 +85,10 @@ int tl_parse_int64(const char *s, long long min, long long max, long long *out);
 /* What tl_parse_int64's error r says of the value: "out of range" or "not an
  * integer" (the words every integer option's message uses). */
 const char *tl_parse_int64_what(int r);
+/* The environment variable name read by tl_parse_int64: 0 when it is unset or
+ * empty (*out untouched), 1 with *out set, or tl_parse_int64's error (< 0),
+ * for the caller's message. */
+int tl_env_int64(const char *name, long long min, long long max, long long *out);
 /* Create a folder and its missing parents (mkdir -p). NULL or "": nothing to do.
  * TL_EIO naming the folder when one cannot be made or the name is not a folder;
  * TL_ENOMEM, never an exit (the tracer calls it inside the traced program). */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tally/common.h" /* tl_parse_int64: core/common.c is linked in (cuda.mk) */
+#include "tally/common.h" /* tl_parse_int64, tl_env_int64: core/common.c is linked in (cuda.mk) */
 #include "tracer.h"
 
 static const struct {
@@ -53,17 +53,15 @@ int tt_parse_activities(const char *list, unsigned *bits, char *bad, size_t bad_
 
 static int env_int(const char *name, int64_t min, int64_t *out, char *msg, size_t msg_len)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return 0;
     long long x;
-    int r = tl_parse_int64(v, min, INT64_MAX, &x);
+    int r = tl_env_int64(name, min, INT64_MAX, &x);
     if (r < 0) {
-        snprintf(msg, msg_len, "%s='%s' is %s (expected an integer >= %lld)", name, v,
+        snprintf(msg, msg_len, "%s='%s' is %s (expected an integer >= %lld)", name, getenv(name),
                  tl_parse_int64_what(r), (long long)min);
         return -1;
     }
-    *out = x;
+    if (r)
+        *out = x;
     return 0;
 }
 
