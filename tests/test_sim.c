@@ -1611,6 +1611,31 @@ static void test_contention_kinds_age(void **st)
     close_h(x);
 }
 
+/* The pair of test_contention_partial_starve and test_contention_mem_age on
+ * x (started): K1, memory, 4 blocks of 256 threads, 1 ms, on a stream of the
+ * lesser priority; K2, compute, 2 blocks, 1 ms, on one of the greater; the one
+ * launched second (K2 when mem_first) at 1 us. Their end times. */
+static void run_mem_compute_pair(h *x, bool mem_first, tl_ns *e1, tl_ns *e2)
+{
+    tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
+    tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5);
+    tl_op k1 = mk(4, 256, 32, 0, 1 * MS), k2 = mk(2, 256, 32, 0, 1 * MS);
+    k1.work = TL_WORK_MEMORY;
+    k2.work = TL_WORK_COMPUTE;
+    later l;
+    if (mem_first) {
+        launch(x, lo, &k1, 0, 1);
+        l = (later){ x, hi, &k2, 0, 2 };
+    } else {
+        launch(x, hi, &k2, 0, 2);
+        l = (later){ x, lo, &k1, 0, 1 };
+    }
+    tl_dev_timer(&x->d, 1 * US, launch_later, &l);
+    run(x);
+    *e1 = rec_of(x, 1)->end_ns;
+    *e2 = rec_of(x, 2)->end_ns;
+}
+
 /* contention.partial_starve (KINDS, four SMs): K1, memory, 4 blocks of 256
  * threads, 1 ms, one wave on all four SMs; K2, compute, 2 blocks, 1 ms,
  * launched at 1 us on a higher-priority stream beside K1 on two of them. A
@@ -1628,16 +1653,8 @@ static void test_contention_partial_starve(void **st)
         x->p.contention.model = TL_CONTENTION_KINDS;
         x->p.contention.partial_starve = partial;
         start_h(x);
-        tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-        tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5);
-        tl_op k1 = mk(4, 256, 32, 0, 1 * MS), k2 = mk(2, 256, 32, 0, 1 * MS);
-        k1.work = TL_WORK_MEMORY;
-        k2.work = TL_WORK_COMPUTE;
-        launch(x, lo, &k1, 0, 1);
-        later l2 = { x, hi, &k2, 0, 2 };
-        tl_dev_timer(&x->d, 1 * US, launch_later, &l2);
-        run(x);
-        tl_ns e1 = rec_of(x, 1)->end_ns, e2 = rec_of(x, 2)->end_ns;
+        tl_ns e1, e2;
+        run_mem_compute_pair(x, true, &e1, &e2);
         tl_ns want = partial ? 1491500 : 1983000;
         if (!(e1 >= want - 3 && e1 <= want + 3))
             fail_msg("partial_starve %d: K1 ends at %lld, want %lld", partial, (long long)e1,
@@ -1666,22 +1683,8 @@ static void test_contention_mem_age(void **st)
             x->p.contention.model = TL_CONTENTION_KINDS;
             x->p.contention.mem_age = age;
             start_h(x);
-            tl_ctx_id c = ctx(x, TL_CTX_TIMESLICED, 0, 0, 0);
-            tl_stream_id lo = stream(x, c, 0), hi = stream(x, c, -5);
-            tl_op k1 = mk(4, 256, 32, 0, 1 * MS), k2 = mk(2, 256, 32, 0, 1 * MS);
-            k1.work = TL_WORK_MEMORY;
-            k2.work = TL_WORK_COMPUTE;
-            later l;
-            if (mem_first) {
-                launch(x, lo, &k1, 0, 1);
-                l = (later){ x, hi, &k2, 0, 2 };
-            } else {
-                launch(x, hi, &k2, 0, 2);
-                l = (later){ x, lo, &k1, 0, 1 };
-            }
-            tl_dev_timer(&x->d, 1 * US, launch_later, &l);
-            run(x);
-            tl_ns e1 = rec_of(x, 1)->end_ns, e2 = rec_of(x, 2)->end_ns;
+            tl_ns e1, e2;
+            run_mem_compute_pair(x, mem_first, &e1, &e2);
             tl_ns want1 = mem_first ? (age ? 1000000 : 1491500) : 1492009;
             tl_ns want2 = mem_first ? 1001000 : 1000000;
             if (!(e1 >= want1 - 3 && e1 <= want1 + 3) || !(e2 >= want2 - 3 && e2 <= want2 + 3))

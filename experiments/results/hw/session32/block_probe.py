@@ -23,7 +23,7 @@ durations by those two numbers, rounded (run, job, own, other: blocks, p50, x al
 --sample writes the blocks of each run's fourth traced window (a few thousand launches'
 worth at most) with run, job and the shared fraction, for plots (SAMPLE_JOBS=v1,v2: only
 those variants' jobs)."""
-import glob, os, re, sqlite3, sys
+import glob, json, os, re, sqlite3, sys
 import numpy as np
 import pandas as pd
 
@@ -51,7 +51,6 @@ def job_shapes(db):
     return out
 
 def trace_shape(path):
-    import json
     ev = json.load(open(path))["events"]
     k = next(e for e in ev if e["type"] == "kernel")
     return (k["grid"][0] * k["grid"][1] * k["grid"][2], k["block"][0] * k["block"][1] * k["block"][2])
@@ -120,7 +119,7 @@ def coresidents(x, y):
         out[idx] = (I(xe[idx]) - I(xs[idx])) / life
     return out
 
-def covered(x, y, period_ns):
+def covered(x, y):
     """Blocks of x inside the span of y's traced launches of the same window."""
     ok = np.zeros(len(x), dtype=bool)
     xw = x["window"].to_numpy()
@@ -192,7 +191,7 @@ def main():
             frac = np.full(len(x), np.nan)
             if len(names) == 2:
                 y = byjob[[n for n in names if n != name][0]]
-                ok = covered(x, y, period) if len(y) else np.zeros(len(x), bool)
+                ok = covered(x, y) if len(y) else np.zeros(len(x), bool)
                 if ok.any():
                     frac[ok] = shared_fraction(x[ok], y)
                 f = frac[ok]
