@@ -961,6 +961,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "tally-run: %s\n", bmsg);
         return EX_USAGE;
     }
+    /* its folder now: a run must not end before it is found unwritable */
+    tl_err mk = {0};
+    if (bc.dir && tl_mkdirs(bc.dir, &mk) < 0) {
+        fprintf(stderr, "tally-run: TALLY_BLOCK_TRACE: %s\n", mk.msg);
+        return EX_CANTCREAT;
+    }
     if (!strcmp(sub, "run")) return cmd_run(&c, argc, argv);
     if (!strcmp(sub, "info")) return cmd_info(&c);
     if (!strcmp(sub, "calibrate")) return cmd_calibrate(&c, argc, argv);

@@ -902,6 +902,12 @@ static void test_tally_run_usage(void **state)
     assert_int_equal(run_tally("info", out, sizeof out), 64);
     assert_non_null(strstr(out, "TALLY_BLOCK_TRACE_MAX='0'"));
     unsetenv("TALLY_BLOCK_TRACE_MAX");
+    char btdir[600];
+    snprintf(btdir, sizeof btdir, "%s/x", csv); /* under the file j.csv */
+    setenv("TALLY_BLOCK_TRACE", btdir, 1);
+    assert_int_equal(run_tally("info", out, sizeof out), 73);
+    assert_non_null(strstr(out, "TALLY_BLOCK_TRACE: "));
+    assert_non_null(strstr(out, "j.csv/x: cannot create folder"));
     unsetenv("TALLY_BLOCK_TRACE");
 }
 
