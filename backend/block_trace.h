@@ -15,8 +15,7 @@
  * Sampling: launches enqueued inside a window of window_us every period_ms
  * of the host's CLOCK_MONOTONIC, which every process of a run shares, so
  * that the launches of jobs in other processes (MPS) are traced over the
- * same moments (tally-run makes DIR before any GPU work: exit 73 when it
- * cannot); up to max_records blocks per synthetic-kernel instance (one
+ * same moments; up to max_records blocks per synthetic-kernel instance (one
  * per device open and process). At close, the records go to
  *   DIR/blocks-run<R>-pid<P>-<K>.csv
  * R: TALLY_BLOCK_TRACE_RUN (tally-run run sets it to the run's place in its
