@@ -24,7 +24,8 @@
  * 1 memory), variant, threads, smem, iters, grid (blocks launched), begin
  * (first logical block), workers (PTB: > 0), enqueue_ns (host monotonic),
  * block, sm, start_gt, dur_ns (%globaltimer, ns). A block whose record is
- * missing (the launch failed) is left out.
+ * missing (the launch failed) is left out. tally-run makes DIR before any
+ * GPU work (exit 73 when it cannot).
  *
  * The window rule, the configuration and the file are plain C (tested in
  * tests/test_backend.c); the device buffer lives in synth.cu. */
